@@ -1,0 +1,339 @@
+"""The blocks of a pipeline file, with Flink CDC's option names and defaults.
+
+Names and defaults follow Flink CDC's MySQL pipeline source (``MySqlDataSourceOptions``), its
+Doris pipeline sink (``DorisDataSinkOptions``) and ``PipelineOptions``. Where Tidemark differs,
+the field says so:
+
+* ``sink.enable-2pc`` defaults to true and cannot be turned off: every Tidemark load is a
+  two-phase-commit load, that is how it is exactly-once.
+* ``pipeline.name`` defaults to the pipeline file's stem (Flink: "Flink CDC Pipeline Job"),
+  because the name becomes the state directory and the Dagster asset key prefix.
+* Options Tidemark adds live under ``tidemark.`` in the ``pipeline:`` block.
+
+Prefixed pass-through options (``jdbc.properties.*``, ``debezium.*``, ``sink.properties.*``,
+``table.create.properties.*``, ``table.create.auto-partition.properties.*``,
+``tidemark.spark.conf.*``) are collected into dicts before validation.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+from cdc_core.config.durations import parse_duration
+from cdc_core.config.selectors import SelectorError, TableSelector, parse_chunk_key_columns
+
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _upper(value: object) -> object:
+    return value.upper() if isinstance(value, str) else value
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+
+
+class MySqlSourceOptions(_Block):
+    """``source:`` with ``type: mysql``."""
+
+    type: Literal["mysql"]
+    name: str | None = None
+    hostname: str
+    port: int = Field(3306, ge=1, le=65535)
+    username: str
+    password: SecretStr
+    tables: str
+    tables_exclude: str | None = Field(None, alias="tables.exclude")
+    schema_change_enabled: bool = Field(True, alias="schema-change.enabled")
+    server_id: str | None = Field(None, alias="server-id")
+    server_time_zone: str | None = Field(None, alias="server-time-zone")
+    incremental_snapshot_enabled: bool = Field(True, alias="scan.incremental.snapshot.enabled")
+    chunk_size: int = Field(8096, gt=1, alias="scan.incremental.snapshot.chunk.size")
+    fetch_size: int = Field(1024, gt=0, alias="scan.snapshot.fetch.size")
+    chunk_key_column: str | None = Field(None, alias="scan.incremental.snapshot.chunk.key-column")
+    backfill_skip: bool = Field(False, alias="scan.incremental.snapshot.backfill.skip")
+    unbounded_chunk_first: bool = Field(False, alias="scan.incremental.snapshot.unbounded-chunk-first.enabled")
+    close_idle_reader: bool = Field(False, alias="scan.incremental.close-idle-reader.enabled")
+    startup_mode: Annotated[
+        Literal["initial", "snapshot", "latest-offset", "earliest-offset", "specific-offset", "timestamp"],
+        BeforeValidator(_lower),
+    ] = Field("initial", alias="scan.startup.mode")
+    startup_file: str | None = Field(None, alias="scan.startup.specific-offset.file")
+    startup_pos: int | None = Field(None, ge=0, alias="scan.startup.specific-offset.pos")
+    startup_gtid_set: str | None = Field(None, alias="scan.startup.specific-offset.gtid-set")
+    startup_skip_events: int | None = Field(None, ge=0, alias="scan.startup.specific-offset.skip-events")
+    startup_skip_rows: int | None = Field(None, ge=0, alias="scan.startup.specific-offset.skip-rows")
+    startup_timestamp_millis: int | None = Field(None, ge=0, alias="scan.startup.timestamp-millis")
+    connect_timeout: Seconds = Field(30.0, alias="connect.timeout")
+    connect_max_retries: int = Field(3, ge=0, alias="connect.max-retries")
+    connection_pool_size: int = Field(20, ge=1, alias="connection.pool.size")
+    heartbeat_interval: Seconds = Field(30.0, alias="heartbeat.interval")
+    chunk_meta_group_size: int = Field(1000, gt=1, alias="chunk-meta.group.size")
+    distribution_factor_upper: float = Field(
+        1000.0, ge=1.0, alias="chunk-key.even-distribution.factor.upper-bound"
+    )
+    distribution_factor_lower: float = Field(
+        0.05, ge=0.0, le=1.0, alias="chunk-key.even-distribution.factor.lower-bound"
+    )
+    newly_added_table_enabled: bool = Field(False, alias="scan.newly-added-table.enabled")
+    binlog_newly_added_table_enabled: bool = Field(False, alias="scan.binlog.newly-added-table.enabled")
+    parse_online_schema_changes: bool = Field(False, alias="scan.parse.online.schema.changes.enabled")
+    append_only: bool = Field(False, alias="scan.read-changelog-as-append-only.enabled")
+    metadata_list: str | None = Field(None, alias="metadata.list")
+    include_comments: bool = Field(False, alias="include-comments.enabled")
+    tinyint1_as_boolean: bool = Field(True, alias="treat-tinyint1-as-boolean.enabled")
+    jdbc_properties: dict[str, str] = Field(default_factory=dict, alias="jdbc.properties.*")
+    debezium: dict[str, str] = Field(default_factory=dict, alias="debezium.*")
+
+    @field_validator("connect_timeout")
+    @classmethod
+    def _connect_timeout(cls, v: float) -> float:
+        if v <= 0.25:
+            raise ValueError("must be longer than 250ms")
+        return v
+
+    @field_validator("server_id")
+    @classmethod
+    def _server_id(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not re.fullmatch(r"\s*\d+\s*(-\s*\d+\s*)?", str(v)):
+            raise ValueError(f"expected '5400' or a range '5400-5408', got {v!r}")
+        lo, _, hi = str(v).partition("-")
+        if hi and int(hi) < int(lo):
+            raise ValueError(f"range {v!r} ends before it starts")
+        return str(v).replace(" ", "")
+
+    @field_validator("tables")
+    @classmethod
+    def _tables(cls, v: str) -> str:
+        try:
+            TableSelector.parse(v)
+        except SelectorError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("tables_exclude")
+    @classmethod
+    def _tables_exclude(cls, v: str | None) -> str | None:
+        if v:
+            try:
+                TableSelector.parse("x.y", v)
+            except SelectorError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("chunk_key_column")
+    @classmethod
+    def _chunk_key_column(cls, v: str | None) -> str | None:
+        if v:
+            try:
+                parse_chunk_key_columns(v)
+            except SelectorError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @model_validator(mode="after")
+    def _startup(self) -> MySqlSourceOptions:
+        if self.startup_mode == "specific-offset" and not (
+            self.startup_gtid_set or (self.startup_file and self.startup_pos is not None)
+        ):
+            raise ValueError(
+                "scan.startup.mode 'specific-offset' needs scan.startup.specific-offset.file and .pos, "
+                "or scan.startup.specific-offset.gtid-set"
+            )
+        if self.startup_mode == "timestamp" and self.startup_timestamp_millis is None:
+            raise ValueError("scan.startup.mode 'timestamp' needs scan.startup.timestamp-millis")
+        return self
+
+    @property
+    def selector(self) -> TableSelector:
+        return TableSelector.parse(self.tables, self.tables_exclude)
+
+    def server_id_range(self) -> tuple[int, int]:
+        """The inclusive server-id range; Flink's default is a random id in 5400–6400."""
+        if self.server_id is None:
+            return (5400, 6400)
+        lo, _, hi = self.server_id.partition("-")
+        return (int(lo), int(hi or lo))
+
+
+SCHEMA_CHANGE_TYPES = (
+    "add.column",
+    "alter.column.type",
+    "create.table",
+    "drop.column",
+    "drop.table",
+    "rename.column",
+    "truncate.table",
+    "alter.table.comment",
+)
+
+
+class DorisSinkOptions(_Block):
+    """``sink:`` with ``type: doris``."""
+
+    type: Literal["doris"]
+    name: str | None = None
+    fenodes: str
+    benodes: str | None = None
+    jdbc_url: str | None = Field(None, alias="jdbc-url")
+    username: str
+    password: SecretStr = SecretStr("")
+    auto_redirect: bool = Field(False, alias="auto-redirect")
+    charset_encoding: str = Field("UTF-8", alias="charset-encoding")
+    enable_2pc: bool = Field(True, alias="sink.enable-2pc")
+    check_interval_ms: int = Field(10000, ge=0, alias="sink.check-interval")
+    max_retries: int = Field(3, ge=0, alias="sink.max-retries")
+    buffer_size: int = Field(1024 * 1024, gt=0, alias="sink.buffer-size")
+    buffer_count: int = Field(3, gt=0, alias="sink.buffer-count")
+    label_prefix: str = Field("", alias="sink.label-prefix")
+    enable_delete: bool = Field(True, alias="sink.enable-delete")
+    batch_mode: bool = Field(True, alias="sink.enable.batch-mode")
+    flush_queue_size: int = Field(2, gt=0, alias="sink.flush.queue-size")
+    flush_max_rows: int = Field(50000, gt=0, alias="sink.buffer-flush.max-rows")
+    flush_max_bytes: int = Field(10 * 1024 * 1024, gt=0, alias="sink.buffer-flush.max-bytes")
+    flush_interval: Seconds = Field(10.0, alias="sink.buffer-flush.interval")
+    ignore_update_before: bool = Field(True, alias="sink.ignore.update-before")
+    use_cache: bool = Field(False, alias="sink.use-cache")
+    include_schema_changes: list[str] | None = Field(None, alias="include.schema.changes")
+    exclude_schema_changes: list[str] | None = Field(None, alias="exclude.schema.changes")
+    stream_load_properties: dict[str, str] = Field(default_factory=dict, alias="sink.properties.*")
+    table_create_properties: dict[str, str] = Field(default_factory=dict, alias="table.create.properties.*")
+    table_create_auto_partition_properties: dict[str, str] = Field(
+        default_factory=dict, alias="table.create.auto-partition.properties.*"
+    )
+
+    @field_validator("enable_2pc")
+    @classmethod
+    def _two_phase(cls, v: bool) -> bool:
+        if not v:
+            raise ValueError("Tidemark always loads with two-phase commit (exactly-once); remove the option")
+        return v
+
+    @field_validator("fenodes")
+    @classmethod
+    def _fenodes(cls, v: str) -> str:
+        for node in v.split(","):
+            if not re.fullmatch(r"[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", node.strip()):
+                raise ValueError(f"expected 'host:http_port[,host:http_port]', got {node.strip()!r}")
+        return v
+
+    @field_validator("label_prefix")
+    @classmethod
+    def _label_prefix(cls, v: str) -> str:
+        if v and not re.fullmatch(r"[-_A-Za-z0-9:]{1,64}", v):
+            raise ValueError(f"label prefix {v!r} may use only letters, digits, '-', '_' and ':' (≤ 64)")
+        return v
+
+    @field_validator("include_schema_changes", "exclude_schema_changes", mode="before")
+    @classmethod
+    def _schema_change_types(cls, v: object) -> object:
+        if v is None:
+            return v
+        items = [s.strip() for s in v.split(",")] if isinstance(v, str) else v
+        if not isinstance(items, list):
+            raise ValueError("expected a list of schema change types")
+        for item in items:
+            if not any(t == item or t.startswith(f"{item}.") or t.endswith(f".{item}") for t in SCHEMA_CHANGE_TYPES):
+                raise ValueError(f"unknown schema change type {item!r} (known: {', '.join(SCHEMA_CHANGE_TYPES)})")
+        return items
+
+
+class RouteRule(_Block):
+    """One ``route:`` entry: source tables (regex) into one sink table."""
+
+    source_table: str = Field(alias="source-table")
+    sink_table: str = Field(alias="sink-table")
+    replace_symbol: str | None = Field(None, alias="replace-symbol")
+    description: str | None = None
+
+    @field_validator("source_table")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        try:
+            TableSelector.parse(v)
+        except SelectorError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+
+class TransformRule(_Block):
+    """One ``transform:`` entry: projection and filter for the matching source tables."""
+
+    source_table: str = Field(alias="source-table")
+    projection: str | None = None
+    filter: str | None = None
+    primary_keys: str | None = Field(None, alias="primary-keys")
+    partition_keys: str | None = Field(None, alias="partition-keys")
+    table_options: str | None = Field(None, alias="table-options")
+    table_options_delimiter: str = Field(",", alias="table-options.delimiter")
+    converter_after_transform: str | None = Field(None, alias="converter-after-transform")
+    description: str | None = None
+
+    @field_validator("source_table")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        try:
+            TableSelector.parse(v)
+        except SelectorError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+
+class PipelineOptions(_Block):
+    """``pipeline:`` — Flink CDC's options plus Tidemark's own under ``tidemark.``."""
+
+    name: str
+    parallelism: int = Field(1, ge=1)
+    runtime_mode: Annotated[Literal["STREAMING", "BATCH"], BeforeValidator(_upper)] = Field(
+        "STREAMING", alias="execution.runtime-mode"
+    )
+    schema_change_behavior: Annotated[
+        Literal["exception", "evolve", "try_evolve", "lenient", "ignore"], BeforeValidator(_lower)
+    ] = Field("lenient", alias="schema.change.behavior")
+    route_mode: Annotated[Literal["ALL_MATCH", "FIRST_MATCH"], BeforeValidator(_upper)] = Field(
+        "ALL_MATCH", alias="route-mode"
+    )
+    local_time_zone: str | None = Field(None, alias="local-time-zone")
+    operator_uid_prefix: str | None = Field(None, alias="operator.uid.prefix")
+    schema_operator_rpc_timeout: Seconds = Field(180.0, alias="schema-operator.rpc-timeout")
+    partitioning_strategy: Annotated[
+        Literal["SINK_DEFINED", "PRIMARY_KEY", "TABLE_ID"], BeforeValidator(_upper)
+    ] = Field("SINK_DEFINED", alias="sink.partitioning.strategy")
+    decimal_precision_mode: Annotated[Literal["UP_TO_19", "UP_TO_38"], BeforeValidator(_upper)] = Field(
+        "UP_TO_19", alias="transform.decimal.precision.mode"
+    )
+    state_dir: str | None = Field(None, alias="tidemark.state.dir")
+    state_url: SecretStr | None = Field(None, alias="tidemark.state.url")
+    spark_master: str | None = Field(None, alias="tidemark.spark.master")
+    spark_remote: str | None = Field(None, alias="tidemark.spark.remote")
+    spark_conf: dict[str, str] = Field(default_factory=dict, alias="tidemark.spark.conf.*")
+
+    @property
+    def slug(self) -> str:
+        """The name as a directory and Dagster-key friendly identifier."""
+        return re.sub(r"[^A-Za-z0-9_]+", "_", self.name).strip("_").lower() or "pipeline"
+
+
+PREFIXED_OPTIONS = {
+    "source": ("jdbc.properties.", "debezium."),
+    "sink": ("sink.properties.", "table.create.properties.", "table.create.auto-partition.properties."),
+    "pipeline": ("tidemark.spark.conf.",),
+}
+SECRET_KEYS = {"password", "tidemark.state.url"}

@@ -1,0 +1,232 @@
+"""Loading a pipeline file: YAML, ``${VAR}`` from the environment, validation, one-line errors.
+
+Every error names the file, the key and what is wrong, on one line, so that a user can fix a
+pipeline without reading a traceback. Values that come from secret keys (passwords, the state
+URL) never appear in an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from cdc_core.config.options import (
+    PREFIXED_OPTIONS,
+    SECRET_KEYS,
+    DorisSinkOptions,
+    MySqlSourceOptions,
+    PipelineOptions,
+    RouteRule,
+    TransformRule,
+)
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_BLOCKS = ("source", "sink", "route", "transform", "pipeline")
+_SOURCES = {"mysql": MySqlSourceOptions}
+_SINKS = {"doris": DorisSinkOptions}
+
+
+class PipelineConfigError(ValueError):
+    """A pipeline file that cannot be used. ``str()`` is one line: ``file: key: what is wrong``."""
+
+    def __init__(self, path: Path | str, key: str | None, problem: str):
+        self.path, self.key, self.problem = str(path), key, problem
+        where = f"{self.path}: {key}: " if key else f"{self.path}: "
+        super().__init__(where + problem.replace("\n", " "))
+
+
+@dataclass(frozen=True)
+class PipelineDefinition:
+    """A validated pipeline: what to read, where to write, how to run."""
+
+    path: Path
+    source: MySqlSourceOptions
+    sink: DorisSinkOptions
+    routes: tuple[RouteRule, ...]
+    transforms: tuple[TransformRule, ...]
+    pipeline: PipelineOptions
+
+    @property
+    def name(self) -> str:
+        return self.pipeline.slug
+
+    @property
+    def state_dir(self) -> Path:
+        """Where this pipeline keeps its state; relative paths are taken from the working directory."""
+        return Path(self.pipeline.state_dir or f".tidemark/state/{self.name}").resolve()
+
+    @property
+    def label_prefix(self) -> str:
+        """Doris label prefix: the sink's, else ``tidemark_<pipeline>``, so pipelines never share labels."""
+        return self.sink.label_prefix or f"tidemark_{self.name}"[:64]
+
+
+def _substitute(value: Any, key: str, path: Path, env: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        def repl(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in env:
+                raise PipelineConfigError(path, key, f"environment variable {name} is not set")
+            return env[name]
+
+        return _ENV.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, f"{key}.{k}" if key else str(k), path, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, f"{key}[{i}]", path, env) for i, v in enumerate(value)]
+    return value
+
+
+def _gather_prefixed(block: dict[str, Any], prefixes: tuple[str, ...], block_name: str, path: Path) -> dict:
+    """Move ``prefix.*`` keys into one dict per prefix, under the alias ``prefix*``."""
+    out = dict(block)
+    for prefix in prefixes:
+        bag = {}
+        for key in [k for k in out if isinstance(k, str) and k.startswith(prefix)]:
+            value = out.pop(key)
+            if isinstance(value, dict | list):
+                raise PipelineConfigError(path, f"{block_name}.{key}", "expected a scalar value")
+            bag[key[len(prefix):]] = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        out[prefix + "*"] = bag
+    return out
+
+
+def _describe(error: dict, block_name: str, model: type[BaseModel], raw: dict) -> tuple[str, str]:
+    loc = [str(p) for p in error.get("loc", ())]
+    key = loc[0] if loc else ""
+    where = f"{block_name}.{key}" if key else block_name
+    kind = error.get("type", "")
+    secret = key in SECRET_KEYS or key.endswith("password")
+    value = error.get("input")
+    shown = "" if secret else f", got {value!r}"
+    if kind == "missing":
+        return where, "missing required option"
+    if kind == "extra_forbidden":
+        known = sorted({f.alias or n for n, f in model.model_fields.items()})
+        hint = difflib.get_close_matches(key, known, n=1)
+        suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+        return where, f"unknown option{suffix}"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return where, f"expected an integer{shown}"
+    if kind in ("float_parsing", "float_type"):
+        return where, f"expected a number{shown}"
+    if kind in ("bool_parsing", "bool_type"):
+        return where, f"expected true or false{shown}"
+    if kind in ("string_type",):
+        return where, f"expected a string{shown}"
+    if kind in ("list_type",):
+        return where, f"expected a list{shown}"
+    if kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        return where, f"expected one of {expected}{shown}"
+    message = str(error.get("msg", "invalid value"))
+    message = message.removeprefix("Value error, ")
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        message = message.replace("Input should be", "must be") + shown
+    if not key and block_name in raw:
+        return block_name, message
+    return where, message
+
+
+def _validate(model: type[BaseModel], block: dict, block_name: str, path: Path, raw: dict) -> Any:
+    try:
+        return model.model_validate(block)
+    except ValidationError as exc:
+        errors = exc.errors()
+        where, problem = _describe(errors[0], block_name, model, raw)
+        if len(errors) > 1:
+            problem += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+        raise PipelineConfigError(path, where, problem) from None
+
+
+def _as_mapping(value: Any, key: str, path: Path) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise PipelineConfigError(path, key, f"expected a mapping of options, got {type(value).__name__}")
+    return value
+
+
+def _as_list(value: Any, key: str, path: Path) -> list[dict]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise PipelineConfigError(path, f"{key}[{i}]", "expected a mapping of options")
+    return items
+
+
+def parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = None) -> PipelineDefinition:
+    path = Path(path)
+    env = dict(os.environ) if env is None else env
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise PipelineConfigError(path, where, f"not valid YAML: {problem}") from None
+    if not isinstance(raw, dict):
+        raise PipelineConfigError(path, None, "expected a mapping with 'source', 'sink' and 'pipeline' blocks")
+    for key in raw:
+        if key not in _BLOCKS:
+            hint = difflib.get_close_matches(str(key), _BLOCKS, n=1)
+            raise PipelineConfigError(
+                path, str(key), "unknown block" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+            )
+    for required in ("source", "sink"):
+        if required not in raw:
+            raise PipelineConfigError(path, required, "missing required block")
+    raw = _substitute(raw, "", path, env)
+
+    source_raw = _as_mapping(raw["source"], "source", path)
+    source_type = str(source_raw.get("type", "")).lower()
+    if source_type not in _SOURCES:
+        problem = "missing required option" if not source_type else f"unsupported source type {source_type!r}"
+        raise PipelineConfigError(path, "source.type", problem + " (supported: mysql)")
+    source_raw = _gather_prefixed(source_raw, PREFIXED_OPTIONS["source"], "source", path)
+    source = _validate(_SOURCES[source_type], source_raw, "source", path, raw)
+
+    sink_raw = _as_mapping(raw["sink"], "sink", path)
+    sink_type = str(sink_raw.get("type", "")).lower()
+    if sink_type not in _SINKS:
+        problem = "missing required option" if not sink_type else f"unsupported sink type {sink_type!r}"
+        raise PipelineConfigError(path, "sink.type", problem + " (supported: doris)")
+    sink_raw = _gather_prefixed(sink_raw, PREFIXED_OPTIONS["sink"], "sink", path)
+    sink = _validate(_SINKS[sink_type], sink_raw, "sink", path, raw)
+
+    routes = tuple(
+        _validate(RouteRule, r, f"route[{i}]", path, raw) for i, r in enumerate(_as_list(raw.get("route"), "route", path))
+    )
+    transforms = tuple(
+        _validate(TransformRule, t, f"transform[{i}]", path, raw)
+        for i, t in enumerate(_as_list(raw.get("transform"), "transform", path))
+    )
+    pipeline_raw = _as_mapping(raw.get("pipeline"), "pipeline", path)
+    pipeline_raw = _gather_prefixed(pipeline_raw, PREFIXED_OPTIONS["pipeline"], "pipeline", path)
+    pipeline_raw.setdefault("name", path.stem)
+    unknown_tidemark = [k for k in pipeline_raw if isinstance(k, str) and k.startswith("tidemark.")
+                        and k not in {f.alias for f in PipelineOptions.model_fields.values()}]
+    if unknown_tidemark:
+        raise PipelineConfigError(path, f"pipeline.{unknown_tidemark[0]}", "unknown Tidemark option")
+    pipeline = _validate(PipelineOptions, pipeline_raw, "pipeline", path, raw)
+    return PipelineDefinition(path, source, sink, routes, transforms, pipeline)
+
+
+def load_pipeline(path: Path | str, env: dict[str, str] | None = None) -> PipelineDefinition:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise PipelineConfigError(path, None, "no such pipeline file") from None
+    except OSError as exc:
+        raise PipelineConfigError(path, None, f"cannot read the file: {exc.strerror}") from None
+    return parse_pipeline(text, path, env)

@@ -1,0 +1,5 @@
+"""Durable pipeline state: split plan, chunk and batch records, offsets, schema history."""
+
+from cdc_core.state.store import StateStore, StateTransaction
+
+__all__ = ["StateStore", "StateTransaction"]

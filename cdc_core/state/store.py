@@ -1,0 +1,313 @@
+"""The state store: what a pipeline must remember across runs and crashes.
+
+One embedded SQLite file under the pipeline's state directory by default, or any SQLAlchemy URL
+(MySQL, Postgres) when several machines share a pipeline. Updates that belong together go
+through one ``transaction()``; nothing is visible to other readers until it commits.
+
+Records:
+
+* ``kv`` — small JSON documents by (namespace, key): the pipeline fingerprint, the splitter's
+  cursor, the committed binlog offset, pause flags, the schema-change state machine.
+* ``chunks`` — the split plan, one row per snapshot chunk, with status, watermarks and the
+  Doris transactions its load prepared.
+* ``batches`` — binlog micro-batches: range, status, prepared transactions.
+* ``schema_history`` — each captured table's schema by binlog offset.
+
+The schema is versioned in ``meta``; ``MIGRATIONS`` take an older file forward.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+SCHEMA_VERSION = 1
+
+metadata = sa.MetaData()
+
+meta_table = sa.Table(
+    "meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+kv_table = sa.Table(
+    "kv",
+    metadata,
+    sa.Column("namespace", sa.String(64), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+chunks_table = sa.Table(
+    "chunks",
+    metadata,
+    sa.Column("table_id", sa.String(255), primary_key=True),
+    sa.Column("chunk_index", sa.Integer, primary_key=True),
+    sa.Column("start", sa.Text, nullable=True),  # JSON list or null (unbounded)
+    sa.Column("end", sa.Text, nullable=True),
+    sa.Column("status", sa.String(16), nullable=False, default="PENDING"),
+    sa.Column("generation", sa.Integer, nullable=False, default=0),
+    sa.Column("low_watermark", sa.Text, nullable=True),
+    sa.Column("high_watermark", sa.Text, nullable=True),
+    sa.Column("transactions", sa.Text, nullable=True),  # JSON list of prepared Doris txns
+    sa.Column("rows", sa.BigInteger, nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),  # JSON: duration, rows/s, ...
+)
+
+batches_table = sa.Table(
+    "batches",
+    metadata,
+    sa.Column("batch_id", sa.String(128), primary_key=True),
+    sa.Column("start_offset", sa.Text, nullable=False),
+    sa.Column("end_offset", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("transactions", sa.Text, nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+)
+
+schema_history_table = sa.Table(
+    "schema_history",
+    metadata,
+    sa.Column("table_id", sa.String(255), primary_key=True),
+    sa.Column("sequence", sa.BigInteger, primary_key=True),  # BinlogOffset.sequence
+    sa.Column("offset", sa.Text, nullable=False),
+    sa.Column("schema", sa.Text, nullable=False),
+)
+
+# version → statements that take a store at version-1 to version
+MIGRATIONS: dict[int, list[str]] = {}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class StateTransaction:
+    """One open transaction on the store; every method runs inside it."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+
+    # -- kv ---------------------------------------------------------------------------------
+
+    def get(self, namespace: str, key: str, default: Any = None) -> Any:
+        row = self.conn.execute(
+            sa.select(kv_table.c.value).where(kv_table.c.namespace == namespace, kv_table.c.key == key)
+        ).first()
+        return default if row is None else _loads(row[0])
+
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        text = _dumps(value)
+        updated = self.conn.execute(
+            kv_table.update().where(kv_table.c.namespace == namespace, kv_table.c.key == key).values(value=text)
+        ).rowcount
+        if not updated:
+            self.conn.execute(kv_table.insert().values(namespace=namespace, key=key, value=text))
+
+    def delete(self, namespace: str, key: str) -> None:
+        self.conn.execute(kv_table.delete().where(kv_table.c.namespace == namespace, kv_table.c.key == key))
+
+    def items(self, namespace: str) -> list[tuple[str, Any]]:
+        rows = self.conn.execute(
+            sa.select(kv_table.c.key, kv_table.c.value).where(kv_table.c.namespace == namespace).order_by(kv_table.c.key)
+        )
+        return [(k, _loads(v)) for k, v in rows]
+
+    # -- chunks -----------------------------------------------------------------------------
+
+    def add_chunks(self, chunks: list[dict[str, Any]]) -> None:
+        """Insert planned chunks (``table_id``, ``chunk_index``, ``start``, ``end``) as PENDING."""
+        if not chunks:
+            return
+        self.conn.execute(
+            chunks_table.insert(),
+            [
+                {
+                    "table_id": c["table_id"],
+                    "chunk_index": c["chunk_index"],
+                    "start": _dumps(c["start"]),
+                    "end": _dumps(c["end"]),
+                    "status": "PENDING",
+                    "generation": 0,
+                }
+                for c in chunks
+            ],
+        )
+
+    def update_chunk(self, table_id: str, chunk_index: int, **fields: Any) -> None:
+        values = {k: (_dumps(v) if k in _JSON_CHUNK_FIELDS else v) for k, v in fields.items()}
+        count = self.conn.execute(
+            chunks_table.update()
+            .where(chunks_table.c.table_id == table_id, chunks_table.c.chunk_index == chunk_index)
+            .values(**values)
+        ).rowcount
+        if count != 1:
+            raise KeyError(f"no chunk {table_id}#{chunk_index} in the state store")
+
+    def chunks(self, table_id: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+        query = sa.select(chunks_table).order_by(chunks_table.c.table_id, chunks_table.c.chunk_index)
+        if table_id is not None:
+            query = query.where(chunks_table.c.table_id == table_id)
+        if status is not None:
+            query = query.where(chunks_table.c.status == status)
+        out = []
+        for row in self.conn.execute(query).mappings():
+            record = dict(row)
+            for name in _JSON_CHUNK_FIELDS:
+                record[name] = _loads(record[name])
+            out.append(record)
+        return out
+
+    # -- batches ----------------------------------------------------------------------------
+
+    def put_batch(self, batch_id: str, start_offset: Any, end_offset: Any, status: str,
+                  transactions: Any = None, detail: Any = None) -> None:
+        values = {
+            "start_offset": _dumps(start_offset),
+            "end_offset": _dumps(end_offset),
+            "status": status,
+            "transactions": _dumps(transactions),
+            "detail": _dumps(detail),
+        }
+        updated = self.conn.execute(
+            batches_table.update().where(batches_table.c.batch_id == batch_id).values(**values)
+        ).rowcount
+        if not updated:
+            self.conn.execute(batches_table.insert().values(batch_id=batch_id, **values))
+
+    def batches(self, status: str | None = None) -> list[dict[str, Any]]:
+        query = sa.select(batches_table).order_by(batches_table.c.batch_id)
+        if status is not None:
+            query = query.where(batches_table.c.status == status)
+        out = []
+        for row in self.conn.execute(query).mappings():
+            record = dict(row)
+            for name in ("start_offset", "end_offset", "transactions", "detail"):
+                record[name] = _loads(record[name])
+            out.append(record)
+        return out
+
+    # -- schema history ---------------------------------------------------------------------
+
+    def put_schema(self, table_id: str, sequence: int, offset: Any, schema: Any) -> None:
+        self.conn.execute(
+            schema_history_table.delete().where(
+                schema_history_table.c.table_id == table_id, schema_history_table.c.sequence == sequence
+            )
+        )
+        self.conn.execute(
+            schema_history_table.insert().values(
+                table_id=table_id, sequence=sequence, offset=_dumps(offset), schema=_dumps(schema)
+            )
+        )
+
+    def schema_at(self, table_id: str, sequence: int) -> Any:
+        """The schema valid at ``sequence``: the last one recorded at or before it."""
+        row = self.conn.execute(
+            sa.select(schema_history_table.c.schema)
+            .where(schema_history_table.c.table_id == table_id, schema_history_table.c.sequence <= sequence)
+            .order_by(schema_history_table.c.sequence.desc())
+            .limit(1)
+        ).first()
+        return None if row is None else _loads(row[0])
+
+    def schema_tables(self) -> list[str]:
+        rows = self.conn.execute(sa.select(schema_history_table.c.table_id).distinct())
+        return sorted(r[0] for r in rows)
+
+
+_JSON_CHUNK_FIELDS = ("start", "end", "low_watermark", "high_watermark", "transactions", "detail")
+
+
+class StateStore:
+    """A pipeline's durable memory. Open with a state directory or a SQLAlchemy URL."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._migrate()
+
+    @classmethod
+    def open(cls, state_dir: Path | str | None = None, url: str | None = None) -> StateStore:
+        if url:
+            engine = sa.create_engine(url, pool_pre_ping=True)
+        else:
+            if state_dir is None:
+                raise ValueError("a state directory or a SQLAlchemy URL is required")
+            path = Path(state_dir)
+            path.mkdir(parents=True, exist_ok=True)
+            engine = sa.create_engine(f"sqlite:///{path / 'state.sqlite'}", connect_args={"timeout": 60})
+
+            @sa.event.listens_for(engine, "connect")
+            def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - SQLAlchemy hook signature
+                # WAL lets the Dagster webserver read while a run writes; BEGIN IMMEDIATE (below)
+                # takes the write lock up front, so two writers queue instead of deadlocking.
+                dbapi_conn.isolation_level = None
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=FULL")
+                cur.close()
+
+            @sa.event.listens_for(engine, "begin")
+            def _sqlite_begin(conn):  # noqa: ANN001 - SQLAlchemy hook signature
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return cls(engine)
+
+    @classmethod
+    def for_pipeline(cls, definition: Any) -> StateStore:
+        url = definition.pipeline.state_url
+        return cls.open(definition.state_dir, url.get_secret_value() if url else None)
+
+    def _migrate(self) -> None:
+        metadata.create_all(self.engine)
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"The state store was written by a newer Tidemark (schema {version} > {SCHEMA_VERSION}); "
+                    "upgrade Tidemark to use it"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS.get(target, []):
+                    conn.exec_driver_sql(statement)
+            if row is None:
+                conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            elif version != SCHEMA_VERSION:
+                conn.execute(
+                    meta_table.update().where(meta_table.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
+                )
+
+    @property
+    def schema_version(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).scalar_one())
+
+    @contextmanager
+    def transaction(self) -> Iterator[StateTransaction]:
+        with self.engine.begin() as conn:
+            yield StateTransaction(conn)
+
+    # Single-statement conveniences.
+    def get(self, namespace: str, key: str, default: Any = None) -> Any:
+        with self.transaction() as tx:
+            return tx.get(namespace, key, default)
+
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        with self.transaction() as tx:
+            tx.put(namespace, key, value)
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,213 @@
+"""A private MariaDB server with ROW binlog, for laptops and tests.
+
+The server lives entirely under one directory (datadir, socket, pid file, error log) and is
+started with ``--no-defaults`` so that nothing in ``/etc/mysql`` leaks in. It is configured the
+way a CDC source must be: ROW binlog with full row images and full row metadata (real column
+names in the binlog), a server id, and a ``cdc`` user with exactly the grants Tidemark needs.
+
+We track the server by its pid file and stop exactly that process; the data stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from devstack.procs import pid_alive, process_mentions, read_pid, wait_gone
+
+CDC_USER = "cdc"
+CDC_PASSWORD = "cdc"
+
+# Unix socket paths are limited to 107 bytes; deep temp dirs can exceed that.
+_MAX_SOCKET_PATH = 100
+
+
+@dataclass(frozen=True)
+class MySQLEndpoint:
+    """How clients reach the server: TCP for the CDC user, the socket for root."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    root_socket: str
+
+    def as_dict(self) -> dict:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password": self.password,
+            "root_socket": self.root_socket,
+        }
+
+
+def _binary(name: str, *fallbacks: str) -> str:
+    for candidate in (name, *fallbacks):
+        found = shutil.which(candidate) or (
+            f"/usr/sbin/{candidate}" if Path(f"/usr/sbin/{candidate}").exists() else None
+        )
+        if found:
+            return found
+    raise RuntimeError(
+        f"{name} is not installed. Run `make setup` (it installs Debian's mariadb-server and "
+        "mariadb-client), or install them with `apt-get install -y mariadb-server mariadb-client`."
+    )
+
+
+class MariaDBServer:
+    """One private MariaDB server under ``base_dir``.
+
+    ``start`` is idempotent: a server already running from this directory is left alone.
+    """
+
+    def __init__(self, base_dir: Path, port: int = 3307, host: str = "127.0.0.1", server_id: int = 1):
+        self.base_dir = Path(base_dir).resolve()
+        self.port = port
+        self.host = host
+        self.server_id = server_id
+        self.datadir = self.base_dir / "data"
+        self.pid_file = self.base_dir / "mariadb.pid"
+        self.error_log = self.base_dir / "mariadb.err"
+        self.socket = self._socket_path()
+
+    def _socket_path(self) -> Path:
+        preferred = self.base_dir / "mariadb.sock"
+        if len(str(preferred)) <= _MAX_SOCKET_PATH:
+            return preferred
+        digest = hashlib.sha1(str(self.base_dir).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"tidemark-{digest}.sock"
+
+    @property
+    def endpoint(self) -> MySQLEndpoint:
+        return MySQLEndpoint(self.host, self.port, CDC_USER, CDC_PASSWORD, str(self.socket))
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def pid(self) -> int | None:
+        pid = read_pid(self.pid_file)
+        if pid and pid_alive(pid) and process_mentions(pid, str(self.datadir)):
+            return pid
+        return None
+
+    def running(self) -> bool:
+        return self.pid() is not None and self.ping()
+
+    def start(self, timeout_s: float = 60.0) -> MySQLEndpoint:
+        if self.pid() is not None:
+            self._wait_ready(timeout_s)
+            self._bootstrap()
+            return self.endpoint
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        if not (self.datadir / "mysql").is_dir():
+            self._install_datadir()
+        cmd = [
+            _binary("mariadbd", "mysqld"),
+            "--no-defaults",
+            "--user=root",
+            f"--datadir={self.datadir}",
+            f"--port={self.port}",
+            f"--bind-address={self.host}",
+            f"--socket={self.socket}",
+            f"--pid-file={self.pid_file}",
+            f"--log-error={self.error_log}",
+            f"--log-bin={self.datadir / 'binlog'}",
+            f"--server-id={self.server_id}",
+            "--binlog-format=ROW",
+            "--binlog-row-image=FULL",
+            "--binlog-row-metadata=FULL",
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_general_ci",
+            "--default-time-zone=+00:00",
+            "--innodb-buffer-pool-size=512M",
+            "--max-connections=500",
+            "--skip-name-resolve",
+        ]
+        log = open(self.base_dir / "mariadbd.stdout", "ab")  # noqa: SIM115 - handed to the child
+        subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        log.close()
+        self._wait_ready(timeout_s)
+        self._bootstrap()
+        return self.endpoint
+
+    def stop(self, timeout_s: float = 60.0) -> bool:
+        """Stop the server we started (by pid). Returns whether one was running."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGTERM)
+        if not wait_gone(pid, timeout_s):
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(pid, 10)
+        return True
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _install_datadir(self) -> None:
+        self.datadir.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(
+            [
+                _binary("mariadb-install-db", "mysql_install_db"),
+                "--no-defaults",
+                f"--datadir={self.datadir}",
+                "--auth-root-authentication-method=normal",
+                "--user=root",
+                "--skip-test-db",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"mariadb-install-db failed for {self.datadir}:\n{result.stdout}\n{result.stderr}"
+            )
+
+    def ping(self) -> bool:
+        result = subprocess.run(
+            [_binary("mariadb-admin", "mysqladmin"), "--no-defaults", "-uroot", f"--socket={self.socket}",
+             "ping"],
+            capture_output=True,
+            text=True,
+        )
+        return result.returncode == 0
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.ping():
+                return
+            if read_pid(self.pid_file) is None and time.monotonic() > deadline - timeout_s + 5:
+                # No pid file after 5 s: the server died at start; its log says why.
+                tail = self.error_log.read_text(errors="replace")[-2000:] if self.error_log.exists() else ""
+                if "ERROR" in tail:
+                    raise RuntimeError(f"MariaDB failed to start (port {self.port}); log tail:\n{tail}")
+            time.sleep(0.2)
+        tail = self.error_log.read_text(errors="replace")[-2000:] if self.error_log.exists() else ""
+        raise RuntimeError(f"MariaDB did not answer within {timeout_s:.0f}s (port {self.port}); log tail:\n{tail}")
+
+    def root_sql(self, sql: str, database: str | None = None) -> str:
+        """Run SQL as root over the socket with the C client; returns tab-separated output."""
+        cmd = [_binary("mariadb", "mysql"), "--no-defaults", "-uroot", f"--socket={self.socket}", "-N", "-B"]
+        if database:
+            cmd.append(database)
+        result = subprocess.run(cmd, input=sql, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"SQL failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def _bootstrap(self) -> None:
+        grants = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD"
+        statements = []
+        for host in ("%", "localhost", "127.0.0.1"):
+            statements.append(f"CREATE USER IF NOT EXISTS '{CDC_USER}'@'{host}' IDENTIFIED BY '{CDC_PASSWORD}';")
+            statements.append(f"GRANT {grants} ON *.* TO '{CDC_USER}'@'{host}';")
+        self.root_sql("\n".join(statements))

@@ -1,0 +1,196 @@
+"""The local stack: a private MariaDB and the Doris stand-in, under one directory.
+
+``up`` is idempotent and remembers the ports it chose in ``stack.json`` so that ``status``,
+``down`` and a second ``up`` find the same processes. ``down`` stops exactly what ``up``
+started (by pid, checked against the command line) and keeps the data.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from devstack.mysql import MariaDBServer
+from devstack.procs import pid_alive, process_mentions, read_pid, wait_gone
+
+DEFAULT_DIR = Path(".tidemark/devstack")
+DORIS_USER = "root"
+DORIS_PASSWORD = ""
+
+
+def doris_available() -> bool:
+    """The stand-in is its own package; until it exists the stack runs MariaDB alone."""
+    return importlib.util.find_spec("devstack.doris") is not None
+
+
+@dataclass
+class DorisStandIn:
+    """The Doris stand-in as a child process (``python -m devstack.doris``)."""
+
+    base_dir: Path
+    fe_port: int = 8030
+    be_port: int = 8040
+    host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        self.base_dir = Path(self.base_dir).resolve()
+        self.data_dir = self.base_dir / "data"
+        self.pid_file = self.base_dir / "doris.pid"
+        self.log_file = self.base_dir / "doris.log"
+
+    @property
+    def fe_http(self) -> str:
+        return f"{self.host}:{self.fe_port}"
+
+    @property
+    def be_http(self) -> str:
+        return f"{self.host}:{self.be_port}"
+
+    def pid(self) -> int | None:
+        pid = read_pid(self.pid_file)
+        if pid and pid_alive(pid) and process_mentions(pid, str(self.data_dir)):
+            return pid
+        return None
+
+    def healthy(self) -> bool:
+        try:
+            return requests.get(f"http://{self.fe_http}/api/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        if self.pid() is None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            cmd = [
+                sys.executable, "-m", "devstack.doris",
+                "--host", self.host,
+                "--fe-port", str(self.fe_port),
+                "--be-port", str(self.be_port),
+                "--data-dir", str(self.data_dir),
+            ]
+            log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+            log.close()
+            self.pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.healthy():
+                return
+            if self.pid() is None:
+                break
+            time.sleep(0.2)
+        tail = self.log_file.read_text(errors="replace")[-2000:] if self.log_file.exists() else ""
+        raise RuntimeError(f"The Doris stand-in did not come up on {self.fe_http}; log tail:\n{tail}")
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        pid = self.pid()
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGTERM)
+        if not wait_gone(pid, timeout_s):
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(pid, 10)
+        return True
+
+
+class DevStack:
+    """MariaDB plus the Doris stand-in, with the ports remembered in ``stack.json``.
+
+    Ports not given explicitly come from ``stack.json`` (the ports this directory used last),
+    else the defaults. Asking a running stack for other ports is an error, not a second stack.
+    """
+
+    def __init__(
+        self,
+        base_dir: Path = DEFAULT_DIR,
+        mysql_port: int | None = None,
+        doris_port: int | None = None,
+        doris_be_port: int | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.base_dir = Path(base_dir).resolve()
+        self.host = host
+        saved = self._load_ports()
+        given = {"mysql_port": mysql_port, "doris_port": doris_port, "doris_be_port": doris_be_port}
+        defaults = {"mysql_port": 3307, "doris_port": 8030, "doris_be_port": 8040}
+        ports = {k: given[k] if given[k] is not None else saved.get(k, defaults[k]) for k in defaults}
+        self.mysql_port, self.doris_port, self.doris_be_port = (
+            ports["mysql_port"], ports["doris_port"], ports["doris_be_port"]
+        )
+        self.mysql = MariaDBServer(self.base_dir / "mysql", port=self.mysql_port, host=host)
+        self.doris = DorisStandIn(self.base_dir / "doris", self.doris_port, self.doris_be_port, host)
+        if saved and (self.mysql.pid() or self.doris.pid()):
+            clash = [k for k, v in given.items() if v is not None and v != saved.get(k)]
+            if clash:
+                raise RuntimeError(
+                    f"The stack in {self.base_dir} is already running on other ports "
+                    f"({', '.join(f'{k}={saved.get(k)}' for k in clash)}); run `tidemark devstack down "
+                    f"--dir {base_dir}` first, or drop the port options."
+                )
+
+    def _ports_file(self) -> Path:
+        return self.base_dir / "stack.json"
+
+    def _load_ports(self) -> dict:
+        try:
+            return json.loads(self._ports_file().read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def _save_ports(self) -> None:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self._ports_file().write_text(
+            json.dumps(
+                {"mysql_port": self.mysql_port, "doris_port": self.doris_port, "doris_be_port": self.doris_be_port}
+            )
+        )
+
+    def up(self) -> dict:
+        self._save_ports()
+        self.mysql.start()
+        if doris_available():
+            self.doris.start()
+        return self.endpoints()
+
+    def down(self) -> list[str]:
+        stopped = []
+        if self.doris.stop():
+            stopped.append("doris")
+        if self.mysql.stop():
+            stopped.append("mysql")
+        return stopped
+
+    def endpoints(self) -> dict:
+        doris = None
+        if doris_available():
+            doris = {
+                "fe_http": self.doris.fe_http,
+                "be_http": self.doris.be_http,
+                "user": DORIS_USER,
+                "password": DORIS_PASSWORD,
+            }
+        return {"mysql": self.mysql.endpoint.as_dict(), "doris": doris}
+
+    def status(self) -> dict:
+        return {
+            "mysql": {"running": self.mysql.running(), "pid": self.mysql.pid(), **self.mysql.endpoint.as_dict()},
+            "doris": {
+                "available": doris_available(),
+                "running": self.doris.pid() is not None and self.doris.healthy(),
+                "pid": self.doris.pid(),
+                "fe_http": self.doris.fe_http,
+                "be_http": self.doris.be_http,
+            },
+        }
