@@ -261,7 +261,8 @@ class StateStore:
 
             @sa.event.listens_for(engine, "begin")
             def _sqlite_begin(conn):  # noqa: ANN001 - SQLAlchemy hook signature
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                readonly = conn.get_execution_options().get("tidemark_readonly", False)
+                conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 
         return cls(engine)
 
@@ -296,13 +297,17 @@ class StateStore:
             return int(conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).scalar_one())
 
     @contextmanager
-    def transaction(self) -> Iterator[StateTransaction]:
-        with self.engine.begin() as conn:
-            yield StateTransaction(conn)
+    def transaction(self, readonly: bool = False) -> Iterator[StateTransaction]:
+        """One atomic unit. Writers serialize; ``readonly`` readers never wait for them (WAL)."""
+        with self.engine.connect() as conn:
+            if readonly:
+                conn = conn.execution_options(tidemark_readonly=True)
+            with conn.begin():
+                yield StateTransaction(conn)
 
     # Single-statement conveniences.
     def get(self, namespace: str, key: str, default: Any = None) -> Any:
-        with self.transaction() as tx:
+        with self.transaction(readonly=True) as tx:
             return tx.get(namespace, key, default)
 
     def put(self, namespace: str, key: str, value: Any) -> None:
