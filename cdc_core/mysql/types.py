@@ -489,6 +489,10 @@ class DorisValueConverter:
     def value(self, column: Column, value: Any) -> Any:
         return to_doris_value(column, value, tz=self.tz, tinyint1_as_boolean=self.tinyint1_as_boolean)
 
+    def __call__(self, column: Column, value: Any) -> Any:
+        """``converter(column, value)``: the shape ``BinlogSplitReader`` takes."""
+        return self.value(column, value)
+
     def row(self, schema: TableSchema, row: Mapping[str, Any]) -> dict[str, Any]:
         """Convert a row keyed by column name; columns the schema lacks are passed through."""
         tz = parse_tz(self.tz)
