@@ -3,7 +3,8 @@
 A row for Doris is a dict of column → value plus two control columns:
 
 * ``__DORIS_DELETE_SIGN__`` — 0 keeps the row, 1 deletes its key (Unique tables; sent through
-  the ``hidden_columns`` header, as flink-doris-connector does);
+  the ``hidden_columns`` header and, in JSON, as the strings ``"0"``/``"1"``, exactly as
+  flink-doris-connector does);
 * ``__tidemark_seq`` — the source position of the change, the table's sequence column
   (``function_column.sequence_col``): a row with a lower value can never replace a higher one,
   so a late snapshot chunk or a replayed batch cannot bring back old data, and deletes obey it.
@@ -47,7 +48,7 @@ FORMATS = ("json", "csv", "arrow")
 def event_row(event: DataChangeEvent) -> dict[str, Any]:
     """The Doris row of a binlog change: after-image (before-image for deletes), sign, sequence."""
     row = dict(event.row)
-    row[DELETE_SIGN] = 1 if event.op is Op.DELETE else 0
+    row[DELETE_SIGN] = "1" if event.op is Op.DELETE else "0"
     row[SEQUENCE_COLUMN] = event.offset.sequence
     return row
 
@@ -55,7 +56,7 @@ def event_row(event: DataChangeEvent) -> dict[str, Any]:
 def snapshot_row(row: Mapping[str, Any], sequence: int) -> dict[str, Any]:
     """A snapshot row, stamped with its chunk's high watermark ``.sequence``."""
     out = dict(row)
-    out[DELETE_SIGN] = 0
+    out[DELETE_SIGN] = "0"
     out[SEQUENCE_COLUMN] = sequence
     return out
 
@@ -258,10 +259,13 @@ class PayloadBuilder:
         def produce(payload: Payload, rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
             def lines() -> Iterator[str]:
                 for row in rows:
+                    sign = row.get(DELETE_SIGN)
+                    if sign is not None and not isinstance(sign, str):
+                        row = {**row, DELETE_SIGN: "1" if sign and int(sign) else "0"}
                     if (delete_sign and DELETE_SIGN not in row) or (sequence is not None and SEQUENCE_COLUMN not in row):
                         row = dict(row)
                         if delete_sign:
-                            row.setdefault(DELETE_SIGN, 0)
+                            row.setdefault(DELETE_SIGN, "0")
                         if sequence is not None:
                             row.setdefault(SEQUENCE_COLUMN, sequence)
                     elif not delete_sign and DELETE_SIGN in row:
@@ -295,7 +299,9 @@ class PayloadBuilder:
                 for row in rows:
                     values = []
                     for name in fields:
-                        if name in row:
+                        if name == DELETE_SIGN and name in row:
+                            values.append("1" if row[name] and int(row[name]) else "0")
+                        elif name in row:
                             values.append(_csv_value(row[name]))
                         elif name == DELETE_SIGN:
                             values.append("0")
