@@ -44,6 +44,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
 from cdc_core.mysql.binlog_values import RowImageConverter
+from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser, is_shadow_table
 from cdc_core.mysql.gtid import GtidState
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId, TableSchema
@@ -178,7 +179,7 @@ class BinlogSplitReader:
         converter: ValueConverter | None = None,
         *,
         heartbeat_interval: float = 30.0,
-        ddl_parser: Any | None = None,
+        ddl_parser: MySqlDdlParser | None = None,
         is_captured: Callable[[TableId], bool] | None = None,
     ) -> None:
         self.settings = ConnectionSettings.of(settings)
@@ -188,7 +189,7 @@ class BinlogSplitReader:
         self._schemas_lookup = schemas
         self._rows = RowImageConverter(converter)
         self.heartbeat_interval = heartbeat_interval
-        self._ddl_parser = ddl_parser
+        self._ddl_parser = ddl_parser if ddl_parser is not None else MySqlDdlParser()
         self._is_captured = is_captured
         self._schema_cache: dict[TableId, TableSchema] = {}
 
@@ -310,6 +311,8 @@ class BinlogSplitReader:
         return cached
 
     def _wanted(self, table_id: TableId, tables: set[TableId] | None) -> bool:
+        if is_shadow_table(table_id.table):
+            return False  # gh-ost / pt-osc copies: the original table's own events carry the changes
         if tables is not None:
             return table_id in tables
         if self._is_captured is not None:
@@ -378,14 +381,15 @@ class BinlogSplitReader:
         # A statement outside a transaction: DDL (or statement-based DML, which ROW format doesn't write).
         pos.in_transaction = False
         offset = pos.offset()
-        events: tuple[ChangeEvent, ...] = ()
-        if self._ddl_parser is not None:
-            default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
+        default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
+        try:
             changes = self._ddl_parser.parse_captured(
                 query, default_db, lambda t: self._wanted(t, tables), self.schema_or_none
             )
-            events = tuple(self._stamp(c, offset) for c in changes)
-            self._apply_schema_changes(events)
+        except DdlParseError as exc:
+            raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
+        events: tuple[ChangeEvent, ...] = tuple(self._stamp(c, offset) for c in changes)
+        self._apply_schema_changes(events)
         return _Item(offset, events, boundary=True, size=size)
 
     def schema_or_none(self, table_id: TableId) -> TableSchema | None:
@@ -407,7 +411,7 @@ class BinlogSplitReader:
             current = self._schema_cache.get(change.table_id)
             if current is None:
                 current = self.schema_or_none(change.table_id)
-            updated = apply_schema_change(current, change)
+            updated = apply_schema_change(current, change, strict=False)
             self._schema_cache.pop(change.table_id, None)
             for table_id, schema in updated.items():
                 if schema is None:
