@@ -292,8 +292,8 @@ _LOB_LENGTH = {"tiny": 255, "": 65535, "medium": 16777215, "long": 4294967295}
 def _canonical_type(raw: str, *, mariadb: bool = True) -> tuple[str, str, dict]:
     """MySQL type text → (COLUMN_TYPE, DATA_TYPE, numeric/char facts) as information_schema reports them.
 
-    Checked against MariaDB 10.11 for every type in ``tests/binlog/test_ddl_types.py``; ``mariadb``
-    picks MariaDB's spelling where the servers differ (``JSON`` is an alias of ``LONGTEXT`` there).
+    Checked against MariaDB 10.11 discovery (``cdc_core.mysql.discovery``) for every type in
+    ``tests/binlog/test_ddl_stream.py``; ``mariadb`` is reserved for spellings where servers differ.
     """
     text = " ".join(raw.split())
     m = re.match(r"(?is)^\s*([a-z_][a-z0-9_]*(?:\s+(?:precision|varying|varchar|varbinary|char|character))?)"
@@ -318,8 +318,8 @@ def _canonical_type(raw: str, *, mariadb: bool = True) -> tuple[str, str, dict]:
     zerofill = "zerofill" in rest
     if name == "serial":
         name, params, unsigned = "bigint", "", True
-    if name == "json" and mariadb:
-        name = "longtext"
+    # JSON stays "json" on MariaDB too (where the server stores LONGTEXT + a JSON_VALID check), as
+    # discovery reports it: the value conversion depends on it.
     if zerofill:
         unsigned = True
     facts: dict = {}
@@ -376,6 +376,8 @@ def _canonical_type(raw: str, *, mariadb: bool = True) -> tuple[str, str, dict]:
     for size, length in _LOB_LENGTH.items():
         if name in (f"{size}text", f"{size}blob"):
             facts["char_length"] = length
+    if name == "json" and mariadb:
+        facts["char_length"] = _LOB_LENGTH["long"]  # MariaDB stores JSON as LONGTEXT
     column_type = name + params
     if unsigned and (name in _INT_WIDTH or name in ("decimal", "float", "double")):
         column_type += " unsigned"
