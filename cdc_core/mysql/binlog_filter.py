@@ -257,14 +257,19 @@ class _TableChunks:
     def __init__(self, chunks: list[FinishedChunk], order: ChunkKeyOrder):
         self.order = order
         self.key_column = order.column.name
+        self.max_hw = max(c.high_watermark for c in chunks)
+        # an empty range (start == end in the collation, e.g. ['B', 'b') under a _ci collation) holds no key
+        chunks = [c for c in chunks if c.start is None or c.end is None
+                  or order.bound_key(c.start[0]) < order.bound_key(c.end[0])]
         chunks = sorted(chunks, key=lambda c: (c.start is not None, order.bound_key(c.start[0]) if c.start else 0))
         self.chunks = chunks
         self.starts = [order.bound_key(c.start[0]) for c in chunks if c.start is not None]
         self.offset = 1 if chunks and chunks[0].start is None else 0
-        self.max_hw = max(c.high_watermark for c in chunks)
 
     def find(self, value: Any) -> FinishedChunk | None:
         """The chunk whose ``[start, end)`` holds the key (NULL keys belong to the first chunk)."""
+        if not self.chunks:
+            return None
         if value is None:
             return self.chunks[0] if self.offset else None
         k = self.order.event_key(value)
