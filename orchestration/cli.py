@@ -95,6 +95,17 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _splits(args: argparse.Namespace) -> int:
+    from cdc_core.mysql.plan import splits_command
+
+    try:
+        print(splits_command(args.pipeline, args.table or None, as_json=args.json))
+    except (ValueError, ConnectionError) as exc:
+        print(f"tidemark splits: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # -- parser ----------------------------------------------------------------------------------
 
 
@@ -114,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check pipeline files and report problems one per line")
     val.add_argument("pipelines", nargs="+")
     val.set_defaults(handler=_validate)
+
+    spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) Flink CDC would make")
+    spl.add_argument("pipeline")
+    spl.add_argument("--table", action="append", metavar="DB.TBL", help="only this table (repeatable)")
+    spl.add_argument("--json", action="store_true", help="one JSON array of {table, index, start, end}")
+    spl.set_defaults(handler=_splits)
     return parser
 
 

@@ -40,7 +40,13 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from cdc_core.events import DataChangeEvent, Op
-from cdc_core.mysql.connection import SESSION_TIME_ZONE, MySqlConnectionSettings, connect, quote_ident, quote_table
+from cdc_core.mysql.connection import (
+    SESSION_TIME_ZONE,
+    MySqlConnectionSettings,
+    connect,
+    quote_ident,
+    quote_table,
+)
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_literal, key_param
 from cdc_core.mysql.types import (
@@ -353,7 +359,8 @@ class SnapshotSplitReader:
     """Reads chunks of captured tables; one instance per worker, reusable for many chunks.
 
     ``pause_after_low_watermark`` is called with the split right after the low watermark is
-    taken — tests use it to write inside the chunk's window.
+    taken, ``pause_after_scan`` after the range scan and before the high watermark — tests use
+    them to write inside the chunk's window (seen by the scan, or only by the backfill).
     """
 
     def __init__(
@@ -367,6 +374,7 @@ class SnapshotSplitReader:
         backfill_skip: bool = False,
         binlog_reader_factory: BinlogReaderFactory | None = None,
         pause_after_low_watermark: Callable[[SnapshotSplit], None] | None = None,
+        pause_after_scan: Callable[[SnapshotSplit], None] | None = None,
     ):
         self.settings = settings
         self.server_id_range = server_id_range
@@ -376,6 +384,7 @@ class SnapshotSplitReader:
         self.backfill_skip = backfill_skip
         self._binlog_factory = binlog_reader_factory or _default_binlog_reader
         self.pause_after_low_watermark = pause_after_low_watermark
+        self.pause_after_scan = pause_after_scan
         self._converter = DorisValueConverter(self.tz, tinyint1_as_boolean)
         self._conn: Any = None
         self._server_id: int | None = None
@@ -457,6 +466,8 @@ class SnapshotSplitReader:
         batches = list(self.scan_batches(schema, split))
         table = pa.concat_tables(batches) if batches else self.empty_table(schema)
         scanned = table.num_rows
+        if self.pause_after_scan is not None:
+            self.pause_after_scan(split)
         t2 = time.perf_counter()
         high = low if self.backfill_skip else self.current_offset()
         applied = 0
