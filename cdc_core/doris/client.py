@@ -247,7 +247,7 @@ class DorisHttpClient:
             node = order[n % len(order)]
             return self.send(method, self.url(node, path), headers=headers, body=body, params=params)
 
-        return self.with_retries(f"{method} {path}", attempt)
+        return self.with_retries(f"{method} {path} (FE {', '.join(order)})", attempt)
 
     # -- answers -----------------------------------------------------------------------------
 
