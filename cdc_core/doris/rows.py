@@ -20,6 +20,7 @@ import base64
 import datetime as dt
 import decimal
 import io
+import itertools
 import json
 import tempfile
 import zlib
@@ -175,6 +176,18 @@ def _is_arrow(rows: Any) -> bool:
     return isinstance(rows, Sequence) and bool(rows) and all(isinstance(r, pa.RecordBatch) for r in rows)
 
 
+def _peek_arrow(rows: Any) -> Any:
+    """An iterator of RecordBatches becomes a list (the batches are shared, not copied)."""
+    if isinstance(rows, Iterator):
+        first = next(rows, None)
+        if first is None:
+            return []
+        if isinstance(first, pa.RecordBatch):
+            return [first, *rows]
+        return itertools.chain([first], rows)
+    return rows
+
+
 def _as_arrow_table(rows: Any) -> pa.Table:
     if isinstance(rows, pa.Table):
         return rows
@@ -199,6 +212,7 @@ class PayloadBuilder:
 
     def build(self, rows: Any, *, columns: Sequence[str] | None = None, delete_sign: bool = True,
               sequence: int | None = None) -> Payload:
+        rows = _peek_arrow(rows)
         headers: dict[str, str] = {}
         if delete_sign:
             headers["hidden_columns"] = DELETE_SIGN

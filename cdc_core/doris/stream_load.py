@@ -198,6 +198,13 @@ class StreamLoader:
             if existing == "FINISHED":
                 log.info("label %s already committed (txn %s)", label, txn)
                 return Committable(database, table, label, txn, payload.rows)
+            if existing is None and self.committer is not None:
+                # Doris 1.x answers without ExistingJobStatus: ask for the label's state instead.
+                state = self.committer.states.state(database, label)
+                existing = {"PRECOMMITTED": "PRECOMMITTED", "COMMITTED": "FINISHED", "VISIBLE": "FINISHED"}.get(
+                    state, "RUNNING")
+                if existing != "RUNNING":
+                    return Committable(database, table, label, txn, payload.rows)
             if existing == "RUNNING" or existing is None:
                 if self.committer is None:
                     raise LabelError(f"label of {where} is held by a running load (txn {txn}): {message}")

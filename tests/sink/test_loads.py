@@ -114,3 +114,17 @@ def test_fe_redirect_to_backend_on_another_port_keeps_auth(doris, doris_db, sink
     assert url.startswith(f"http://{doris.be}/") and "@" not in url and doris.password not in url
     sink.commit([sink.load(target, "chunk-0-g0", [{"id": 1, "name": "x"}], sequence=1)])
     assert select(sink, target, "id, name") == [(1, "x")]
+
+
+def test_generator_of_record_batches_and_of_dicts(sink, doris_db):
+    target = TableId(doris_db, "users")
+    sink.create_table(users_schema(doris_db))
+    batches = (pa.record_batch({"id": pa.array([i, i + 100], pa.int32()), "name": [f"a{i}", f"b{i}"]})
+               for i in range(3))
+    c = sink.load(target, "chunk-0-g0", batches, sequence=1, fmt="arrow")
+    assert c.rows == 6
+    dicts = ({"id": 1000 + i, "name": "d"} for i in range(5))
+    c2 = sink.load(target, "chunk-1-g0", dicts, sequence=1)
+    assert c2.rows == 5
+    sink.commit([c, c2])
+    assert len(select(sink, target)) == 11
