@@ -45,6 +45,8 @@ def _upper(value: object) -> object:
 
 
 class _Block(BaseModel):
+    """A block of options. Cross-option checks raise ``ValueError("<option>: <problem>")``."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
 
 
@@ -154,11 +156,11 @@ class MySqlSourceOptions(_Block):
             self.startup_gtid_set or (self.startup_file and self.startup_pos is not None)
         ):
             raise ValueError(
-                "scan.startup.mode 'specific-offset' needs scan.startup.specific-offset.file and .pos, "
+                "scan.startup.mode: 'specific-offset' needs scan.startup.specific-offset.file and .pos, "
                 "or scan.startup.specific-offset.gtid-set"
             )
         if self.startup_mode == "timestamp" and self.startup_timestamp_millis is None:
-            raise ValueError("scan.startup.mode 'timestamp' needs scan.startup.timestamp-millis")
+            raise ValueError("scan.startup.mode: 'timestamp' needs scan.startup.timestamp-millis")
         return self
 
     @property

@@ -27,7 +27,7 @@ from cdc_core.config.options import (
     TransformRule,
 )
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _BLOCKS = ("source", "sink", "route", "transform", "pipeline")
 _SOURCES = {"mysql": MySqlSourceOptions}
 _SINKS = {"doris": DorisSinkOptions}
@@ -71,10 +71,14 @@ class PipelineDefinition:
 def _substitute(value: Any, key: str, path: Path, env: dict[str, str]) -> Any:
     if isinstance(value, str):
         def repl(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in env:
-                raise PipelineConfigError(path, key, f"environment variable {name} is not set")
-            return env[name]
+            name, default = match.group(1), match.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            raise PipelineConfigError(
+                path, key, f"environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+            )
 
         return _ENV.sub(repl, value)
     if isinstance(value, dict):
@@ -130,7 +134,11 @@ def _describe(error: dict, block_name: str, model: type[BaseModel], raw: dict) -
     message = message.removeprefix("Value error, ")
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         message = message.replace("Input should be", "must be") + shown
-    if not key and block_name in raw:
+    if not key:
+        # A cross-option check names its option at the start of the message.
+        named = re.match(r"^([A-Za-z0-9_.\-]+): (.*)$", message)
+        if named:
+            return f"{block_name}.{named.group(1)}", named.group(2)
         return block_name, message
     return where, message
 

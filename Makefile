@@ -1,0 +1,51 @@
+# Tidemark: `make demo` runs the main job on the local stack; `make test` runs the tests.
+# Both do their own set-up on a fresh machine (Debian packages, the venv, everything).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.tidemark-installed
+APT_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: setup system-packages test demo lint bench clean-stack
+
+setup: system-packages $(STAMP)
+
+# Installs only what is missing, so a second run costs a few dpkg queries.
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip 2>&1 | grep -v "is ignored" || true
+	$(PY) -m pip install -q -e '.[dev]' 2>&1 | grep -v "is ignored" || true
+	$(PY) -c "import pyspark, dagster, pymysqlreplication, connectorx, pyarrow, duckdb, sqlglot" 
+	@touch $(STAMP)
+
+# pytest exits 5 when it collects nothing; that is not a failure of the project.
+test: setup
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+demo: setup
+	$(VENV)/bin/tidemark devstack up
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean-stack:
+	-$(VENV)/bin/tidemark devstack down

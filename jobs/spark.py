@@ -1,0 +1,83 @@
+"""One Spark session per process, configured from the pipeline file.
+
+A session costs ~10 s to start on this kind of machine, so nothing creates one until a job needs
+it, and every job in the process reuses it. ``local[N]`` is the default (N = the pipeline's
+parallelism, at least 1, at most the cores); ``tidemark.spark.master`` points at a cluster
+(``spark://host:7077``, ``yarn``, ``k8s://...``) and ``tidemark.spark.remote`` at Spark Connect
+(``sc://host:15002``). ``tidemark.spark.conf.*`` passes any Spark setting through.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+_session: Any = None
+
+
+def prepare_environment() -> None:
+    """What PySpark needs here: workers must run this venv's Python (it has pyarrow), and the
+    driver must bind to loopback rather than a name that resolves elsewhere."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def session_settings(pipeline: Any | None) -> dict[str, Any]:
+    """Master/remote and conf for a pipeline (``PipelineOptions``), without starting anything."""
+    options = getattr(pipeline, "pipeline", pipeline)
+    parallelism = max(1, int(getattr(options, "parallelism", 1) or 1))
+    master = getattr(options, "spark_master", None)
+    remote = getattr(options, "spark_remote", None)
+    conf: dict[str, str] = {
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.shuffle.partitions": str(max(2, parallelism * 2)),
+        "spark.ui.showConsoleProgress": "false",
+        # A failed task is retried once before the job fails (the writer makes retries safe).
+        "spark.task.maxFailures": "4",
+    }
+    if not master and not remote:
+        master = f"local[{min(parallelism, os.cpu_count() or 1)},4]"
+        conf["spark.driver.host"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+    conf.update(dict(getattr(options, "spark_conf", {}) or {}))
+    return {"master": master, "remote": remote, "conf": conf}
+
+
+def get_spark(pipeline: Any | None = None, app_name: str = "tidemark") -> Any:
+    """The process's Spark session, created on first use."""
+    global _session
+    with _lock:
+        if _session is not None and not _is_stopped(_session):
+            return _session
+        prepare_environment()
+        from pyspark.sql import SparkSession
+
+        settings = session_settings(pipeline)
+        builder = SparkSession.builder.appName(app_name)
+        if settings["remote"]:
+            builder = builder.remote(settings["remote"])
+        else:
+            builder = builder.master(settings["master"])
+        for key, value in settings["conf"].items():
+            builder = builder.config(key, value)
+        _session = builder.getOrCreate()
+        _session.sparkContext.setLogLevel("WARN") if hasattr(_session, "sparkContext") else None
+        return _session
+
+
+def _is_stopped(session: Any) -> bool:
+    try:
+        return session.sparkContext._jsc is None  # noqa: SLF001 - the only cheap liveness check
+    except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
+        return False
+
+
+def stop_spark() -> None:
+    global _session
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None

@@ -1,0 +1,152 @@
+"""The ``tidemark`` command.
+
+Each subcommand imports what it needs when it runs, so that ``tidemark devstack up`` or
+``tidemark validate`` never pays for importing Dagster or starting Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, indent=None, sort_keys=False))
+
+
+# -- devstack --------------------------------------------------------------------------------
+
+
+def _devstack(args: argparse.Namespace) -> int:
+    from devstack.stack import DevStack
+
+    stack = DevStack(
+        Path(args.dir), mysql_port=args.mysql_port, doris_port=args.doris_port, doris_be_port=args.doris_be_port
+    )
+    if args.action == "up":
+        endpoints = stack.up()
+        if args.json:
+            _print_json(endpoints)
+        else:
+            _print_endpoints(endpoints, stack)
+        return 0
+    if args.action == "down":
+        stopped = stack.down()
+        if args.json:
+            _print_json({"stopped": stopped})
+        else:
+            print(f"Stopped: {', '.join(stopped)}" if stopped else "Nothing was running.")
+            print(f"Data kept in {stack.base_dir}")
+        return 0
+    status = stack.status()
+    if args.json:
+        _print_json(status)
+    else:
+        mysql, doris = status["mysql"], status["doris"]
+
+        def state(part: dict) -> str:
+            return f"running (pid {part['pid']})" if part["running"] else "stopped"
+
+        print(f"MariaDB   {state(mysql)}  {mysql['host']}:{mysql['port']}")
+        if not doris["available"]:
+            print("Doris     not available yet (the stand-in is not part of this build)")
+        else:
+            print(f"Doris     {state(doris)}  FE {doris['fe_http']}  BE {doris['be_http']}")
+    return 0
+
+
+def _print_endpoints(endpoints: dict, stack: object) -> None:
+    mysql, doris = endpoints["mysql"], endpoints["doris"]
+    print("Local stack is up.")
+    print(f"  MySQL (MariaDB, ROW binlog)  {mysql['host']}:{mysql['port']}  user {mysql['user']} / "
+          f"password {mysql['password']}")
+    print(f"    root over the socket:      mariadb -uroot --socket={mysql['root_socket']}")
+    print(f"    as the CDC user:           mariadb -h{mysql['host']} -P{mysql['port']} -u{mysql['user']} "
+          f"-p{mysql['password']}")
+    if doris is None:
+        print("  Doris                        not available yet (the stand-in is not part of this build)")
+    else:
+        print(f"  Doris FE HTTP                http://{doris['fe_http']}  user {doris['user']!r} / "
+              f"password {doris['password']!r}")
+        print(f"  Doris BE HTTP                http://{doris['be_http']}")
+    print(f"  Data and logs                {stack.base_dir}")  # type: ignore[attr-defined]
+
+
+# -- validate --------------------------------------------------------------------------------
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from cdc_core.config import PipelineConfigError, load_pipeline
+
+    failed = False
+    for path in args.pipelines:
+        try:
+            definition = load_pipeline(path)
+        except PipelineConfigError as exc:
+            print(str(exc), file=sys.stderr)
+            failed = True
+            continue
+        print(f"{path}: ok (pipeline '{definition.name}', state in {definition.state_dir})")
+    return 1 if failed else 0
+
+
+def _splits(args: argparse.Namespace) -> int:
+    from cdc_core.mysql.plan import splits_command
+
+    try:
+        print(splits_command(args.pipeline, args.table or None, as_json=args.json))
+    except (ValueError, ConnectionError) as exc:
+        print(f"tidemark splits: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- parser ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tidemark", description="Change data capture from MySQL into Doris.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dev = sub.add_parser("devstack", help="the local MariaDB and Doris stand-in")
+    dev.add_argument("action", choices=["up", "down", "status"])
+    dev.add_argument("--dir", default=".tidemark/devstack", help="where the stack keeps data, logs and pids")
+    dev.add_argument("--json", action="store_true", help="print one JSON object")
+    dev.add_argument("--mysql-port", type=int, default=None, help="MariaDB TCP port (default 3307)")
+    dev.add_argument("--doris-port", type=int, default=None, help="Doris FE HTTP port (default 8030)")
+    dev.add_argument("--doris-be-port", type=int, default=None, help="Doris BE HTTP port (default 8040)")
+    dev.set_defaults(handler=_devstack)
+
+    val = sub.add_parser("validate", help="check pipeline files and report problems one per line")
+    val.add_argument("pipelines", nargs="+")
+    val.set_defaults(handler=_validate)
+
+    spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) Flink CDC would make")
+    spl.add_argument("pipeline")
+    spl.add_argument("--table", action="append", metavar="DB.TBL", help="only this table (repeatable)")
+    spl.add_argument("--json", action="store_true", help="one JSON array of {table, index, start, end}")
+    spl.set_defaults(handler=_splits)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from cdc_core.config import PipelineConfigError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except PipelineConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(f"tidemark {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
