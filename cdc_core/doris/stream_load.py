@@ -110,7 +110,9 @@ class StreamLoader:
 
         def attempt(n: int) -> requests.Response:
             url = self.target_url(database, table, path, n)
-            return self.client.send("PUT", url, headers=headers, body=payload.chunks, follow_redirects=False)
+            # Normally ``url`` is the BE already; should it redirect again (an https FE, a proxy),
+            # the body is produced afresh for the next hop.
+            return self.client.send("PUT", url, headers=headers, body=payload.chunks)
 
         resp = self.client.with_retries(f"stream load of {database}.{table} (label {label})", attempt)
         return self._json(resp, f"stream load of {database}.{table}")
