@@ -128,3 +128,42 @@ def test_generator_of_record_batches_and_of_dicts(sink, doris_db):
     assert c2.rows == 5
     sink.commit([c, c2])
     assert len(select(sink, target)) == 11
+
+
+def test_buffered_batch_is_one_load_per_table(sink, doris_db):
+    from cdc_core.doris.batching import TableBuffers
+
+    a, b = TableId(doris_db, "a"), TableId(doris_db, "b")
+    sink.create_table(users_schema(doris_db, "a"))
+    sink.create_table(users_schema(doris_db, "b"))
+    buffers = TableBuffers(max_rows=4)
+    events = [(a, Op.INSERT, {"id": 1, "name": "x"}, 100), (b, Op.INSERT, {"id": 1, "name": "y"}, 110),
+              (a, Op.UPDATE, {"id": 1, "name": "x2"}, 120), (a, Op.DELETE, {"id": 2, "name": "gone"}, 130),
+              (a, Op.INSERT, {"id": 3, "name": "z"}, 140)]
+    for target, op, row, pos in events:
+        buffers.add(target, event_row(_event(op, row, pos)), key=(row["id"],))
+    assert not buffers.should_flush()
+    buffers.add(b, event_row(_event(Op.INSERT, {"id": 2, "name": "w"}, 150)), key=(2,))
+    buffers.add(b, event_row(_event(Op.INSERT, {"id": 3, "name": "v"}, 160)), key=(3,))
+    buffers.add(b, event_row(_event(Op.INSERT, {"id": 4, "name": "u"}, 170)), key=(4,))
+    assert buffers.should_flush()
+    committables = sink.load_buffers(buffers.drain(), "binlog-100-170")
+    assert [(c.table, c.rows) for c in committables] == [("a", 3), ("b", 4)]
+    sink.commit(committables)
+    assert select(sink, a, "id, name") == [(1, "x2"), (3, "z")]
+    assert len(select(sink, b)) == 4
+
+
+def test_deletes_are_dropped_where_they_cannot_apply(doris, doris_db):
+    from cdc_core.doris.sink import DorisSink
+    from tests.sink.conftest import test_type_mapper
+
+    s = DorisSink(make_client(doris), "tm_test", type_mapper=test_type_mapper, enable_delete=False)
+    target = TableId(doris_db, "users")
+    s.create_table(users_schema(doris_db))
+    s.commit([s.load(target, "b0", [{"id": 1, "name": "keep"}], sequence=5)])
+    table = pa.table({"id": pa.array([1, 2], pa.int32()), "name": ["del", "new"],
+                      DELETE_SIGN: pa.array([1, 0], pa.int8())})
+    s.commit([s.load(target, "b1", table, sequence=6, fmt="arrow")])
+    assert select(s, target, "id, name") == [(1, "keep"), (2, "new")]
+    s.close()
