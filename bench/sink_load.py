@@ -102,8 +102,8 @@ def main() -> None:
         for i, (name, fmt, data, gz) in enumerate(cases):
             target = TableId(db, f"t{i}")
             layout = sink.create_table(schema(db, target.table), target)
-            sink.loader.builder = PayloadBuilder(fmt, gzip=gz)
-            sink.loader.format = fmt
+            sink = DorisSink(client, "bench", type_mapper=type_mapper, fmt=fmt, gzip=gz,
+                             table_properties={"replication_num": "1"})
             t0 = time.perf_counter()
             c = sink.load(target, "chunk-0-g0", data, sequence=1)
             sink.commit([c])
