@@ -330,7 +330,7 @@ def _format_decimal(value: Decimal, scale: int) -> str:
         ctx.prec = 100  # DECIMAL(65,30) is beyond the default 28 digits
         q = value.quantize(Decimal(1).scaleb(-scale))
     text = format(q, "f")
-    return "0" + text[1:] if text.startswith("-0") and q == 0 else text  # MySQL has no negative zero
+    return text[1:] if text.startswith("-") and q == 0 else text  # MySQL has no negative zero
 
 
 def _float32(value: float) -> float:
