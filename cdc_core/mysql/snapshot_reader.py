@@ -328,16 +328,26 @@ def _mask_without_keys(table: pa.Table, cols: list[str], keys: set[tuple[Any, ..
 # -- server ids ---------------------------------------------------------------------------------
 
 
-def acquire_server_id(conn: Any, server_id_range: tuple[int, int], *, reserve_first_for_stream: bool = True) -> int:
-    """Take a server id from the range for as long as ``conn`` lives (a ``GET_LOCK`` per id)."""
+def acquire_server_id(conn: Any, server_id_range: tuple[int, int], *, reserve_first_for_stream: bool = True,
+                      wait_s: float = 0.0) -> int:
+    """Take a server id from the range for as long as ``conn`` lives (a ``GET_LOCK`` per id).
+
+    ``wait_s``: how long to keep trying when all ids are taken (a reader that just ended frees its
+    id when the server notices its disconnect).
+    """
     lo, hi = server_id_range
     first = lo + 1 if reserve_first_for_stream and hi > lo else lo
-    with conn.cursor() as cur:
-        for candidate in range(first, hi + 1):
-            cur.execute("SELECT GET_LOCK(%s, 0)", (f"{SERVER_ID_LOCK_PREFIX}{candidate}",))
-            (got,) = cur.fetchone()
-            if got is not None and int(got) == 1:
-                return candidate
+    deadline = time.monotonic() + wait_s
+    while True:
+        with conn.cursor() as cur:
+            for candidate in range(first, hi + 1):
+                cur.execute("SELECT GET_LOCK(%s, 0)", (f"{SERVER_ID_LOCK_PREFIX}{candidate}",))
+                (got,) = cur.fetchone()
+                if got is not None and int(got) == 1:
+                    return candidate
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
     raise RuntimeError(
         f"every server id in the 'server-id' range {lo}-{hi} is in use by another Tidemark reader; "
         f"widen the range in the source block (e.g. '{lo}-{lo + 64}') to at least the snapshot "
@@ -413,7 +423,7 @@ class SnapshotSplitReader:
     def server_id(self) -> int:
         """This reader's server id for backfills (taken on first use, held until :meth:`close`)."""
         if self._server_id is None:
-            self._server_id = acquire_server_id(self._control(), self.server_id_range)
+            self._server_id = acquire_server_id(self._control(), self.server_id_range, wait_s=30.0)
         return self._server_id
 
     def close(self) -> None:
