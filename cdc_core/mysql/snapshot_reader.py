@@ -47,6 +47,7 @@ from cdc_core.mysql.connection import (
     quote_ident,
     quote_table,
 )
+from cdc_core.mysql.discovery import chunk_key_column
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_literal, key_param
 from cdc_core.mysql.types import (
@@ -386,6 +387,7 @@ class SnapshotSplitReader:
         binlog_reader_factory: BinlogReaderFactory | None = None,
         pause_after_low_watermark: Callable[[SnapshotSplit], None] | None = None,
         pause_after_scan: Callable[[SnapshotSplit], None] | None = None,
+        chunk_key_column: str | None = None,
     ):
         self.settings = settings
         self.server_id_range = server_id_range
@@ -396,6 +398,7 @@ class SnapshotSplitReader:
         self._binlog_factory = binlog_reader_factory or _default_binlog_reader
         self.pause_after_low_watermark = pause_after_low_watermark
         self.pause_after_scan = pause_after_scan
+        self.chunk_key_column = chunk_key_column
         self._converter = DorisValueConverter(self.tz, tinyint1_as_boolean)
         self._conn: Any = None
         self._server_id: int | None = None
@@ -411,6 +414,7 @@ class SnapshotSplitReader:
             tinyint1_as_boolean=source.tinyint1_as_boolean,
             fetch_size=source.fetch_size,
             backfill_skip=source.backfill_skip,
+            chunk_key_column=source.chunk_key_column,
             **kwargs,
         )
 
@@ -444,6 +448,13 @@ class SnapshotSplitReader:
 
     # -- reading -----------------------------------------------------------------------------------
 
+    def key_column(self, schema: TableSchema, split: SnapshotSplit) -> Column:
+        """The split's chunk key: named in the split, else as the splitter chose it (the first
+        primary-key column or ``scan.incremental.snapshot.chunk.key-column``)."""
+        if split.key_columns:
+            return schema.column(split.key_columns[0])
+        return chunk_key_column(schema, self.chunk_key_column)
+
     def current_offset(self) -> BinlogOffset:
         with self._control().cursor() as cur:
             return read_current_offset(cur)
@@ -451,7 +462,7 @@ class SnapshotSplitReader:
     def _raw_batches(self, schema: TableSchema, split: SnapshotSplit, *, safe: bool) -> Iterator[pa.RecordBatch]:
         import connectorx as cx
 
-        key = schema.column(split.key_columns[0]) if split.key_columns else schema.column(schema.primary_key[0])
+        key = self.key_column(schema, split)
         query = build_scan_query(schema, split, key, tinyint1_as_boolean=self.tinyint1_as_boolean, safe=safe)
         reader = cx.read_sql(
             self.settings.connectorx_uri(), query, return_type="arrow_stream", batch_size=self.fetch_size,
@@ -518,7 +529,7 @@ class SnapshotSplitReader:
 
     def _backfill(self, split: SnapshotSplit, schema: TableSchema, table: pa.Table, low: BinlogOffset,
                   high: BinlogOffset) -> tuple[pa.Table, int]:
-        key = schema.column(split.key_columns[0]) if split.key_columns else schema.column(schema.primary_key[0])
+        key = self.key_column(schema, split)
         binlog = self._binlog_factory(self.settings, self.server_id, schema, self._converter)
         events = [e for e in binlog.read_range(low, high, {schema.table_id})
                   if isinstance(e, DataChangeEvent) and e.table_id == schema.table_id]
