@@ -464,9 +464,12 @@ class SnapshotSplitReader:
 
         key = self.key_column(schema, split)
         query = build_scan_query(schema, split, key, tinyint1_as_boolean=self.tinyint1_as_boolean, safe=safe)
+        # The session time zone only matters to TIMESTAMP values; skip the extra round trip otherwise.
+        needs_tz = any(kind_of(c, tinyint1_as_boolean=self.tinyint1_as_boolean) == TypeKind.TIMESTAMP
+                       for c in schema.columns)
+        extra = {"pre_execution_query": [f"SET time_zone = '{SESSION_TIME_ZONE}'"]} if needs_tz else {}
         reader = cx.read_sql(
-            self.settings.connectorx_uri(), query, return_type="arrow_stream", batch_size=self.fetch_size,
-            pre_execution_query=[f"SET time_zone = '{SESSION_TIME_ZONE}'"],
+            self.settings.connectorx_uri(), query, return_type="arrow_stream", batch_size=self.fetch_size, **extra,
         )
         for batch in reader:
             if batch.num_rows:
