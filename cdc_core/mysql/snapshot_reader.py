@@ -54,6 +54,7 @@ from cdc_core.mysql.types import (
     DorisValueConverter,
     TypeKind,
     _is_utc,
+    _members,
     arrow_to_doris,
     doris_arrow_type,
     kind_of,
@@ -141,8 +142,7 @@ class KeyRange:
         self._conn = conn
         self._collation = collation
         self._tz = parse_tz(tz)
-        self._server_side = self.kind in (TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.TIME,
-                                          TypeKind.JSON, TypeKind.GEOMETRY)
+        self._server_side = self.kind in (TypeKind.STRING, TypeKind.TIME, TypeKind.JSON, TypeKind.GEOMETRY)
         self._cache: dict[Any, bool] = {}
 
     def _comparable(self, value: Any) -> Any:
@@ -155,6 +155,14 @@ class KeyRange:
             return Decimal(str(value))
         if kind in (TypeKind.FLOAT, TypeKind.DOUBLE):
             return float(value)
+        if kind == TypeKind.ENUM:  # MySQL orders ENUM by member index ('' = 0), not by text
+            members = [m.lower() for m in _members(self.key.column_type)]
+            text = str(value).lower()
+            return members.index(text) + 1 if text in members else 0
+        if kind == TypeKind.SET:  # … and SET by its bitmask
+            members = [m.lower() for m in _members(self.key.column_type)]
+            parts = [p for p in str(value).lower().split(",") if p]
+            return sum(1 << members.index(p) for p in parts if p in members)
         if kind == TypeKind.BINARY:
             return value
         if kind == TypeKind.TIMESTAMP and isinstance(value, str):
