@@ -25,7 +25,7 @@ from typing import Any
 
 import requests
 
-from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.client import DorisHttpClient, RetryableAnswer
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import (
     DorisAuthError,
@@ -156,6 +156,9 @@ class StreamLoader:
             return _strip_userinfo(urljoin(url, resp.headers["Location"]))
         if resp.status_code >= 500:
             return url  # let the caller's retry handle the failure on the real request
+        raw = self.client.json_of(resp, f"stream load of {database}.{table}")
+        if isinstance(raw, dict) and raw.get("status") == "FAILED" and "backend" in str(raw.get("msg", "")).lower():
+            raise RetryableAnswer(f"FE {node}: {raw.get('msg')}")
         body = self._json(resp, f"stream load of {database}.{table}")
         txn = body.get("TxnId") if isinstance(body, dict) else None
         if isinstance(txn, int) and txn > 0 and self.committer is not None:
