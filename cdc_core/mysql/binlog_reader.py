@@ -44,6 +44,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
 from cdc_core.mysql.binlog_values import RowImageConverter
+from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser, is_shadow_table
 from cdc_core.mysql.gtid import GtidState
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId, TableSchema
@@ -161,6 +162,29 @@ class _Item:
     is_data: bool = True  # false for protocol noise (rotate, format description) not counted as events
 
 
+def _filtered(event_filter: Callable[[ChangeEvent], Any] | None, events: list[ChangeEvent]) -> list[ChangeEvent]:
+    if event_filter is None or not events:
+        return list(events)
+    apply = getattr(event_filter, "apply", None)
+    if apply is not None:
+        return list(apply(events))
+    out: list[ChangeEvent] = []
+    for ev in events:
+        verdict = event_filter(ev)
+        if verdict is True:
+            out.append(ev)
+        elif verdict:
+            out.extend(verdict)
+    return out
+
+
+def stream_server_id(source: Any) -> int:
+    """The binlog stream's server id: the first of the ``server-id`` range (chunk backfills take the
+    others, see ``cdc_core.mysql.snapshot_reader.acquire_server_id``)."""
+    lo, _hi = source.server_id_range()
+    return lo
+
+
 class BinlogSplitReader:
     """Reads changes of captured tables from a MySQL/MariaDB binlog.
 
@@ -178,7 +202,7 @@ class BinlogSplitReader:
         converter: ValueConverter | None = None,
         *,
         heartbeat_interval: float = 30.0,
-        ddl_parser: Any | None = None,
+        ddl_parser: MySqlDdlParser | None = None,
         is_captured: Callable[[TableId], bool] | None = None,
     ) -> None:
         self.settings = ConnectionSettings.of(settings)
@@ -188,9 +212,31 @@ class BinlogSplitReader:
         self._schemas_lookup = schemas
         self._rows = RowImageConverter(converter)
         self.heartbeat_interval = heartbeat_interval
-        self._ddl_parser = ddl_parser
+        self._ddl_parser = ddl_parser if ddl_parser is not None else MySqlDdlParser()
         self._is_captured = is_captured
         self._schema_cache: dict[TableId, TableSchema] = {}
+
+    @classmethod
+    def from_source(cls, source: Any, schemas: SchemaLookup, *, server_id: int | None = None,
+                    converter: ValueConverter | None = None, mariadb: bool = True) -> BinlogSplitReader:
+        """The stream's reader for a pipeline's ``source:`` block (``MySqlSourceOptions``): its
+        connection, the first server id of its range, the shared Doris value converter bound to
+        ``server-time-zone``/``treat-tinyint1-as-boolean.enabled``, its table selector, heartbeat
+        and online-schema-change options."""
+        from cdc_core.mysql.types import DorisValueConverter
+
+        selector = source.selector
+        return cls(
+            source,
+            server_id if server_id is not None else stream_server_id(source),
+            schemas,
+            converter if converter is not None else DorisValueConverter(source.server_time_zone or "UTC",
+                                                                        source.tinyint1_as_boolean),
+            heartbeat_interval=source.heartbeat_interval,
+            ddl_parser=MySqlDdlParser(parse_online_schema_changes=source.parse_online_schema_changes,
+                                      mariadb=mariadb),
+            is_captured=lambda t: selector.matches(t.database, t.table),
+        )
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -228,19 +274,23 @@ class BinlogSplitReader:
         max_bytes: int | None = None,
         tables: set[TableId] | None = None,
         stop_at_schema_change: bool = False,
-        event_filter: Callable[[ChangeEvent], bool] | None = None,
+        event_filter: Callable[[ChangeEvent], Any] | None = None,
+        skip_rows: int = 0,
     ) -> BinlogBatch:
         """Read from ``start`` to ``stop`` (or the end of the log), at most about ``max_events`` binlog
         events / ``max_bytes`` bytes, and end on a transaction boundary.
 
         ``event_filter`` (e.g. :class:`cdc_core.mysql.binlog_filter.BinlogEventFilter`) decides which
-        change events are kept; positions advance regardless, so an idle or filtered stream still moves.
+        change events are kept — it returns a bool or a list of events, and its ``apply(events)`` is
+        used per transaction when it has one; positions advance regardless, so an idle or filtered
+        stream still moves. ``skip_rows`` drops the first row changes (startup ``skip-rows``).
         """
         self._schema_cache.clear()
         events: list[ChangeEvent] = []
         pending: list[ChangeEvent] = []
         end = start
         events_read = bytes_read = 0
+        to_skip = skip_rows
         for item in self._items(start, blocking=False, tables=tables):
             if stop is not None and item.offset > stop:
                 break
@@ -251,10 +301,12 @@ class BinlogSplitReader:
                 events_read += 1
             bytes_read += item.size
             for ev in item.events:
-                if event_filter is None or event_filter(ev):
-                    pending.append(ev)
+                if to_skip and isinstance(ev, DataChangeEvent):
+                    to_skip -= 1
+                    continue
+                pending.append(ev)
             if item.boundary:
-                events.extend(pending)
+                events.extend(_filtered(event_filter, pending))
                 pending.clear()
                 end = item.offset
                 if stop is not None and end >= stop:
@@ -310,6 +362,8 @@ class BinlogSplitReader:
         return cached
 
     def _wanted(self, table_id: TableId, tables: set[TableId] | None) -> bool:
+        if is_shadow_table(table_id.table):
+            return False  # gh-ost / pt-osc copies: the original table's own events carry the changes
         if tables is not None:
             return table_id in tables
         if self._is_captured is not None:
@@ -378,14 +432,15 @@ class BinlogSplitReader:
         # A statement outside a transaction: DDL (or statement-based DML, which ROW format doesn't write).
         pos.in_transaction = False
         offset = pos.offset()
-        events: tuple[ChangeEvent, ...] = ()
-        if self._ddl_parser is not None:
-            default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
+        default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
+        try:
             changes = self._ddl_parser.parse_captured(
                 query, default_db, lambda t: self._wanted(t, tables), self.schema_or_none
             )
-            events = tuple(self._stamp(c, offset) for c in changes)
-            self._apply_schema_changes(events)
+        except DdlParseError as exc:
+            raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
+        events: tuple[ChangeEvent, ...] = tuple(self._stamp(c, offset) for c in changes)
+        self._apply_schema_changes(events)
         return _Item(offset, events, boundary=True, size=size)
 
     def schema_or_none(self, table_id: TableId) -> TableSchema | None:
@@ -407,7 +462,7 @@ class BinlogSplitReader:
             current = self._schema_cache.get(change.table_id)
             if current is None:
                 current = self.schema_or_none(change.table_id)
-            updated = apply_schema_change(current, change)
+            updated = apply_schema_change(current, change, strict=False)
             self._schema_cache.pop(change.table_id, None)
             for table_id, schema in updated.items():
                 if schema is None:
