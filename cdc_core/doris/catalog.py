@@ -137,6 +137,15 @@ class DorisCatalog:
         )
         return DorisTableInfo(database, table, str(data.get("keysType", "")), columns)
 
+    def column_types(self, database: str, table: str) -> dict[str, str]:
+        """Column → full type text (``varchar(96)``, ``decimal(10,2)``) from ``SHOW FULL COLUMNS``.
+
+        ``_schema`` gives only the bare type name (``VARCHAR``); comparing a type change needs
+        lengths and precisions, which is why the connector's modify flow reads this too.
+        """
+        res = self.execute(database, f"SHOW FULL COLUMNS FROM {qualified(database, table)}")
+        return {str(row[0]): str(row[1]) for row in res.rows}
+
     def table_exists(self, database: str, table: str) -> bool:
         return self.table_info(database, table) is not None
 
