@@ -275,12 +275,15 @@ class BinlogSplitReader:
         if stop == start:
             return
         self._schema_cache.clear()
-        for item in self._items(start, blocking=False, tables=tables):
-            if item.offset > stop:
-                return
-            yield from item.events
-            if item.offset >= stop:
-                return
+        try:
+            for item in self._items(start, blocking=False, tables=tables):
+                if item.offset > stop:
+                    return
+                yield from item.events
+                if item.offset >= stop:
+                    return
+        finally:
+            self.close()  # a range read (a chunk's backfill) is usually the reader's only read
         # Non-blocking dump hit the end of the log before ``stop``.
         raise BinlogReadError(
             f"the binlog ends before {stop} (read from {start}); the stop offset must be a position the "

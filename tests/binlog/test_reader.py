@@ -11,7 +11,7 @@ from cdc_core.events import DataChangeEvent, Op
 from cdc_core.mysql.binlog_reader import BinlogReadError, BinlogSplitReader
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId
-from tests.binlog.conftest import current_offset, next_server_id
+from tests.binlog.conftest import current_offset, next_server_id, read_schema
 
 
 def _exec(conn, *sql):
@@ -163,3 +163,29 @@ def test_resume_offset_gtid_matches_server(settings, schema_lookup, root_conn, f
     stop = current_offset(root_conn)
     batch = reader.read_batch(stripped, stop)
     assert batch.end == stop and batch.end.gtid_set == stop.gtid_set
+
+
+def test_from_source_options(mysql_server, root_conn, fresh_db):
+    from cdc_core.config.options import MySqlSourceOptions
+    from cdc_core.mysql.binlog_reader import stream_server_id
+
+    ep = mysql_server.endpoint
+    base = next_server_id() + 500
+    source = MySqlSourceOptions.model_validate({
+        "type": "mysql", "hostname": ep.host, "port": ep.port, "username": ep.user, "password": ep.password,
+        "tables": f"{fresh_db}.orders", "server-id": f"{base}-{base + 4}", "server-time-zone": "Asia/Tokyo",
+        "heartbeat.interval": "5s"})
+    t = TableId(fresh_db, "orders")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.orders (id int primary key, amount decimal(6,2), "
+                     "at timestamp(3) NULL, ok tinyint(1))",
+          f"CREATE TABLE `{fresh_db}`.other (id int primary key)")
+    start = current_offset(root_conn)
+    _exec(root_conn, f"INSERT INTO `{fresh_db}`.orders VALUES (1, 2.5, '2026-01-01 00:00:00.250', 1)",
+          f"INSERT INTO `{fresh_db}`.other VALUES (1)")
+    stop = current_offset(root_conn)
+    with BinlogSplitReader.from_source(source, lambda x: read_schema(root_conn, x)) as reader:
+        assert reader.server_id == stream_server_id(source) == base and reader.heartbeat_interval == 5.0
+        batch = reader.read_batch(start, stop)
+    assert [(e.table_id, e.after) for e in batch.events] == [
+        (t, {"id": 1, "amount": "2.50", "at": "2026-01-01 09:00:00.250", "ok": True})]
+    assert "cdc" not in repr(reader.settings).replace("user='cdc'", "")  # no password in repr
