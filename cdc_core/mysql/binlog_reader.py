@@ -237,6 +237,7 @@ class BinlogSplitReader:
         self._schema_cache: dict[TableId, TableSchema] = {}
         self._control_conn: Any = None
         self._table_ids: dict[tuple[str, str], TableId] = {}
+        self._continues_at: BinlogOffset | None = None
 
     @classmethod
     def from_source(cls, source: Any, schemas: SchemaLookup, *, server_id: int | None = None,
@@ -274,7 +275,7 @@ class BinlogSplitReader:
             raise BinlogReadError(f"binlog range ends before it starts: ({start}, {stop}]")
         if stop == start:
             return
-        self._schema_cache.clear()
+        self._reset_schemas(start)
         try:
             for item in self._items(start, blocking=False, tables=tables):
                 if item.offset > stop:
@@ -310,7 +311,7 @@ class BinlogSplitReader:
         used per transaction when it has one; positions advance regardless, so an idle or filtered
         stream still moves. ``skip_rows`` drops the first row changes (startup ``skip-rows``).
         """
-        self._schema_cache.clear()
+        self._reset_schemas(start)
         events: list[ChangeEvent] = []
         pending: list[ChangeEvent] = []
         end = start
@@ -321,6 +322,7 @@ class BinlogSplitReader:
                 break
             schema_changes = [e for e in item.events if isinstance(e, SchemaChangeEvent)]
             if stop_at_schema_change and schema_changes and item.boundary and not pending:
+                self._continues_at = None  # the DDL was applied to the cache; the caller records it first
                 return BinlogBatch(start, end, events, events_read, bytes_read, schema_changes, item.offset)
             if item.is_data:
                 events_read += 1
@@ -340,6 +342,7 @@ class BinlogSplitReader:
                     break
                 if max_bytes is not None and bytes_read >= max_bytes:
                     break
+        self._continues_at = end
         return BinlogBatch(start, end, events, events_read, bytes_read)
 
     def stream(
@@ -347,7 +350,7 @@ class BinlogSplitReader:
     ) -> Iterator[ChangeEvent | Heartbeat]:
         """Tail the binlog forever (blocking). Yields change events, and a :class:`Heartbeat` with the
         current resume point whenever a transaction ends or the server sends a heartbeat."""
-        self._schema_cache.clear()
+        self._reset_schemas(start)
         for item in self._items(start, blocking=True, tables=tables):
             yield from item.events
             if item.boundary:
@@ -371,6 +374,12 @@ class BinlogSplitReader:
             slave_heartbeat=self.heartbeat_interval if blocking and self.heartbeat_interval > 0 else None,
             enable_logging=False,
         )
+
+    def _reset_schemas(self, start: BinlogOffset) -> None:
+        """Schemas evolve through the DDL the reader passes. A read that continues exactly where the
+        previous one ended keeps them; any other start asks ``schemas`` again."""
+        if self._continues_at is None or self._continues_at != start:
+            self._schema_cache.clear()
 
     def _control(self) -> Any:
         """A plain connection for the checks before each read (kept across batches)."""

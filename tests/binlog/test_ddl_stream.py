@@ -231,3 +231,15 @@ def test_new_table_in_binlog_phase(settings, root_conn, fresh_db):
                for e in batch.events]
         assert got == expected
     assert reader.schema(new).column_names == ("id", "s")
+
+
+def test_statement_based_dml_on_captured_table_stops(settings, root_conn, fresh_db):
+    t = TableId(fresh_db, "sb")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.sb (id int primary key)")
+    schemas = {t: read_schema(root_conn, t)}
+    start = current_offset(root_conn)
+    _exec(root_conn, "SET SESSION binlog_format = 'STATEMENT'", f"INSERT INTO `{fresh_db}`.sb VALUES (1)",
+          "SET SESSION binlog_format = 'ROW'")
+    reader = BinlogSplitReader(settings, next_server_id(), schemas.get, None, is_captured=lambda x: x == t)
+    with pytest.raises(DdlParseError, match="binlog_format=ROW"):
+        reader.read_batch(start)
