@@ -163,6 +163,17 @@ class _Item:
     is_data: bool = True  # false for protocol noise (rotate, format description) not counted as events
 
 
+_TRANSACTIONAL_STATEMENTS = {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "SELECT", "SET", "DO", "CALL",
+                             "SAVEPOINT", "RELEASE", "XA", "HANDLER"}
+
+
+def _first_word(query: str) -> str:
+    text = query.lstrip()
+    while text.startswith("/*") and "*/" in text and not text.startswith("/*!"):
+        text = text[text.index("*/") + 2:].lstrip()
+    return text.split(None, 1)[0].upper().rstrip(";") if text else ""
+
+
 def _event_fast(table_id: TableId, op: Op, before: Any, after: Any, offset: BinlogOffset, row_index: int,
                 gtid: str | None, commit_ms: int | None) -> DataChangeEvent:
     """``DataChangeEvent(...)`` without the frozen-dataclass ``__init__`` (one per row: the hot path)."""
@@ -489,8 +500,10 @@ class BinlogSplitReader:
         if head.startswith("COMMIT") or head.startswith("ROLLBACK") or head.startswith("XA COMMIT"):
             pos.in_transaction = False
             return _Item(pos.offset(), boundary=True, size=size)
-        # A statement outside a transaction: DDL (or statement-based DML, which ROW format doesn't write).
-        pos.in_transaction = False
+        # DDL commits implicitly and stands alone; statement-based DML (STATEMENT/MIXED format) belongs to
+        # the transaction around it, which must not be cut there.
+        inside = pos.in_transaction and _first_word(query) in _TRANSACTIONAL_STATEMENTS
+        pos.in_transaction = inside
         offset = pos.offset()
         default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
         try:
@@ -501,7 +514,7 @@ class BinlogSplitReader:
             raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
         events: tuple[ChangeEvent, ...] = tuple(self._stamp(c, offset) for c in changes)
         self._apply_schema_changes(events)
-        return _Item(offset, events, boundary=True, size=size)
+        return _Item(offset, events, boundary=not inside, size=size)
 
     def schema_or_none(self, table_id: TableId) -> TableSchema | None:
         try:

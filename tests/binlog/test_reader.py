@@ -189,3 +189,28 @@ def test_from_source_options(mysql_server, root_conn, fresh_db):
     assert [(e.table_id, e.after) for e in batch.events] == [
         (t, {"id": 1, "amount": "2.50", "at": "2026-01-01 09:00:00.250", "ok": True})]
     assert "cdc" not in repr(reader.settings).replace("user='cdc'", "")  # no password in repr
+
+
+def test_statement_dml_of_other_tables_does_not_cut_a_transaction(settings, schema_lookup, root_conn, fresh_db):
+    mine = TableId(fresh_db, "mine")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.mine (id int primary key)",
+          f"CREATE TABLE `{fresh_db}`.audit (id int primary key)")
+    start = current_offset(root_conn)
+    _exec(root_conn, "SET SESSION binlog_format = 'STATEMENT'", "BEGIN",
+          f"INSERT INTO `{fresh_db}`.audit VALUES (1)", f"INSERT INTO `{fresh_db}`.audit VALUES (2)", "COMMIT",
+          "SET SESSION binlog_format = 'ROW'", f"INSERT INTO `{fresh_db}`.mine VALUES (1)")
+    stop = current_offset(root_conn)
+    reader = BinlogSplitReader(settings, next_server_id(), schema_lookup, None, is_captured=lambda t: t == mine)
+    ends = []
+    pos = start
+    while pos < stop:
+        batch = reader.read_batch(pos, stop, max_events=1)
+        ends.append(batch.end)
+        pos = batch.end
+    with root_conn.cursor() as cur:
+        cur.execute(f"SHOW BINLOG EVENTS IN '{start.file}' FROM {start.position}")
+        events = cur.fetchall()
+    # every batch ends on a transaction end (Xid / COMMIT), never right after one of the statements
+    query_ends = {e[4] for e in events if e[2] == "Query" and "INSERT INTO" in e[5]}
+    assert not query_ends & {e.position for e in ends}
+    assert pos == stop
