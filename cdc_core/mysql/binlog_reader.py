@@ -163,6 +163,17 @@ class _Item:
     is_data: bool = True  # false for protocol noise (rotate, format description) not counted as events
 
 
+_TRANSACTIONAL_STATEMENTS = {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "SELECT", "SET", "DO", "CALL",
+                             "SAVEPOINT", "RELEASE", "XA", "HANDLER"}
+
+
+def _first_word(query: str) -> str:
+    text = query.lstrip()
+    while text.startswith("/*") and "*/" in text and not text.startswith("/*!"):
+        text = text[text.index("*/") + 2:].lstrip()
+    return text.split(None, 1)[0].upper().rstrip(";") if text else ""
+
+
 def _event_fast(table_id: TableId, op: Op, before: Any, after: Any, offset: BinlogOffset, row_index: int,
                 gtid: str | None, commit_ms: int | None) -> DataChangeEvent:
     """``DataChangeEvent(...)`` without the frozen-dataclass ``__init__`` (one per row: the hot path)."""
@@ -237,6 +248,7 @@ class BinlogSplitReader:
         self._schema_cache: dict[TableId, TableSchema] = {}
         self._control_conn: Any = None
         self._table_ids: dict[tuple[str, str], TableId] = {}
+        self._continues_at: BinlogOffset | None = None
 
     @classmethod
     def from_source(cls, source: Any, schemas: SchemaLookup, *, server_id: int | None = None,
@@ -274,13 +286,16 @@ class BinlogSplitReader:
             raise BinlogReadError(f"binlog range ends before it starts: ({start}, {stop}]")
         if stop == start:
             return
-        self._schema_cache.clear()
-        for item in self._items(start, blocking=False, tables=tables):
-            if item.offset > stop:
-                return
-            yield from item.events
-            if item.offset >= stop:
-                return
+        self._reset_schemas(start)
+        try:
+            for item in self._items(start, blocking=False, tables=tables):
+                if item.offset > stop:
+                    return
+                yield from item.events
+                if item.offset >= stop:
+                    return
+        finally:
+            self.close()  # a range read (a chunk's backfill) is usually the reader's only read
         # Non-blocking dump hit the end of the log before ``stop``.
         raise BinlogReadError(
             f"the binlog ends before {stop} (read from {start}); the stop offset must be a position the "
@@ -307,7 +322,7 @@ class BinlogSplitReader:
         used per transaction when it has one; positions advance regardless, so an idle or filtered
         stream still moves. ``skip_rows`` drops the first row changes (startup ``skip-rows``).
         """
-        self._schema_cache.clear()
+        self._reset_schemas(start)
         events: list[ChangeEvent] = []
         pending: list[ChangeEvent] = []
         end = start
@@ -318,6 +333,7 @@ class BinlogSplitReader:
                 break
             schema_changes = [e for e in item.events if isinstance(e, SchemaChangeEvent)]
             if stop_at_schema_change and schema_changes and item.boundary and not pending:
+                self._continues_at = None  # the DDL was applied to the cache; the caller records it first
                 return BinlogBatch(start, end, events, events_read, bytes_read, schema_changes, item.offset)
             if item.is_data:
                 events_read += 1
@@ -337,6 +353,7 @@ class BinlogSplitReader:
                     break
                 if max_bytes is not None and bytes_read >= max_bytes:
                     break
+        self._continues_at = end
         return BinlogBatch(start, end, events, events_read, bytes_read)
 
     def stream(
@@ -344,7 +361,7 @@ class BinlogSplitReader:
     ) -> Iterator[ChangeEvent | Heartbeat]:
         """Tail the binlog forever (blocking). Yields change events, and a :class:`Heartbeat` with the
         current resume point whenever a transaction ends or the server sends a heartbeat."""
-        self._schema_cache.clear()
+        self._reset_schemas(start)
         for item in self._items(start, blocking=True, tables=tables):
             yield from item.events
             if item.boundary:
@@ -368,6 +385,12 @@ class BinlogSplitReader:
             slave_heartbeat=self.heartbeat_interval if blocking and self.heartbeat_interval > 0 else None,
             enable_logging=False,
         )
+
+    def _reset_schemas(self, start: BinlogOffset) -> None:
+        """Schemas evolve through the DDL the reader passes. A read that continues exactly where the
+        previous one ended keeps them; any other start asks ``schemas`` again."""
+        if self._continues_at is None or self._continues_at != start:
+            self._schema_cache.clear()
 
     def _control(self) -> Any:
         """A plain connection for the checks before each read (kept across batches)."""
@@ -477,8 +500,10 @@ class BinlogSplitReader:
         if head.startswith("COMMIT") or head.startswith("ROLLBACK") or head.startswith("XA COMMIT"):
             pos.in_transaction = False
             return _Item(pos.offset(), boundary=True, size=size)
-        # A statement outside a transaction: DDL (or statement-based DML, which ROW format doesn't write).
-        pos.in_transaction = False
+        # DDL commits implicitly and stands alone; statement-based DML (STATEMENT/MIXED format) belongs to
+        # the transaction around it, which must not be cut there.
+        inside = pos.in_transaction and _first_word(query) in _TRANSACTIONAL_STATEMENTS
+        pos.in_transaction = inside
         offset = pos.offset()
         default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
         try:
@@ -489,7 +514,7 @@ class BinlogSplitReader:
             raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
         events: tuple[ChangeEvent, ...] = tuple(self._stamp(c, offset) for c in changes)
         self._apply_schema_changes(events)
-        return _Item(offset, events, boundary=True, size=size)
+        return _Item(offset, events, boundary=not inside, size=size)
 
     def schema_or_none(self, table_id: TableId) -> TableSchema | None:
         try:
