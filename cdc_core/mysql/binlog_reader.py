@@ -274,6 +274,13 @@ class BinlogSplitReader:
 
     # -- public API ------------------------------------------------------------------------------
 
+    def offset_for_gtid(self, gtid_set: str) -> BinlogOffset:
+        """Where a GTID set resumes, as a file and position this reader can start from (the GTID
+        dump itself cannot start at a file position: ``machine-notes.md`` §3)."""
+        from cdc_core.mysql.startup import resolve_gtid
+
+        return resolve_gtid(self.settings, gtid_set, self.server_id)
+
     def read_range(
         self, start: BinlogOffset, stop: BinlogOffset, tables: set[TableId] | None = None
     ) -> Iterator[DataChangeEvent | SchemaChangeEvent]:
