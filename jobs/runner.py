@@ -517,9 +517,7 @@ class PipelineRunner:
         if start is None or stop <= start:
             return BatchResult("", {} if start is None else start.to_dict(),
                                {} if start is None else start.to_dict(), {}, ())
-        from cdc_core.mysql.binlog_reader import ConnectionSettings
-
-        ensure_offset_available(ConnectionSettings.of(self.settings), start)
+        ensure_offset_available(self.settings, start)
         source = self.definition.source
         history = SchemaHistory(self.store)
         captured_tables = self._captured_tables()
