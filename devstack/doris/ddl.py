@@ -1,0 +1,336 @@
+"""DDL semantics: validate a parsed statement the way Doris' FE does, then apply it to storage.
+
+Messages follow Doris' ``ErrorCode`` texts where they are known (``Unknown database 'x'``,
+``Table 't' already exists``, ``Can't create database 'd'; database exists`` ...).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from .catalog import HIDDEN_COLUMNS, KEYS_TYPES, Table
+from .sql import (
+    AlterTable,
+    CreateDatabase,
+    CreateTable,
+    DropDatabase,
+    DropTable,
+    SqlError,
+    TruncateTable,
+)
+from .storage import Storage, data_ref, quote_default
+from .types import INTEGER_TYPES, DorisType, quote_ident
+
+_SEQ_TYPES = INTEGER_TYPES | {"DATEV2", "DATETIMEV2"}
+
+
+def _db_name(db: str | None, current: str) -> str:
+    name = db or current
+    if not name:
+        raise SqlError("No database selected")
+    return name
+
+
+def _require_table(st: Storage, db: str, name: str) -> Table:
+    if not st.db_exists(db):
+        raise SqlError(f"Unknown database '{db}'")
+    t = st.table(db, name)
+    if t is None:
+        raise SqlError(f"Unknown table '{name}'")
+    return t
+
+
+def create_database(st: Storage, s: CreateDatabase) -> None:
+    with st.transaction() as cur:
+        if st.db_exists(s.name):
+            if s.if_not_exists:
+                return
+            raise SqlError(f"Can't create database '{s.name}'; database exists")
+        st.create_database(cur, s.name)
+        st.after_ddl(cur)
+
+
+def drop_database(st: Storage, s: DropDatabase) -> None:
+    with st.transaction() as cur:
+        if not st.db_exists(s.name):
+            if s.if_exists:
+                return
+            raise SqlError(f"Can't drop database '{s.name}'; database doesn't exist")
+        st.drop_database(cur, s.name)
+        st.after_ddl(cur)
+
+
+def _build_table(db: str, s: CreateTable) -> Table:
+    if not s.columns:
+        raise SqlError("Table should have at least one column")
+    seen: set[str] = set()
+    for c in s.columns:
+        if c.name.lower() in seen:
+            raise SqlError(f"Duplicate column name '{c.name}'")
+        if c.name.upper() in HIDDEN_COLUMNS:
+            raise SqlError(f"Incorrect column name '{c.name}'")
+        seen.add(c.name.lower())
+    kind = s.keys_kind or "DUPLICATE"
+    if kind == "AGGREGATE":
+        raise SqlError("AGGREGATE KEY tables are not supported by the Doris stand-in")
+    keys = s.key_names
+    if not keys:
+        if kind == "UNIQUE":
+            raise SqlError("Unique key table must specify key columns")
+        keys = []
+        for c in s.columns[:3]:
+            if c.dtype.name in ("FLOAT", "DOUBLE", "STRING", "JSONB"):
+                break
+            keys.append(c.name)
+        keys = keys or [s.columns[0].name]
+    by_name = {c.name.lower(): c for c in s.columns}
+    for i, k in enumerate(keys):
+        if k.lower() not in by_name:
+            raise SqlError(f"Key column[{k}] doesn't exist.")
+        if s.columns[i].name.lower() != k.lower():
+            raise SqlError("Key columns should be a ordered prefix of the schema. "
+                           f"KeyColumns[{i}] (starts from zero) is {k}, but corresponding column is "
+                           f"{s.columns[i].name} in the previous columns declaration.")
+    for c in s.columns:
+        c.is_key = c.name.lower() in {k.lower() for k in keys}
+        if c.is_key and c.dtype.name in ("FLOAT", "DOUBLE"):
+            raise SqlError("Float or double can not used as a key, use decimal instead.")
+        if c.is_key and c.dtype.name == "STRING":
+            raise SqlError(f"String Type should not be used in key column[{c.name}].")
+        if c.is_key and c.dtype.name == "JSONB":
+            raise SqlError(f"JSONB type should not be used in key column[{c.name}].")
+    for d in s.distribution:
+        if d.lower() not in by_name:
+            raise SqlError(f"Distribution column[{d}] is not found")
+        if kind == "UNIQUE" and d.lower() not in {k.lower() for k in keys}:
+            raise SqlError(f"Distribution column[{d}] is not key column")
+    props = {k.lower() if not k.startswith("function_column") else k: v for k, v in s.properties.items()}
+    rep = props.get("replication_num")
+    if rep is not None and (not rep.isdigit() or int(rep) > 1):
+        raise SqlError(
+            "Failed to find enough backend, please check the replication num,replication tag and storage medium "
+            "and avail capacity of backends or maybe all be on decommission state. Create failed replications:"
+            f"{rep}, need: {rep}, got: 1")
+    alloc = props.get("replication_allocation")
+    if alloc and not alloc.replace(" ", "").endswith(":1"):
+        raise SqlError(f"Failed to find enough backend, please check the replication num: {alloc}")
+    seq_col = props.get("function_column.sequence_col")
+    seq_type = props.get("function_column.sequence_type")
+    if (seq_col or seq_type) and kind != "UNIQUE":
+        raise SqlError("sequence column only support UNIQUE_KEYS")
+    if seq_col and seq_type:
+        raise SqlError("sequence_col and sequence_type cannot be set at the same time")
+    if seq_col:
+        c = by_name.get(seq_col.lower())
+        if c is None:
+            raise SqlError(f"The specified sequence column[{seq_col}] not exists")
+        if c.dtype.name not in _SEQ_TYPES:
+            raise SqlError("Sequence type only support integer types and date types")
+        props["function_column.sequence_col"] = c.name
+    if seq_type:
+        try:
+            dt = DorisType.parse(seq_type)
+        except ValueError as e:
+            raise SqlError(str(e)) from e
+        if dt.name not in _SEQ_TYPES:
+            raise SqlError("Sequence type only support integer types and date types")
+        props["function_column.sequence_type"] = seq_type.upper()
+    props.setdefault("light_schema_change", "true")
+    if kind == "UNIQUE":
+        props.setdefault("enable_unique_key_merge_on_write", "true")
+    for uid, c in enumerate(s.columns):
+        c.uid = uid
+    ordered_keys = [by_name[k.lower()].name for k in keys]
+    return Table(
+        db=db, name=s.name, keys_type=KEYS_TYPES[kind], columns=s.columns, key_names=ordered_keys,
+        distribution=[by_name[d.lower()].name for d in s.distribution], buckets=s.buckets,
+        properties=props, comment=s.comment, next_uid=len(s.columns),
+    )
+
+
+def create_table(st: Storage, s: CreateTable, current: str) -> None:
+    db = _db_name(s.db, current)
+    with st.transaction() as cur:
+        if not st.db_exists(db):
+            raise SqlError(f"Unknown database '{db}'")
+        if st.table(db, s.name) is not None:
+            if s.if_not_exists:
+                return
+            raise SqlError(f"Table '{s.name}' already exists")
+        st.create_table(cur, _build_table(db, s))
+        st.after_ddl(cur)
+
+
+def drop_table(st: Storage, s: DropTable, current: str) -> None:
+    db = _db_name(s.db, current)
+    with st.transaction() as cur:
+        if not st.db_exists(db):
+            raise SqlError(f"Unknown database '{db}'")
+        if st.table(db, s.name) is None:
+            if s.if_exists:
+                return
+            raise SqlError(f"Unknown table '{s.name}'")
+        st.drop_table(cur, db, s.name)
+        st.after_ddl(cur)
+
+
+def truncate_table(st: Storage, s: TruncateTable, current: str) -> None:
+    db = _db_name(s.db, current)
+    with st.transaction() as cur:
+        st.truncate_table(cur, _require_table(st, db, s.name))
+
+
+_WIDENING = ["TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT"]
+
+
+def _check_type_change(old: DorisType, new: DorisType, col: str, is_key: bool) -> None:
+    if old == new:
+        return
+    if old.name in ("CHAR", "VARCHAR", "STRING") and new.name in ("CHAR", "VARCHAR", "STRING"):
+        old_len = old.length or 2147483643
+        new_len = new.length or 2147483643
+        if new_len < old_len:
+            raise SqlError("Cannot shorten string length")
+        if is_key and new.name == "STRING":
+            raise SqlError(f"String Type should not be used in key column[{col}].")
+        return
+    if old.name in _WIDENING and new.name in _WIDENING:
+        if _WIDENING.index(new.name) < _WIDENING.index(old.name):
+            raise SqlError(f"Can not change {old.name} to {new.name}")
+        return
+    if old.name in _WIDENING + ["FLOAT", "DOUBLE", "DECIMALV3", "DATEV2", "DATETIMEV2", "BOOLEAN"] and new.name in (
+        "VARCHAR", "STRING"
+    ):
+        return
+    if old.name == "FLOAT" and new.name == "DOUBLE":
+        return
+    if old.name == "DECIMALV3" and new.name == "DECIMALV3":
+        if (new.precision or 0) >= (old.precision or 0) and (new.scale or 0) == (old.scale or 0):
+            return
+        raise SqlError(f"Can not change {old.sql().upper()} to {new.sql().upper()}")
+    if old.name == "DATETIMEV2" and new.name == "DATETIMEV2" and (new.precision or 0) >= (old.precision or 0):
+        return
+    if old.name == "DATEV2" and new.name == "DATETIMEV2":
+        return
+    raise SqlError(f"Can not change {old.name} to {new.name}")
+
+
+def alter_table(st: Storage, s: AlterTable, current: str) -> None:
+    db = _db_name(s.db, current)
+    with st.transaction() as cur:
+        t0 = _require_table(st, db, s.name)
+        t = copy.deepcopy(t0)
+        target = data_ref(t.db, t.name)
+        renamed_to: str | None = None
+        for op in s.ops:
+            if op.kind == "add":
+                c = op.column
+                assert c is not None
+                if t.column(c.name) is not None:
+                    raise SqlError(f"Can not add column which already exists in base table: {c.name}")
+                if c.name.upper() in HIDDEN_COLUMNS:
+                    raise SqlError(f"Incorrect column name '{c.name}'")
+                if c.is_key and t.is_unique:
+                    raise SqlError("Can not add key column to Unique data model table with light schema change")
+                c.uid = t.next_uid
+                t.next_uid += 1
+                dflt = quote_default(c)
+                cur.execute(
+                    f"ALTER TABLE {target} ADD COLUMN {quote_ident(c.name)} {c.dtype.duck()}"
+                    + (f" DEFAULT {dflt}" if dflt else "")
+                )
+                if op.position == "FIRST":
+                    raise SqlError("Invalid column order. value should be after key column")
+                if op.position and op.position.startswith("AFTER "):
+                    after = t.column(op.position[6:])
+                    if after is None:
+                        raise SqlError(f"Column[{op.position[6:]}] does not exist")
+                    idx = t.columns.index(after) + 1
+                    if idx < len(t.key_names):
+                        raise SqlError("Invalid column order. value should be after key column")
+                    t.columns.insert(idx, c)
+                else:
+                    t.columns.append(c)
+            elif op.kind == "drop":
+                c = t.column(op.name or "")
+                if c is None:
+                    raise SqlError(f"Column does not exists: {op.name}")
+                if c.is_key and t.is_unique:
+                    raise SqlError("Can not drop key column in Unique data model table")
+                if c.is_key and len(t.key_names) == 1:
+                    raise SqlError("Can not drop all key columns")
+                if t.sequence_col and t.sequence_col.lower() == c.name.lower():
+                    raise SqlError(f"Can not drop sequence mapping column[{c.name}] in Unique data model table[{t.name}]")
+                if len(t.columns) == 1:
+                    raise SqlError("Can not drop all columns")
+                cur.execute(f"ALTER TABLE {target} DROP COLUMN {quote_ident(c.name)}")
+                t.columns.remove(c)
+                if c.is_key:
+                    t.key_names = [k for k in t.key_names if k.lower() != c.name.lower()]
+                    t.distribution = [d for d in t.distribution if d.lower() != c.name.lower()]
+            elif op.kind == "rename_column":
+                c = t.column(op.name or "")
+                if c is None:
+                    raise SqlError(f"Column[{op.name}] does not exists")
+                new = op.new_name or ""
+                if t.column(new) is not None and new.lower() != c.name.lower():
+                    raise SqlError(f"Column name[{new}] is already used")
+                if new.upper() in HIDDEN_COLUMNS:
+                    raise SqlError(f"Incorrect column name '{new}'")
+                cur.execute(f"ALTER TABLE {target} RENAME COLUMN {quote_ident(c.name)} TO {quote_ident(new)}")
+                old = c.name
+                c.name = new
+                t.key_names = [new if k == old else k for k in t.key_names]
+                t.distribution = [new if k == old else k for k in t.distribution]
+                if t.sequence_col == old:
+                    t.properties["function_column.sequence_col"] = new
+            elif op.kind == "modify":
+                nc = op.column
+                assert nc is not None
+                c = t.column(nc.name)
+                if c is None:
+                    raise SqlError(f"Column[{nc.name}] does not exists")
+                _check_type_change(c.dtype, nc.dtype, c.name, c.is_key)
+                nullable = nc.nullable if op.null_spec else c.nullable
+                if c.nullable and not nullable:
+                    raise SqlError("Can not change from nullable to non-nullable")
+                if c.dtype != nc.dtype:
+                    cur.execute(f"ALTER TABLE {target} ALTER COLUMN {quote_ident(c.name)} TYPE {nc.dtype.duck()}")
+                    if t.sequence_col and t.sequence_col.lower() == c.name.lower():
+                        cur.execute(f"ALTER TABLE {target} ALTER COLUMN \"__DORIS_SEQUENCE_COL__\" TYPE {nc.dtype.duck()}")
+                c.type = nc.type
+                c.nullable = nullable
+                if op.comment_spec:
+                    c.comment = nc.comment
+                if nc.default is not None:
+                    c.default = nc.default
+                if op.position:
+                    raise SqlError("Modifying column order with MODIFY COLUMN is not supported by the stand-in")
+            elif op.kind == "modify_comment":
+                c = t.column(op.name or "")
+                if c is None:
+                    raise SqlError(f"Unknown column '{op.name}' in '{t.name}'")
+                c.comment = op.comment or ""
+            elif op.kind == "table_comment":
+                t.comment = op.comment or ""
+            elif op.kind == "rename":
+                new = op.new_name or ""
+                if st.table(db, new) is not None:
+                    raise SqlError(f"Table '{new}' already exists")
+                renamed_to = new
+            elif op.kind == "set":
+                for k, v in op.properties.items():
+                    if k.lower().startswith("function_column"):
+                        raise SqlError(f"Unknown table property: {k}")
+                    t.properties[k.lower()] = v
+        t.schema_version += 1
+        if renamed_to:
+            cur.execute(f"DROP VIEW IF EXISTS {quote_ident(db)}.{quote_ident(t.name)}")
+            cur.execute(f"ALTER TABLE {target} RENAME TO {quote_ident(renamed_to)}")
+            cur.execute("DELETE FROM __standin.tables WHERE db = ? AND name = ?", [db, t.name])
+            st.tables.pop((db, t.name), None)
+            t.name = renamed_to
+        st.save_table(cur, t)
+        st.rebuild_view(cur, t)
+        st.tables[(db, t.name)] = t
+        st.after_ddl(cur)

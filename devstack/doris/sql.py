@@ -1,0 +1,534 @@
+"""Doris SQL front end: a small hand-written DDL/SHOW parser plus SELECT translation via sqlglot.
+
+sqlglot's Doris dialect cannot parse Doris ``CREATE TABLE`` (``DATETIMEV2``, ``UNIQUE KEY``,
+``DISTRIBUTED BY``, ``PROPERTIES``), so DDL is parsed here into plain dataclasses which
+:mod:`devstack.doris.storage` applies. Queries (``SELECT``/``WITH``) are parsed by sqlglot, their table
+references resolved against the catalog (``information_schema`` is redirected to the stand-in's own
+tables) and re-emitted as DuckDB SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from .catalog import Column
+from .types import DorisType, TypeError_
+
+
+class SqlError(Exception):
+    """An error Doris would report as ``errCode = 2, detailMessage = ...``."""
+
+
+# ---------------------------------------------------------------------------------------------
+# tokenizer
+# ---------------------------------------------------------------------------------------------
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+|--[^\n]*|\#[^\n]*|/\*.*?\*/)
+  | (?P<bq>`(?:[^`]|``)*`)
+  | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
+  | (?P<num>-?\d+(?:\.\d+)?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+  | (?P<op><=|>=|!=|<>|[(),.;=<>*+\-/])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+@dataclass
+class Tok:
+    kind: str  # ident | str | num | word | op
+    text: str  # unquoted value
+    raw: str
+
+
+def _unescape(body: str, quote: str) -> str:
+    out, i = [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append({"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(nxt, nxt))
+            i += 2
+            continue
+        if ch == quote and i + 1 < len(body) and body[i + 1] == quote:
+            out.append(quote)
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def tokenize(sql: str) -> list[Tok]:
+    toks: list[Tok] = []
+    pos = 0
+    while pos < len(sql):
+        m = _TOKEN_RE.match(sql, pos)
+        if not m:
+            raise SqlError(f"Syntax error near '{sql[pos:pos + 20]}'")
+        pos = m.end()
+        kind = m.lastgroup
+        raw = m.group()
+        if kind == "ws":
+            continue
+        if kind == "bq":
+            toks.append(Tok("ident", raw[1:-1].replace("``", "`"), raw))
+        elif kind == "str":
+            toks.append(Tok("str", _unescape(raw[1:-1], raw[0]), raw))
+        elif kind == "word":
+            toks.append(Tok("word", raw, raw))
+        else:
+            toks.append(Tok(kind or "op", raw, raw))
+    return toks
+
+
+class _P:
+    """Cursor over tokens with the few helpers a recursive-descent DDL parser needs."""
+
+    def __init__(self, sql: str) -> None:
+        self.toks = tokenize(sql)
+        while self.toks and self.toks[-1].text == ";":
+            self.toks.pop()
+        self.i = 0
+        self.null_spec = False
+        self.comment_spec = False
+
+    def peek(self, k: int = 0) -> Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def at(self, *words: str) -> bool:
+        for k, w in enumerate(words):
+            t = self.peek(k)
+            if t is None or t.kind not in ("word", "op") or t.text.upper() != w:
+                return False
+        return True
+
+    def accept(self, *words: str) -> bool:
+        if self.at(*words):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            t = self.peek()
+            near = t.raw if t else "end of statement"
+            raise SqlError(f"Syntax error: expected {' '.join(words)} near '{near}'")
+
+    def next(self) -> Tok:
+        t = self.peek()
+        if t is None:
+            raise SqlError("Syntax error: unexpected end of statement")
+        self.i += 1
+        return t
+
+    def ident(self) -> str:
+        t = self.next()
+        if t.kind not in ("ident", "word"):
+            raise SqlError(f"Syntax error: expected identifier near '{t.raw}'")
+        return t.text
+
+    def string(self) -> str:
+        t = self.next()
+        if t.kind != "str":
+            raise SqlError(f"Syntax error: expected string near '{t.raw}'")
+        return t.text
+
+    def name_list(self) -> list[str]:
+        self.expect("(")
+        out = [self.ident()]
+        while self.accept(","):
+            out.append(self.ident())
+        self.expect(")")
+        return out
+
+    def qualified(self) -> tuple[str | None, str]:
+        a = self.ident()
+        if self.accept("."):
+            return a, self.ident()
+        return None, a
+
+    def skip_balanced(self) -> None:
+        """Skip one parenthesised group (PARTITION definitions and the like)."""
+        self.expect("(")
+        depth = 1
+        while depth:
+            t = self.next()
+            if t.text == "(" and t.kind == "op":
+                depth += 1
+            elif t.text == ")" and t.kind == "op":
+                depth -= 1
+
+    def done(self) -> bool:
+        return self.i >= len(self.toks)
+
+    def properties(self) -> dict[str, str]:
+        self.expect("(")
+        props: dict[str, str] = {}
+        if self.accept(")"):
+            return props
+        while True:
+            k = self.next().text
+            self.expect("=")
+            v = self.next().text
+            props[k] = v
+            if self.accept(")"):
+                return props
+            self.expect(",")
+
+
+# ---------------------------------------------------------------------------------------------
+# statements
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class CreateDatabase:
+    name: str
+    if_not_exists: bool
+
+
+@dataclass
+class DropDatabase:
+    name: str
+    if_exists: bool
+
+
+@dataclass
+class CreateTable:
+    db: str | None
+    name: str
+    if_not_exists: bool
+    columns: list[Column]
+    keys_kind: str | None  # UNIQUE | DUPLICATE | AGGREGATE | None
+    key_names: list[str]
+    distribution: list[str]
+    buckets: str
+    properties: dict[str, str]
+    comment: str
+
+
+@dataclass
+class DropTable:
+    db: str | None
+    name: str
+    if_exists: bool
+
+
+@dataclass
+class TruncateTable:
+    db: str | None
+    name: str
+
+
+@dataclass
+class AlterOp:
+    kind: str  # add | drop | rename_column | modify | modify_comment | table_comment | rename | set
+    column: Column | None = None
+    name: str | None = None
+    new_name: str | None = None
+    position: str | None = None  # None | "FIRST" | "AFTER <col>"
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    null_spec: bool = False  # MODIFY COLUMN: was NULL / NOT NULL written explicitly?
+    comment_spec: bool = False  # MODIFY COLUMN: was COMMENT written explicitly?
+
+
+@dataclass
+class AlterTable:
+    db: str | None
+    name: str
+    ops: list[AlterOp]
+
+
+@dataclass
+class Show:
+    what: str  # databases | tables | columns | create_table
+    db: str | None = None
+    name: str | None = None
+    full: bool = False
+
+
+@dataclass
+class Query:
+    sql: str
+
+
+Statement = CreateDatabase | DropDatabase | CreateTable | DropTable | TruncateTable | AlterTable | Show | Query
+
+
+def _column_def(p: _P) -> Column:
+    p.null_spec = False
+    p.comment_spec = False
+    name = p.ident()
+    tparts = [p.next()]
+    if tparts[0].kind != "word":
+        raise SqlError(f"Syntax error: expected a type for column {name}")
+    if p.at("<"):
+        raise SqlError(f"Unsupported data type: {tparts[0].text}<...> (complex types are not supported by the stand-in)")
+    type_text = tparts[0].text
+    if p.at("("):
+        p.expect("(")
+        args = [p.next().text]
+        while p.accept(","):
+            args.append(p.next().text)
+        p.expect(")")
+        type_text += "(" + ",".join(args) + ")"
+    try:
+        dtype = DorisType.parse(type_text)
+    except TypeError_ as e:
+        raise SqlError(str(e)) from e
+    type_text = dtype.name + (
+        f"({dtype.length})" if dtype.length is not None
+        else f"({dtype.precision},{dtype.scale})" if dtype.name == "DECIMALV3"
+        else f"({dtype.precision})" if dtype.name == "DATETIMEV2" else ""
+    )
+    col = Column(name=name, type=type_text)
+    while not p.done() and not p.at(",") and not p.at(")") and not p.at("FIRST") and not p.at("AFTER"):
+        if p.accept("NOT", "NULL"):
+            col.nullable = False
+            p.null_spec = True
+        elif p.accept("NULL"):
+            col.nullable = True
+            p.null_spec = True
+        elif p.accept("KEY"):
+            col.is_key = True
+        elif p.accept("AUTO_INCREMENT"):
+            if p.at("("):
+                p.skip_balanced()
+        elif p.accept("DEFAULT"):
+            t = p.next()
+            if t.kind == "word" and t.text.upper() in ("CURRENT_TIMESTAMP", "NOW"):
+                col.default = "CURRENT_TIMESTAMP"
+                if p.at("("):
+                    p.skip_balanced()
+            elif t.kind == "word" and t.text.upper() == "NULL":
+                col.default = None
+            else:
+                col.default = t.text
+        elif p.accept("ON", "UPDATE"):
+            p.next()
+            if p.at("("):
+                p.skip_balanced()
+        elif p.accept("COMMENT"):
+            col.comment = p.string()
+            p.comment_spec = True
+        elif p.peek() and p.peek().text.upper() in (  # type: ignore[union-attr]
+            "REPLACE", "SUM", "MIN", "MAX", "REPLACE_IF_NOT_NULL", "HLL_UNION", "BITMAP_UNION", "NONE"
+        ):
+            p.next()
+        else:
+            t = p.peek()
+            raise SqlError(f"Syntax error near '{t.raw if t else ''}' in definition of column {name}")
+    return col
+
+
+def _position(p: _P) -> str | None:
+    if p.accept("FIRST"):
+        return "FIRST"
+    if p.accept("AFTER"):
+        return "AFTER " + p.ident()
+    return None
+
+
+def _create_table(p: _P) -> CreateTable:
+    ine = p.accept("IF", "NOT", "EXISTS")
+    db, name = p.qualified()
+    p.expect("(")
+    cols: list[Column] = []
+    while True:
+        if p.at("INDEX"):
+            while not (p.at(",") or p.at(")")):
+                t = p.next()
+                if t.text == "(":
+                    p.i -= 1
+                    p.skip_balanced()
+        else:
+            cols.append(_column_def(p))
+        if p.accept(")"):
+            break
+        p.expect(",")
+    ct = CreateTable(db, name, ine, cols, None, [], [], "AUTO", {}, "")
+    while not p.done():
+        if p.accept("ENGINE"):
+            p.expect("=")
+            engine = p.ident()
+            if engine.upper() != "OLAP":
+                raise SqlError(f"Unknown engine name: {engine} (only OLAP tables are supported by the stand-in)")
+        elif p.peek() and p.peek().text.upper() in ("UNIQUE", "DUPLICATE", "AGGREGATE") and p.at(  # type: ignore[union-attr]
+            p.peek().text.upper(), "KEY"  # type: ignore[union-attr]
+        ):
+            ct.keys_kind = p.next().text.upper()
+            p.expect("KEY")
+            ct.key_names = p.name_list()
+        elif p.accept("COMMENT"):
+            ct.comment = p.string()
+        elif p.accept("AUTO", "PARTITION", "BY") or p.accept("PARTITION", "BY"):
+            while not p.at("("):
+                t = p.next()
+                if t.text == "(":
+                    p.i -= 1
+                    break
+            p.skip_balanced()  # RANGE(col) / LIST(col) / date_trunc(...)
+            if p.at("("):
+                p.skip_balanced()  # partition definitions
+        elif p.accept("DISTRIBUTED", "BY"):
+            if p.accept("HASH"):
+                ct.distribution = p.name_list()
+            else:
+                p.expect("RANDOM")
+            if p.accept("BUCKETS"):
+                ct.buckets = p.next().text.upper()
+        elif p.accept("PROPERTIES"):
+            ct.properties = p.properties()
+        elif p.accept("ROLLUP"):
+            p.skip_balanced()
+        else:
+            t = p.peek()
+            raise SqlError(f"Syntax error near '{t.raw if t else ''}'")
+    return ct
+
+
+def _alter_table(p: _P) -> AlterTable:
+    db, name = p.qualified()
+    ops: list[AlterOp] = []
+    while True:
+        if p.accept("ADD", "COLUMN") or (p.at("ADD") and not p.at("ADD", "INDEX") and p.accept("ADD")):
+            if p.at("("):
+                p.expect("(")
+                while True:
+                    ops.append(AlterOp("add", column=_column_def(p)))
+                    if p.accept(")"):
+                        break
+                    p.expect(",")
+            else:
+                col = _column_def(p)
+                ops.append(AlterOp("add", column=col, position=_position(p)))
+        elif p.accept("DROP", "COLUMN"):
+            ops.append(AlterOp("drop", name=p.ident()))
+        elif p.accept("RENAME", "COLUMN"):
+            old = p.ident()
+            ops.append(AlterOp("rename_column", name=old, new_name=p.ident()))
+        elif p.accept("MODIFY", "COLUMN"):
+            if p.peek(1) and p.peek(1).text.upper() == "COMMENT":  # type: ignore[union-attr]
+                cname = p.ident()
+                p.expect("COMMENT")
+                ops.append(AlterOp("modify_comment", name=cname, comment=p.string()))
+            else:
+                col = _column_def(p)
+                ops.append(AlterOp("modify", column=col, name=col.name, position=_position(p),
+                                   null_spec=p.null_spec, comment_spec=p.comment_spec))
+        elif p.accept("MODIFY", "COMMENT"):
+            ops.append(AlterOp("table_comment", comment=p.string()))
+        elif p.accept("RENAME"):
+            ops.append(AlterOp("rename", new_name=p.ident()))
+        elif p.accept("SET"):
+            ops.append(AlterOp("set", properties=p.properties()))
+        else:
+            t = p.peek()
+            raise SqlError(f"Syntax error near '{t.raw if t else 'end of statement'}' (unsupported ALTER TABLE clause)")
+        if p.done():
+            break
+        p.expect(",")
+    return AlterTable(db, name, ops)
+
+
+def parse(sql: str) -> Statement:
+    """Classify and parse one statement."""
+    stripped = sql.strip().rstrip(";").strip()
+    head = stripped.split(None, 1)[0].upper() if stripped else ""
+    if head in ("SELECT", "WITH", "(") or stripped.startswith("("):
+        return Query(stripped)
+    p = _P(stripped)
+    if p.accept("CREATE", "DATABASE") or p.accept("CREATE", "SCHEMA"):
+        ine = p.accept("IF", "NOT", "EXISTS")
+        return CreateDatabase(p.ident(), ine)
+    if p.accept("DROP", "DATABASE") or p.accept("DROP", "SCHEMA"):
+        ie = p.accept("IF", "EXISTS")
+        return DropDatabase(p.ident(), ie)
+    if p.accept("CREATE", "TABLE"):
+        return _create_table(p)
+    if p.accept("DROP", "TABLE"):
+        ie = p.accept("IF", "EXISTS")
+        db, name = p.qualified()
+        return DropTable(db, name, ie)
+    if p.accept("TRUNCATE", "TABLE") or p.accept("TRUNCATE"):
+        db, name = p.qualified()
+        return TruncateTable(db, name)
+    if p.accept("ALTER", "TABLE"):
+        return _alter_table(p)
+    if p.accept("SHOW", "DATABASES") or p.accept("SHOW", "SCHEMAS"):
+        return Show("databases")
+    if p.accept("SHOW", "TABLES"):
+        db = p.ident() if (p.accept("FROM") or p.accept("IN")) else None
+        return Show("tables", db=db)
+    if p.accept("SHOW", "CREATE", "TABLE"):
+        db, name = p.qualified()
+        return Show("create_table", db=db, name=name)
+    if p.at("SHOW", "FULL", "COLUMNS") or p.at("SHOW", "COLUMNS") or p.at("SHOW", "FULL", "FIELDS") or p.at("SHOW", "FIELDS"):
+        p.accept("SHOW")
+        full = p.accept("FULL")
+        p.next()
+        if not (p.accept("FROM") or p.accept("IN")):
+            raise SqlError("Syntax error: expected FROM")
+        db, name = p.qualified()
+        if p.accept("FROM") or p.accept("IN"):
+            db = p.ident()
+        return Show("columns", db=db, name=name, full=full)
+    if p.accept("DESC") or p.accept("DESCRIBE"):
+        db, name = p.qualified()
+        return Show("columns", db=db, name=name, full=False)
+    raise SqlError("Unsupported statement type")
+
+
+# ---------------------------------------------------------------------------------------------
+# queries
+# ---------------------------------------------------------------------------------------------
+INFO_SCHEMA = "information_schema"
+INFO_SCHEMA_STORE = "__standin_is"
+
+
+def translate_query(sql: str, current_db: str, resolve: Any) -> tuple[str, list[tuple[str, str]]]:
+    """Translate a Doris SELECT to DuckDB SQL.
+
+    ``resolve(db, table)`` returns the stored (db, table) pair or raises :class:`SqlError`; it is
+    also how unknown tables get Doris' message. Returns the DuckDB SQL and the referenced tables.
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read="doris")
+    except sqlglot.errors.ParseError as e:
+        raise SqlError(f"Syntax error: {str(e).splitlines()[0]}") from e
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    refs: list[tuple[str, str]] = []
+    for t in list(tree.find_all(exp.Table)):
+        name = t.name
+        db = t.db or None
+        if not name:
+            continue
+        if db is None and name.lower() in ctes:
+            continue
+        effective_db = db or current_db
+        if effective_db and effective_db.lower() == INFO_SCHEMA:
+            t.set("db", exp.to_identifier(INFO_SCHEMA_STORE, quoted=True))
+            t.set("this", exp.to_identifier(name.upper(), quoted=True))
+            t.set("catalog", None)
+            continue
+        if not effective_db:
+            raise SqlError("No database selected")
+        sdb, stbl = resolve(effective_db, name)
+        refs.append((sdb, stbl))
+        t.set("catalog", None)
+        t.set("db", exp.to_identifier(sdb, quoted=True))
+        t.set("this", exp.to_identifier(stbl, quoted=True))
+    if isinstance(tree, exp.Select):
+        # Doris names an unaliased expression column by its text, e.g. "count(*)".
+        for i, e in enumerate(tree.expressions):
+            if not isinstance(e, (exp.Column, exp.Alias, exp.Star)):
+                tree.expressions[i] = exp.alias_(e, e.sql(dialect="doris").replace("COUNT(*)", "count(*)"), quoted=True)
+    out = tree.sql(dialect="duckdb")
+    return out, refs

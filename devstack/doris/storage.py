@@ -1,0 +1,323 @@
+"""Durable storage on one embedded DuckDB file: catalog, rows, staging and transaction records.
+
+Layout inside ``<data-dir>/doris.duckdb``:
+
+* ``__standin.tables`` / ``__standin.dbs`` / ``__standin.kv`` — catalog JSON and id counters;
+* ``__standin.txns`` — one row per transaction (state machine of :mod:`transactions`);
+* ``__standin."stg_<txn>"`` — rows of a load, converted to table types, waiting for commit;
+* ``"__data__<db>"."<t>"`` — the stored rows, with hidden ``__DORIS_DELETE_SIGN__`` (and
+  ``__DORIS_SEQUENCE_COL__``) on unique tables; tombstones are kept when a sequence column exists so
+  that late, lower-sequence rows stay deleted (as Doris does until compaction);
+* ``"<db>"."<t>"`` — a view of the visible rows (what SELECT reads);
+* ``__standin_is.*`` — materialised ``information_schema`` tables, rebuilt after every DDL.
+
+Why one file and one write lock: data, staging and transaction state change together in a single
+DuckDB transaction, so ``kill -9`` at any instant leaves either the old or the new state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
+from .types import DorisType, quote_ident, quote_str
+
+META = "__standin"
+IS_SCHEMA = "__standin_is"
+
+
+def data_schema(db: str) -> str:
+    return f"__data__{db}"
+
+
+def data_ref(db: str, name: str) -> str:
+    return f"{quote_ident(data_schema(db))}.{quote_ident(name)}"
+
+
+def view_ref(db: str, name: str) -> str:
+    return f"{quote_ident(db)}.{quote_ident(name)}"
+
+
+def staging_ref(txn_id: int) -> str:
+    return f"{META}.{quote_ident(f'stg_{txn_id}')}"
+
+
+class Storage:
+    """Owns the DuckDB database; every mutation happens under :attr:`lock`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = data_dir / "doris.duckdb"
+        self.con = duckdb.connect(str(self.path))
+        self.lock = threading.RLock()
+        self.dbs: dict[str, int] = {}
+        self.tables: dict[tuple[str, str], Table] = {}
+        with self.cursor() as cur:
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {META}")
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {IS_SCHEMA}")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.kv (k VARCHAR PRIMARY KEY, v BIGINT)")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.dbs (name VARCHAR PRIMARY KEY, id BIGINT)")
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {META}.tables (db VARCHAR, name VARCHAR, def VARCHAR, "
+                "PRIMARY KEY (db, name))"
+            )
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {META}.txns (txn_id BIGINT PRIMARY KEY, db VARCHAR, "
+                "label VARCHAR, tbl VARCHAR, status VARCHAR, reason VARCHAR, two_pc BOOLEAN, "
+                "prepare_ms BIGINT, precommit_ms BIGINT, commit_ms BIGINT, finish_ms BIGINT, "
+                "staged BOOLEAN, visible_at_ms BIGINT)"
+            )
+            for (name, dbid) in cur.execute(f"SELECT name, id FROM {META}.dbs").fetchall():
+                self.dbs[name] = dbid
+            for (db, name, d) in cur.execute(f"SELECT db, name, def FROM {META}.tables").fetchall():
+                self.tables[(db, name)] = Table.from_json(json.loads(d))
+            self._refresh_information_schema(cur)
+
+    # ---- plumbing ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cur = self.con.cursor()
+        try:
+            yield cur
+        finally:
+            cur.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Write lock + one DuckDB transaction; rolls back on any exception."""
+        with self.lock, self.cursor() as cur:
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def next_id(self, cur: duckdb.DuckDBPyConnection, key: str = "id", start: int = 10000) -> int:
+        row = cur.execute(f"SELECT v FROM {META}.kv WHERE k = ?", [key]).fetchone()
+        value = (row[0] + 1) if row else start
+        cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES (?, ?)", [key, value])
+        return value
+
+    def checkpoint(self) -> None:
+        with self.lock, contextlib.suppress(duckdb.Error):
+            self.con.execute("CHECKPOINT")
+
+    def close(self) -> None:
+        with self.lock:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("CHECKPOINT")
+            self.con.close()
+
+    # ---- catalog lookups --------------------------------------------------------------------
+    def table(self, db: str, name: str) -> Table | None:
+        return self.tables.get((db, name))
+
+    def db_exists(self, db: str) -> bool:
+        return db in self.dbs
+
+    # ---- catalog persistence ----------------------------------------------------------------
+    def save_table(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
+        cur.execute(
+            f"INSERT OR REPLACE INTO {META}.tables VALUES (?, ?, ?)", [t.db, t.name, json.dumps(t.to_json())]
+        )
+
+    def rebuild_view(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
+        cols = ", ".join(quote_ident(c.name) for c in t.columns)
+        where = f" WHERE {quote_ident(DELETE_SIGN)} = 0" if t.is_unique else ""
+        cur.execute(f"DROP VIEW IF EXISTS {view_ref(t.db, t.name)}")
+        cur.execute(f"CREATE VIEW {view_ref(t.db, t.name)} AS SELECT {cols} FROM {data_ref(t.db, t.name)}{where}")
+
+    def create_database(self, cur: duckdb.DuckDBPyConnection, name: str) -> None:
+        dbid = self.next_id(cur)
+        cur.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(name)}")
+        cur.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(data_schema(name))}")
+        cur.execute(f"INSERT OR REPLACE INTO {META}.dbs VALUES (?, ?)", [name, dbid])
+        self.dbs[name] = dbid
+
+    def drop_database(self, cur: duckdb.DuckDBPyConnection, name: str) -> None:
+        for (db, tname) in [k for k in self.tables if k[0] == name]:
+            self.drop_table(cur, db, tname)
+        cur.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        cur.execute(f"DROP SCHEMA IF EXISTS {quote_ident(data_schema(name))} CASCADE")
+        cur.execute(f"DELETE FROM {META}.dbs WHERE name = ?", [name])
+        self.dbs.pop(name, None)
+
+    def create_table(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
+        t.table_id = self.next_id(cur)
+        defs = [f"{quote_ident(c.name)} {c.dtype.duck()}" for c in t.columns]
+        if t.is_unique:
+            defs.append(f"{quote_ident(DELETE_SIGN)} TINYINT DEFAULT 0")
+            if t.sequence_type:
+                defs.append(f"{quote_ident(SEQUENCE_COL)} {DorisType.parse(t.sequence_type).duck()}")
+        cur.execute(f"CREATE TABLE {data_ref(t.db, t.name)} ({', '.join(defs)})")
+        self.save_table(cur, t)
+        self.rebuild_view(cur, t)
+        self.tables[(t.db, t.name)] = t
+
+    def drop_table(self, cur: duckdb.DuckDBPyConnection, db: str, name: str) -> None:
+        cur.execute(f"DROP VIEW IF EXISTS {view_ref(db, name)}")
+        cur.execute(f"DROP TABLE IF EXISTS {data_ref(db, name)}")
+        cur.execute(f"DELETE FROM {META}.tables WHERE db = ? AND name = ?", [db, name])
+        self.tables.pop((db, name), None)
+
+    def truncate_table(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
+        cur.execute(f"DELETE FROM {data_ref(t.db, t.name)}")
+
+    # ---- information_schema -----------------------------------------------------------------
+    def _refresh_information_schema(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Rebuild the materialised information_schema tables from the catalog."""
+        schemata = {
+            "CATALOG_NAME": [], "SCHEMA_NAME": [], "DEFAULT_CHARACTER_SET_NAME": [],
+            "DEFAULT_COLLATION_NAME": [], "SQL_PATH": [], "DEFAULT_ENCRYPTION": [],
+        }
+        for name in sorted(["information_schema", "mysql", *self.dbs]):
+            for k, v in zip(schemata, ["internal", name, "utf8mb4", "utf8mb4_0900_bin", None, "NO"], strict=True):
+                schemata[k].append(v)
+        tables: dict[str, list[Any]] = {k: [] for k in (
+            "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "TABLE_TYPE", "ENGINE", "VERSION", "ROW_FORMAT",
+            "TABLE_ROWS", "TABLE_COLLATION", "TABLE_COMMENT")}
+        columns: dict[str, list[Any]] = {k: [] for k in (
+            "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "ORDINAL_POSITION", "COLUMN_DEFAULT",
+            "IS_NULLABLE", "DATA_TYPE", "CHARACTER_MAXIMUM_LENGTH", "CHARACTER_OCTET_LENGTH",
+            "NUMERIC_PRECISION", "NUMERIC_SCALE", "DATETIME_PRECISION", "CHARACTER_SET_NAME",
+            "COLLATION_NAME", "COLUMN_TYPE", "COLUMN_KEY", "EXTRA", "PRIVILEGES", "COLUMN_COMMENT",
+            "COLUMN_SIZE", "DECIMAL_DIGITS", "GENERATION_EXPRESSION", "SRS_ID")}
+        numeric_precision = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19, "LARGEINT": 39,
+                             "FLOAT": 12, "DOUBLE": 22}
+        for (db, name), t in sorted(self.tables.items()):
+            for k, v in zip(tables, ["internal", db, name, "BASE TABLE", "Doris", None, None, 0,
+                                     "utf-8", t.comment], strict=True):
+                tables[k].append(v)
+            for pos, c in enumerate(t.columns, 1):
+                d = c.dtype
+                prec = d.precision if d.name == "DECIMALV3" else numeric_precision.get(d.name)
+                row = [
+                    "internal", db, name, c.name, pos, c.default, "YES" if c.nullable else "NO",
+                    d.data_type(), d.char_max_length(), d.char_max_length(), prec,
+                    d.scale if d.name == "DECIMALV3" else (0 if d.name in numeric_precision and d.name not in ("FLOAT", "DOUBLE") else None),
+                    d.precision if d.name == "DATETIMEV2" else None,
+                    "utf8mb4" if d.is_string() else None, "utf8mb4_0900_bin" if d.is_string() else None,
+                    d.column_type(), ("UNI" if t.is_unique else "DUP") if c.is_key else "", "",
+                    "SELECT", c.comment, d.char_max_length() or prec, d.scale, None, None,
+                ]
+                for k, v in zip(columns, row, strict=True):
+                    columns[k].append(v)
+        for tname, data, types in (
+            ("SCHEMATA", schemata, None),
+            ("TABLES", tables, {"TABLE_ROWS": pa.int64()}),
+            ("COLUMNS", columns, {"ORDINAL_POSITION": pa.int64(), "CHARACTER_MAXIMUM_LENGTH": pa.int64(),
+                                  "CHARACTER_OCTET_LENGTH": pa.int64(), "NUMERIC_PRECISION": pa.int64(),
+                                  "NUMERIC_SCALE": pa.int64(), "DATETIME_PRECISION": pa.int64(),
+                                  "COLUMN_SIZE": pa.int64(), "DECIMAL_DIGITS": pa.int64(), "SRS_ID": pa.int64()}),
+        ):
+            fields = [pa.field(k, (types or {}).get(k, pa.utf8())) for k in data]
+            arrow = pa.table({k: pa.array(v, type=f.type) for (k, v), f in zip(data.items(), fields, strict=True)})
+            view = f"__is_{tname}_{threading.get_ident()}"
+            cur.register(view, arrow)
+            cur.execute(f'CREATE OR REPLACE TABLE {IS_SCHEMA}."{tname}" AS SELECT * FROM {view}')
+            cur.unregister(view)
+
+    def after_ddl(self, cur: duckdb.DuckDBPyConnection) -> None:
+        self._refresh_information_schema(cur)
+
+    # ---- loads: staging and merge -----------------------------------------------------------
+    def drop_staging(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> None:
+        cur.execute(f"DROP TABLE IF EXISTS {staging_ref(txn_id)}")
+
+    def staging_columns(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> list[str]:
+        rows = cur.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
+            "ORDER BY ordinal_position", [META, f"stg_{txn_id}"]
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int) -> int:
+        """Apply a staged load to its table inside the caller's transaction; returns rows applied."""
+        stg = staging_ref(txn_id)
+        staged = set(self.staging_columns(cur, txn_id))
+        if not staged:
+            return 0
+        target = data_ref(t.db, t.name)
+        cols = [c.name for c in t.columns if c.name in staged]
+        col_sql = ", ".join(quote_ident(c) for c in cols)
+        if not t.is_unique:
+            cur.execute(f"INSERT INTO {target} ({col_sql}) SELECT {col_sql} FROM {stg} ORDER BY __ord")
+            return cur.execute(f"SELECT count(*) FROM {stg}").fetchone()[0]  # type: ignore[index]
+        keys = [k for k in t.key_names]
+        nullable_key = any((t.column(k) or Column(k, "INT")).nullable for k in keys)
+        eq = " IS NOT DISTINCT FROM " if nullable_key else " = "
+        part = ", ".join(quote_ident(k) for k in keys)
+        has_seq = t.has_sequence and "__seq" in staged
+        order = "__seq DESC NULLS LAST, __ord DESC" if has_seq else "__ord DESC"
+        work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
+        cur.execute(f"DROP TABLE IF EXISTS {work}")
+        cur.execute(
+            f"CREATE TABLE {work} AS SELECT * EXCLUDE (__rn) FROM (SELECT *, row_number() OVER "
+            f"(PARTITION BY {part} ORDER BY {order}) AS __rn FROM {stg}) WHERE __rn = 1"
+        )
+        join = " AND ".join(f"d.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
+        seqc = quote_ident(SEQUENCE_COL)
+        if has_seq:
+            # A stored row with a higher sequence value wins (ties go to the newer load).
+            cur.execute(
+                f"DELETE FROM {work} w WHERE EXISTS (SELECT 1 FROM {target} d WHERE {join} AND "
+                f"(d.{seqc} > w.__seq OR (w.__seq IS NULL AND d.{seqc} IS NOT NULL)))"
+            )
+        join_t = " AND ".join(f"{target}.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
+        cur.execute(f"DELETE FROM {target} USING {work} w WHERE {join_t}")
+        hidden = [quote_ident(DELETE_SIGN)]
+        hidden_src = ["__sign"]
+        if t.has_sequence:
+            hidden.append(seqc)
+            hidden_src.append("__seq" if "__seq" in staged else "NULL")
+        keep = "" if t.has_sequence else " WHERE __sign = 0"  # tombstones only matter with a sequence
+        cur.execute(
+            f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} "
+            f"FROM {work}{keep}"
+        )
+        n = cur.execute(f"SELECT count(*) FROM {work}").fetchone()[0]  # type: ignore[index]
+        cur.execute(f"DROP TABLE {work}")
+        return n
+
+    # ---- transactions -----------------------------------------------------------------------
+    def save_txn(self, cur: duckdb.DuckDBPyConnection, rec: dict[str, Any]) -> None:
+        cur.execute(
+            f"INSERT OR REPLACE INTO {META}.txns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [rec["txn_id"], rec["db"], rec["label"], rec["tbl"], rec["status"], rec["reason"], rec["two_pc"],
+             rec["prepare_ms"], rec["precommit_ms"], rec["commit_ms"], rec["finish_ms"], rec["staged"],
+             rec["visible_at_ms"]],
+        )
+
+    def delete_txns(self, cur: duckdb.DuckDBPyConnection, txn_ids: list[int]) -> None:
+        if txn_ids:
+            cur.execute(f"DELETE FROM {META}.txns WHERE txn_id IN ({','.join(str(int(i)) for i in txn_ids)})")
+
+    def load_txns(self) -> list[dict[str, Any]]:
+        with self.cursor() as cur:
+            rel = cur.execute(f"SELECT * FROM {META}.txns ORDER BY txn_id")
+            names = [d[0] for d in rel.description]  # type: ignore[union-attr]
+            return [dict(zip(names, r, strict=True)) for r in rel.fetchall()]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def quote_default(c: Column) -> str | None:
+    """DuckDB literal for a column's DEFAULT, or None when it has none (or it is not constant)."""
+    if c.default is None:
+        return None
+    if c.default.upper() == "CURRENT_TIMESTAMP":
+        return "CURRENT_TIMESTAMP::TIMESTAMP"
+    return f"{c.dtype.convert_sql(quote_str(c.default))}"

@@ -1,0 +1,282 @@
+"""Per-database transaction manager: the FE ``DatabaseTransactionMgr`` state machine.
+
+States: PREPARE -> (PRECOMMITTED, 2PC only) -> COMMITTED -> VISIBLE, or ABORTED from PREPARE /
+PRECOMMITTED. Labels are unique per database among transactions that are not ABORTED; finished
+labels are forgotten after ``label_keep_s`` (Doris ``streaming_label_keep_max_second``, 12 h) or
+when a database holds more than ``label_num_threshold`` finished transactions (Doris 2.x
+``label_num_threshold``, 2000) — after that a label can be reused, exactly as on a real FE.
+
+Every state change is written to ``__standin.txns`` inside the same DuckDB transaction as the data it
+implies (staging for PRECOMMITTED, the merged rows for VISIBLE), so a restart — even after
+``kill -9`` — sees a consistent picture. PREPARE transactions found at start-up belonged to loads that
+died with the process and are aborted.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .storage import Storage, now_ms
+
+LABEL_RE = re.compile(r"^[-_A-Za-z0-9:]{1,128}$")
+USER_ABORT = "User Abort"
+TIMEOUT_REASON = "timeout by txn manager"
+RESTART_REASON = "coordinate BE is down"
+FINAL = ("VISIBLE", "ABORTED")
+
+
+@dataclass
+class Txn:
+    """One load transaction (a row of ``__standin.txns``)."""
+
+    txn_id: int
+    db: str
+    label: str
+    tbl: str
+    status: str
+    reason: str = ""
+    two_pc: bool = False
+    prepare_ms: int = 0
+    precommit_ms: int | None = None
+    commit_ms: int | None = None
+    finish_ms: int | None = None
+    staged: bool = False
+    visible_at_ms: int | None = None
+
+    def job_status(self) -> str:
+        """``ExistingJobStatus`` for a label held by this txn (LabelAlreadyUsedException)."""
+        if self.status == "PRECOMMITTED":
+            return "PRECOMMITTED"
+        if self.status in ("COMMITTED", "VISIBLE"):
+            return "FINISHED"
+        return "RUNNING"
+
+
+class LabelAlreadyUsed(Exception):
+    def __init__(self, txn: Txn) -> None:
+        super().__init__(f"Label [{txn.label}] has already been used, relate to txn [{txn.txn_id}]")
+        self.txn = txn
+
+
+class TxnError(Exception):
+    """A 2PC failure; ``str()`` is the FE detail message."""
+
+
+def fe_error(msg: str) -> str:
+    """How a FE ``UserException`` text reaches a BE reply."""
+    return f"TStatus: errCode = 2, detailMessage = {msg}"
+
+
+class TxnManager:
+    """All transactions of all databases; guarded by the storage write lock."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        precommit_timeout_s: float = 3600.0,
+        label_keep_s: float = 43200.0,
+        label_num_threshold: int = 2000,
+    ) -> None:
+        self.st = storage
+        self.precommit_timeout_s = precommit_timeout_s
+        self.label_keep_s = label_keep_s
+        self.label_num_threshold = label_num_threshold
+        self.txns: dict[int, Txn] = {}
+        self.by_label: dict[tuple[str, str], list[int]] = {}
+        self.on_visible: Callable[[Txn], None] | None = None
+        for rec in storage.load_txns():
+            self._index(Txn(**rec))
+        with storage.transaction() as cur:
+            for t in list(self.txns.values()):
+                if t.status == "PREPARE":
+                    self._set_aborted(cur, t, RESTART_REASON)
+
+    # ---- bookkeeping ------------------------------------------------------------------------
+    def _index(self, t: Txn) -> None:
+        self.txns[t.txn_id] = t
+        ids = self.by_label.setdefault((t.db, t.label), [])
+        if t.txn_id not in ids:
+            ids.append(t.txn_id)
+
+    def _save(self, cur: Any, t: Txn) -> None:
+        self.st.save_txn(cur, asdict(t))
+
+    def _set_aborted(self, cur: Any, t: Txn, reason: str) -> None:
+        if t.staged:
+            self.st.drop_staging(cur, t.txn_id)
+        t.status = "ABORTED"
+        t.reason = reason
+        t.finish_ms = now_ms()
+        t.staged = False
+        self._save(cur, t)
+
+    def lookup(self, txn_id: int) -> Txn | None:
+        return self.txns.get(txn_id)
+
+    def label_holder(self, db: str, label: str) -> Txn | None:
+        """The non-aborted transaction holding ``label`` in ``db``, if any."""
+        for i in self.by_label.get((db, label), []):
+            t = self.txns.get(i)
+            if t and t.status != "ABORTED":
+                return t
+        return None
+
+    def label_state(self, db: str, label: str) -> str:
+        ids = [i for i in self.by_label.get((db, label), []) if i in self.txns]
+        if not ids:
+            return "UNKNOWN"
+        holder = self.label_holder(db, label)
+        return holder.status if holder else "ABORTED"
+
+    # ---- load lifecycle ---------------------------------------------------------------------
+    def begin(self, db: str, label: str, tbl: str, two_pc: bool) -> Txn:
+        """Start a load transaction (PREPARE); raises :class:`LabelAlreadyUsed`."""
+        with self.st.transaction() as cur:
+            holder = self.label_holder(db, label)
+            if holder is not None:
+                raise LabelAlreadyUsed(holder)
+            t = Txn(txn_id=self.st.next_id(cur, "txn", 1000), db=db, label=label, tbl=tbl, status="PREPARE",
+                    two_pc=two_pc, prepare_ms=now_ms())
+            self._save(cur, t)
+            self._index(t)
+            return t
+
+    def fail(self, t: Txn, reason: str) -> None:
+        """A load failed after begin: abort its transaction (label becomes reusable)."""
+        with self.st.transaction() as cur:
+            if t.status in ("PREPARE", "PRECOMMITTED"):
+                self._set_aborted(cur, t, reason)
+
+    def precommit(self, t: Txn, staged: bool) -> None:
+        with self.st.transaction() as cur:
+            t.status = "PRECOMMITTED"
+            t.staged = staged
+            t.precommit_ms = now_ms()
+            self._save(cur, t)
+
+    def commit_now(self, t: Txn, staged: bool, visible_delay_ms: int = 0) -> None:
+        """Non-2PC load: apply the staged rows and make the txn VISIBLE in one transaction.
+
+        With ``visible_delay_ms`` (publish-timeout fault) the txn stays COMMITTED and the rows are
+        applied later by :meth:`tick`.
+        """
+        with self.st.transaction() as cur:
+            t.staged = staged
+            t.commit_ms = now_ms()
+            if visible_delay_ms > 0:
+                t.status = "COMMITTED"
+                t.visible_at_ms = t.commit_ms + visible_delay_ms
+                self._save(cur, t)
+                return
+            self._publish(cur, t)
+
+    def _publish(self, cur: Any, t: Txn) -> None:
+        table = self.st.table(t.db, t.tbl)
+        if t.staged:
+            if table is not None:
+                self.st.merge(cur, table, t.txn_id)
+            self.st.drop_staging(cur, t.txn_id)
+        t.staged = False
+        t.status = "VISIBLE"
+        t.finish_ms = now_ms()
+        t.commit_ms = t.commit_ms or t.finish_ms
+        self._save(cur, t)
+
+    # ---- 2PC --------------------------------------------------------------------------------
+    def _resolve(self, db: str, txn_id: int | None, label: str | None, op: str) -> Txn:
+        if txn_id is not None:
+            t = self.txns.get(txn_id)
+            if t is None or t.db != db:
+                raise TxnError(f"transaction [{txn_id}] not found")
+            return t
+        ids = [i for i in self.by_label.get((db, label or ""), []) if i in self.txns]
+        if not ids:
+            raise TxnError(f"transaction not found, label={label}")
+        wanted = ("PRECOMMITTED",) if op == "commit" else ("PRECOMMITTED", "PREPARE")
+        for i in ids:
+            if self.txns[i].status in wanted:
+                return self.txns[i]
+        raise TxnError(f"running transaction not found, label={label}")
+
+    def commit_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:
+        with self.st.transaction() as cur:
+            t = self._resolve(db, txn_id, label, "commit")
+            n = t.txn_id
+            if t.status == "ABORTED":
+                raise TxnError(f"transaction [{n}] is already aborted. abort reason: {t.reason}")
+            if t.status == "VISIBLE":
+                raise TxnError(f"transaction [{n}] is already visible, not pre-committed.")
+            if t.status == "COMMITTED":
+                raise TxnError(f"transaction [{n}] is already committed, not pre-committed.")
+            if t.status == "PREPARE":
+                raise TxnError(f"transaction [{n}] is prepare, not pre-committed.")
+            if self.st.table(t.db, t.tbl) is None:
+                raise TxnError(f"unknown table, tableName={t.tbl}")
+            t.commit_ms = now_ms()
+            self._publish(cur, t)
+            return t
+
+    def abort_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:
+        with self.st.transaction() as cur:
+            t = self._resolve(db, txn_id, label, "abort")
+            n = t.txn_id
+            if t.status == "ABORTED":
+                raise TxnError(f"transaction [{n}] is already aborted, abort reason: {t.reason}")
+            if t.status in ("COMMITTED", "VISIBLE"):
+                raise TxnError(f"transaction [{n}] is already {t.status}, could not abort.")
+            self._set_aborted(cur, t, USER_ABORT)
+            return t
+
+    # ---- background work --------------------------------------------------------------------
+    def tick(self) -> None:
+        """Abort timed-out PRECOMMITTED txns, publish delayed commits, forget old labels."""
+        now = now_ms()
+        with self.st.transaction() as cur:
+            for t in list(self.txns.values()):
+                if (t.status == "PRECOMMITTED" and t.precommit_ms is not None
+                        and now - t.precommit_ms > self.precommit_timeout_s * 1000):
+                    self._set_aborted(cur, t, TIMEOUT_REASON)
+                elif t.status == "COMMITTED" and t.visible_at_ms is not None and now >= t.visible_at_ms:
+                    self._publish(cur, t)
+            expired: list[int] = []
+            per_db: dict[str, list[Txn]] = {}
+            for t in self.txns.values():
+                if t.status in FINAL and t.finish_ms is not None:
+                    if now - t.finish_ms > self.label_keep_s * 1000:
+                        expired.append(t.txn_id)
+                    else:
+                        per_db.setdefault(t.db, []).append(t)
+            for finished in per_db.values():
+                if len(finished) > self.label_num_threshold:
+                    finished.sort(key=lambda x: (x.finish_ms or 0, x.txn_id))
+                    expired.extend(x.txn_id for x in finished[: len(finished) - self.label_num_threshold])
+            if expired:
+                self.st.delete_txns(cur, expired)
+                for i in expired:
+                    t = self.txns.pop(i)
+                    ids = self.by_label.get((t.db, t.label), [])
+                    if i in ids:
+                        ids.remove(i)
+                    if not ids:
+                        self.by_label.pop((t.db, t.label), None)
+
+
+class Ticker(threading.Thread):
+    """Runs :meth:`TxnManager.tick` periodically until stopped."""
+
+    def __init__(self, mgr: TxnManager, interval_s: float) -> None:
+        super().__init__(name="txn-ticker", daemon=True)
+        self.mgr = mgr
+        self.interval_s = interval_s
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval_s):
+            try:
+                self.mgr.tick()
+            except Exception as e:  # keep ticking; a failed tick is retried next time
+                print(f"txn ticker error: {e!r}", flush=True)
