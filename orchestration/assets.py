@@ -170,11 +170,11 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         resolved = resolve_first(context, runner)
         ledger = StepLedger(runner.store)
         step_key = step_key_of(context)
-        ledger.record(context.run_id, step_key, chunk_keys=keys)
+        ledger.record(context.run.run_id, step_key, chunk_keys=keys)
         pipeline.start_spark()
         started = time.monotonic()
         results = runner.run_chunks(keys)
-        ledger.record(context.run_id, step_key, prepared=[r.key for r in results])
+        ledger.record(context.run.run_id, step_key, prepared=[r.key for r in results])
         elapsed = time.monotonic() - started
         for result in results:
             context.add_asset_metadata(chunk_metadata(result), partition_key=result.key)
@@ -219,7 +219,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
                 "first; binlog_stream starts at the chunks' lowest high watermark once every chunk is committed."
             )
         batch = runner.run_binlog_batch()
-        StepLedger(runner.store).record(context.run_id, step_key_of(context), batch_id=batch.batch_id)
+        StepLedger(runner.store).record(context.run.run_id, step_key_of(context), batch_id=batch.batch_id)
         events = sum(batch.events_per_table.values())
         metadata: dict[str, Any] = {
             "batch_id": batch.batch_id,

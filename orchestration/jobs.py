@@ -40,7 +40,6 @@ def build_jobs(handle: PipelineHandle, assets: PipelineAssets, checks: PipelineC
         handle.snapshot_job_name,
         selection=AssetSelection.assets(assets.snapshot_chunks).without_checks()
         | AssetSelection.checks(checks.chunk_parity, checks.chunks_no_pending),
-        partitions_def=assets.partitions,
         executor_def=in_process_executor,
         tags=handle.run_tags(),
         description="Snapshot chunks (a partition range per run), then check their parity.",
