@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
+import zipfile
+from pathlib import Path
 from typing import Any
 
 _lock = threading.Lock()
@@ -64,8 +67,34 @@ def get_spark(pipeline: Any | None = None, app_name: str = "tidemark") -> Any:
         for key, value in settings["conf"].items():
             builder = builder.config(key, value)
         _session = builder.getOrCreate()
-        _session.sparkContext.setLogLevel("WARN") if hasattr(_session, "sparkContext") else None
+        if not settings["remote"]:
+            _session.sparkContext.setLogLevel("WARN")
+        if not str(settings["master"] or "").startswith("local"):
+            _ship_code(_session, bool(settings["remote"]))
+        _register_sources(_session)
         return _session
+
+
+def _register_sources(session: Any) -> None:
+    from jobs.doris_writer import DorisDataSource
+    from jobs.snapshot_source import SnapshotChunkDataSource
+
+    session.dataSource.register(SnapshotChunkDataSource)
+    session.dataSource.register(DorisDataSource)
+
+
+def _ship_code(session: Any, remote: bool) -> None:
+    """Executors on a cluster may not have Tidemark installed: send ``cdc_core`` and ``jobs``."""
+    root = Path(__file__).resolve().parent.parent
+    archive = Path(tempfile.mkdtemp(prefix="tidemark-code-")) / "tidemark_code.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in ("cdc_core", "jobs"):
+            for path in (root / package).rglob("*.py"):
+                zf.write(path, path.relative_to(root))
+    if remote:
+        session.addArtifacts(str(archive), pyfile=True)
+    else:
+        session.sparkContext.addPyFile(str(archive))
 
 
 def _is_stopped(session: Any) -> bool:

@@ -19,7 +19,9 @@ Modes:
   2PC replies ``{"status": "INTERNAL_ERROR", "msg": "injected fault"}``; queries ``code: 1``.
   With ``when: after`` the operation is performed first (e.g. the commit is applied) and the failure
   reply is sent anyway — the "did my commit happen?" case.
-* ``delay`` — sleep ``delay_s`` then proceed normally (``when`` chooses before/after the operation).
+* ``delay`` — sleep ``delay_s`` then proceed normally (``when`` chooses before/after the operation). A
+  ``before`` delay on a load happens after its transaction began, i.e. a slow load whose label is
+  held in PREPARE (``Label Already Exists`` / ``ExistingJobStatus: RUNNING`` for a concurrent retry).
 * ``http_500`` — reply HTTP 500 ``Internal Server Error`` with a non-JSON body.
 * ``drop_connection`` — close the TCP connection without any reply (RST).
 * ``be_down`` — the BE is unreachable: requests of that target reaching the BE port are reset

@@ -189,7 +189,7 @@ def parse_csv(body: bytes, names: list[str], sep: str, line_delim: str, skip_lin
                 read_options=pcsv.ReadOptions(column_names=tmp_names, skip_rows=skip_lines, block_size=16 << 20),
                 parse_options=pcsv.ParseOptions(
                     delimiter=sep, quote_char=enclose or False, double_quote=bool(enclose),
-                    escaping=False, newlines_in_values=bool(enclose), invalid_row_handler=on_invalid,
+                    escape_char=False, newlines_in_values=bool(enclose), invalid_row_handler=on_invalid,
                 ),
                 convert_options=pcsv.ConvertOptions(
                     column_types={c: pa.utf8() for c in tmp_names}, null_values=["\\N"],

@@ -382,15 +382,19 @@ class Handler(BaseHTTPRequestHandler):
             msg = "no valid Basic authorization" if user is None else \
                 f"[ANALYSIS_ERROR]TStatus: errCode = 2, detailMessage = {why}"
             return self._json(_fail_reply(label or "", headers, msg), pretty=True)
-        try:
-            self._apply_before(fault)
-        except _Replied:
-            return
+        hold = 0.0
+        if fault and fault.mode == "delay" and fault.when == "before":
+            hold = fault.delay_s  # a slow load: its transaction sits in PREPARE meanwhile
+        else:
+            try:
+                self._apply_before(fault)
+            except _Replied:
+                return
         if fault and fault.mode == "fail" and fault.when == "before":
             return self._json(_fail_reply(label or "", headers, "[INTERNAL_ERROR]injected fault"), pretty=True)
         ctx = LoadContext(db, table, headers, body, app.host, app.be_port)
         delay_ms = int(fault.delay_s * 1000) if fault and fault.mode == "publish_timeout" else 0
-        res = app.loader.run(ctx, publish_delay_ms=delay_ms)
+        res = app.loader.run(ctx, publish_delay_ms=delay_ms, hold_s=hold)
         out = res.to_json()
         if fault is not None and fault.when == "after":
             def spoil() -> None:

@@ -529,6 +529,6 @@ def translate_query(sql: str, current_db: str, resolve: Any) -> tuple[str, list[
         # Doris names an unaliased expression column by its text, e.g. "count(*)".
         for i, e in enumerate(tree.expressions):
             if not isinstance(e, (exp.Column, exp.Alias, exp.Star)):
-                tree.expressions[i] = exp.alias_(e, e.sql(dialect="doris").replace("COUNT(*)", "count(*)"), quoted=True)
+                tree.expressions[i] = exp.alias_(e, e.sql(dialect="doris", normalize_functions="lower"), quoted=True)
     out = tree.sql(dialect="duckdb")
     return out, refs

@@ -138,7 +138,8 @@ class StreamLoader:
         error_dir.mkdir(parents=True, exist_ok=True)
 
     # ---- entry --------------------------------------------------------------------------------
-    def run(self, ctx: LoadContext, publish_delay_ms: int = 0) -> LoadResult:
+    def run(self, ctx: LoadContext, publish_delay_ms: int = 0, hold_s: float = 0.0) -> LoadResult:
+        """Execute one load; ``hold_s`` keeps it in PREPARE that long (a slow load, for fault tests)."""
         h = ctx.headers
         two_pc = h.get("two_phase_commit", "") == "true"
         label = h.get("label", "").strip()
@@ -191,6 +192,8 @@ class StreamLoader:
         res.txn_id = txn.txn_id
         res.begin_ms = int((time.monotonic() - t0) * 1000)
         staged = False
+        if hold_s > 0:
+            time.sleep(hold_s)
         try:
             staged = self._load(ctx, table, txn.txn_id, res, merge_type)
             if res.status != "Success":

@@ -1,0 +1,160 @@
+"""Doris metadata and SQL over HTTP: the query API, table schemas, the light-schema-change check.
+
+All statements go through ``POST /api/query/default_cluster/{db}`` (``{"stmt": ...}``), as the
+Flink connector's ``SchemaChangeManager`` does, so the sink needs no MySQL-protocol connection
+to the FE. ``X-Doris-Stream: false`` asks newer FEs for the classic (non-streamed) JSON answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.errors import DorisError, QueryError, SchemaChangeError
+
+log = logging.getLogger(__name__)
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def qualified(database: str, table: str) -> str:
+    return f"{quote_ident(database)}.{quote_ident(table)}"
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True)
+class DorisColumn:
+    name: str
+    type: str
+    is_key: bool
+    nullable: bool
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class DorisTableInfo:
+    """What Doris says about a table (``GET /api/{db}/{table}/_schema``)."""
+
+    database: str
+    table: str
+    keys_type: str  # UNIQUE_KEYS / DUP_KEYS / AGG_KEYS
+    columns: tuple[DorisColumn, ...]
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.is_key)
+
+    @property
+    def unique(self) -> bool:
+        return self.keys_type == "UNIQUE_KEYS"
+
+    def column(self, name: str) -> DorisColumn | None:
+        for c in self.columns:
+            if c.name.lower() == name.lower():
+                return c
+        return None
+
+
+class DorisCatalog:
+    """SQL and metadata calls against the FE."""
+
+    def __init__(self, client: DorisHttpClient):
+        self.client = client
+
+    def execute(self, database: str, statement: str) -> QueryResult:
+        """Run one statement; a failure raises :class:`QueryError` with Doris's reason."""
+        resp = self.client.request(
+            "POST", f"/api/query/default_cluster/{database}", json_body={"stmt": statement},
+            headers={"X-Doris-Stream": "false"},
+        )
+        body = self.client.json_of(resp, "SQL statement")
+        if not isinstance(body, dict) or body.get("code") != 0:
+            reason = self.client.redact(str(body.get("data") or body.get("msg") if isinstance(body, dict) else body))
+            raise QueryError(f"Doris refused: {statement}\n  reason: {reason}", statement=statement, reason=reason)
+        data = body.get("data") or {}
+        if isinstance(data, dict) and data.get("type") == "result_set":
+            meta = tuple(m.get("name", "") for m in data.get("meta", []))
+            return QueryResult(meta, tuple(tuple(r) for r in data.get("data", [])))
+        return QueryResult((), ())
+
+    # -- existence ------------------------------------------------------------------------------
+
+    def database_exists(self, database: str) -> bool:
+        res = self.execute(
+            "information_schema",
+            "SELECT `SCHEMA_NAME` FROM `INFORMATION_SCHEMA`.`SCHEMATA` WHERE SCHEMA_NAME = " + quote_string(database),
+        )
+        return bool(res.rows)
+
+    def create_database(self, database: str) -> None:
+        self.execute("information_schema", f"CREATE DATABASE IF NOT EXISTS {quote_ident(database)}")
+
+    def column_exists(self, database: str, table: str, column: str) -> bool:
+        res = self.execute(
+            database,
+            "SELECT COLUMN_NAME FROM information_schema.`COLUMNS` WHERE TABLE_SCHEMA = "
+            f"{quote_string(database)} AND TABLE_NAME = {quote_string(table)} AND COLUMN_NAME = {quote_string(column)}",
+        )
+        return bool(res.rows)
+
+    def table_info(self, database: str, table: str) -> DorisTableInfo | None:
+        """The table's key model and columns in order, or None when it does not exist."""
+        resp = self.client.request("GET", f"/api/{database}/{table}/_schema")
+        body = self.client.json_of(resp, f"schema of {database}.{table}")
+        if not isinstance(body, dict):
+            raise DorisError(f"schema of {database}.{table}: unexpected answer {str(body)[:200]}")
+        if body.get("code") != 0:
+            text = str(body.get("data") or body.get("msg") or "")
+            if body.get("code") in (1, 404) or "not exist" in text.lower() or "not found" in text.lower():
+                return None
+            raise DorisError(f"cannot read the schema of {database}.{table}: {self.client.redact(text)[:300]}")
+        data = body.get("data") or {}
+        columns = tuple(
+            DorisColumn(
+                name=p["name"], type=str(p.get("type", "")),
+                is_key=str(p.get("is_key", "No")).lower() in ("yes", "true"),
+                nullable=str(p.get("is_nullable", "Yes")).lower() in ("yes", "true"),
+                comment=str(p.get("comment") or ""),
+            )
+            for p in data.get("properties", [])
+        )
+        return DorisTableInfo(database, table, str(data.get("keysType", "")), columns)
+
+    def table_exists(self, database: str, table: str) -> bool:
+        return self.table_info(database, table) is not None
+
+    # -- light schema change ----------------------------------------------------------------------
+
+    def check_light_schema_change(self, database: str, table: str, column: str, *, drop: bool) -> None:
+        """``GET /api/enable_light_schema_change/{db}/{t}`` with a JSON body; refusal raises."""
+        import json
+
+        payload = json.dumps({"isDropColumn": drop, "columnName": column}).encode()
+        resp = self.client.request(
+            "GET", f"/api/enable_light_schema_change/{database}/{table}",
+            headers={"Content-Type": "application/json;charset=UTF-8"}, body=lambda: payload,
+        )
+        body = self.client.json_of(resp, f"light schema change check of {database}.{table}")
+        if not isinstance(body, dict) or body.get("code") != 0:
+            reason = self.client.redact(str(body.get("data") or body.get("msg") if isinstance(body, dict) else body))
+            raise SchemaChangeError(
+                f"Doris cannot change column {column!r} of {database}.{table} with a light schema change: {reason}. "
+                "Enable it with ALTER TABLE ... SET (\"light_schema_change\" = \"true\"), or change the table by hand"
+            )

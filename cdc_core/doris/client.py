@@ -1,0 +1,270 @@
+"""HTTP plumbing to a Doris cluster: nodes, Basic auth, redirects, retries, timeouts.
+
+Why redirects are followed by hand: a Doris FE answers a stream load with a 307 to a BE whose
+``Location`` carries ``user:password@``. ``requests`` drops ``Authorization`` when the host
+changes and cannot re-send a streamed body, so :meth:`DorisHttpClient.send` follows redirects
+itself: it strips the user-info from the new URL (never logged), sends our own Basic auth again,
+refuses an https→http downgrade, and builds the body afresh for every hop and every retry from a
+*body factory* (a callable returning bytes or an iterator of bytes).
+
+Retries: connection errors, timeouts and HTTP 5xx are retried ``max_retries`` times with
+exponential backoff, moving to the next node of the list; anything Doris answers with a
+well-formed body is returned to the caller, which knows what the body means.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import requests
+from requests.auth import HTTPBasicAuth
+
+from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, DorisResponseError, redact
+
+log = logging.getLogger(__name__)
+
+BodyFactory = Callable[[], bytes | Iterable[bytes] | None]
+REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
+
+
+def _split_nodes(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    items = text.split(",") if isinstance(text, str) else list(text)
+    nodes = tuple(n.strip() for n in items if n and n.strip())
+    for node in nodes:
+        host, sep, port = node.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"Doris node {node!r} must be 'host:http_port'")
+    return nodes
+
+
+def _strip_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds: ``connect`` to open a socket, ``read`` to wait for an answer (a load can take long)."""
+
+    connect: float = 10.0
+    read: float = 600.0
+
+    def as_tuple(self) -> tuple[float, float]:
+        return (self.connect, self.read)
+
+
+class DorisHttpClient:
+    """One Doris cluster as seen over HTTP: FE nodes, optional BE nodes, credentials, retry policy.
+
+    ``load_route`` decides where stream loads go:
+
+    * ``"benodes"`` — straight to the configured BEs (round robin, failing over);
+    * ``"redirect"`` — to an FE, following its 307 to a BE (the BE is resolved first with a
+      body-less request, so the data is streamed once, to the BE);
+    * ``"backends"`` — to a BE taken from ``GET /api/backends?is_alive=true`` (what
+      flink-doris-connector does by default), falling back to ``"redirect"`` when the FE
+      cannot list its BEs.
+    """
+
+    def __init__(
+        self,
+        fenodes: str | Sequence[str],
+        username: str,
+        password: str = "",
+        *,
+        benodes: str | Sequence[str] | None = None,
+        auto_redirect: bool = True,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 10.0,
+        timeouts: Timeouts = Timeouts(),
+        scheme: str = "http",
+        session: requests.Session | None = None,
+    ):
+        self.fenodes = _split_nodes(fenodes)
+        if not self.fenodes:
+            raise ValueError("Doris 'fenodes' is empty: give at least one 'host:http_port'")
+        self.benodes = _split_nodes(benodes)
+        self.username = username
+        self._password = password or ""
+        self._auth = HTTPBasicAuth(username, self._password)
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.timeouts = timeouts
+        self.scheme = scheme
+        if self.benodes:
+            self.load_route = "benodes"
+        else:
+            self.load_route = "redirect" if auto_redirect else "backends"
+        self._session = session or requests.Session()
+        # We follow redirects ourselves, but never let requests strip auth behind our back either.
+        self._session.should_strip_auth = lambda old, new: False  # type: ignore[method-assign]
+        self._session.trust_env = False
+        self._fe_cycle = itertools.cycle(range(len(self.fenodes)))
+        self._be_cycle = itertools.count()
+        self._lock = threading.Lock()
+        self._discovered: tuple[str, ...] | None = None
+
+    # -- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def from_options(cls, options: Any, **overrides: Any) -> DorisHttpClient:
+        """From a ``DorisSinkOptions`` (the pipeline's ``sink:`` block)."""
+        kwargs: dict[str, Any] = {
+            "benodes": options.benodes,
+            "auto_redirect": options.auto_redirect or not options.benodes,
+            "max_retries": options.max_retries,
+        }
+        kwargs.update(overrides)
+        return cls(options.fenodes, options.username, options.password.get_secret_value(), **kwargs)
+
+    # -- secrets -----------------------------------------------------------------------------
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self._password,) if self._password else ()
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def url(self, node: str, path: str) -> str:
+        return f"{self.scheme}://{node}{path}"
+
+    def fe_order(self) -> list[str]:
+        """All FEs, starting with the next one in round robin."""
+        with self._lock:
+            start = next(self._fe_cycle)
+        return [self.fenodes[(start + i) % len(self.fenodes)] for i in range(len(self.fenodes))]
+
+    def backend_nodes(self) -> tuple[str, ...]:
+        """BEs for direct loads: configured ``benodes``, else the FE's list of live backends."""
+        if self.benodes:
+            return self.benodes
+        if self._discovered is None:
+            self._discovered = self.discover_backends()
+        return self._discovered
+
+    def discover_backends(self) -> tuple[str, ...]:
+        """``GET /api/backends?is_alive=true`` → ``host:http_port`` of every live BE."""
+        resp = self.request("GET", "/api/backends", params={"is_alive": "true"})
+        body = self.json_of(resp, "list backends")
+        data = body.get("data", body) if isinstance(body, dict) else None
+        backends = data.get("backends") if isinstance(data, dict) else None
+        if not isinstance(backends, list):
+            raise DorisResponseError(f"GET /api/backends answered without a backend list: {self.redact(str(body))[:300]}")
+        nodes = tuple(f"{b['ip']}:{b['http_port']}" for b in backends if b.get("is_alive", True))
+        if not nodes:
+            raise DorisConnectionError("Doris reports no live backend (GET /api/backends?is_alive=true)")
+        return nodes
+
+    def next_backend(self) -> str:
+        nodes = self.backend_nodes()
+        with self._lock:
+            return nodes[next(self._be_cycle) % len(nodes)]
+
+    def forget_backends(self) -> None:
+        """Drop the discovered BE list (a BE failed; ask the FE again next time)."""
+        self._discovered = None
+
+    # -- sending -----------------------------------------------------------------------------
+
+    def send(self, method: str, url: str, *, headers: dict[str, str] | None = None,
+             body: BodyFactory | None = None, params: dict[str, str] | None = None,
+             follow_redirects: bool = True) -> requests.Response:
+        """One attempt at ``url``, following redirects by hand (see the module docstring)."""
+        original_scheme = urlsplit(url).scheme
+        for _hop in range(MAX_REDIRECTS + 1):
+            data = body() if body is not None else None
+            resp = self._session.request(
+                method, url, headers=headers, data=data, params=params, auth=self._auth,
+                allow_redirects=False, timeout=self.timeouts.as_tuple(),
+            )
+            if not follow_redirects or resp.status_code not in REDIRECT_CODES:
+                return resp
+            location = resp.headers.get("Location")
+            resp.close()
+            if not location:
+                raise DorisResponseError(f"{method} {self.redact(url)}: HTTP {resp.status_code} without a Location")
+            new_url = _strip_userinfo(urljoin(url, location))
+            if original_scheme == "https" and urlsplit(new_url).scheme == "http":
+                raise DorisConnectionError(f"refusing to follow a redirect from https to http ({self.redact(new_url)})")
+            log.debug("Doris redirected %s %s to %s", method, self.redact(url), self.redact(new_url))
+            url, params = new_url, None  # the Location already carries the query string
+        raise DorisResponseError(f"{method} {self.redact(url)}: more than {MAX_REDIRECTS} redirects")
+
+    def with_retries(self, what: str, attempt: Callable[[int], requests.Response]) -> requests.Response:
+        """Run ``attempt(n)`` until it gives a non-5xx answer; connection failures and 5xx retry."""
+        last: str = ""
+        for n in range(self.max_retries + 1):
+            if n:
+                time.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** (n - 1)))
+            try:
+                resp = attempt(n)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                log.warning("Doris %s failed (attempt %d of %d): %s", what, n + 1, self.max_retries + 1, self.redact(last))
+                continue
+            if resp.status_code >= 500:
+                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                log.warning("Doris %s failed (attempt %d of %d): %s", what, n + 1, self.max_retries + 1, self.redact(last))
+                continue
+            if resp.status_code in (401, 403):
+                raise DorisAuthError(
+                    f"Doris refused user {self.username!r} for {what} (HTTP {resp.status_code}); "
+                    "check the sink's username and password"
+                )
+            return resp
+        raise DorisConnectionError(self.redact(f"Doris {what} failed after {self.max_retries + 1} attempts: {last}"))
+
+    def request(self, method: str, path: str, *, headers: dict[str, str] | None = None,
+                body: BodyFactory | None = None, params: dict[str, str] | None = None,
+                json_body: Any = None) -> requests.Response:
+        """A request to the FEs (trying each in turn on failures, with retries and backoff)."""
+        if json_body is not None:
+            import json as _json
+
+            payload = _json.dumps(json_body).encode()
+            body = lambda: payload  # noqa: E731 - a body factory
+            headers = {"Content-Type": "application/json;charset=UTF-8", **(headers or {})}
+        order = self.fe_order()
+
+        def attempt(n: int) -> requests.Response:
+            node = order[n % len(order)]
+            return self.send(method, self.url(node, path), headers=headers, body=body, params=params)
+
+        return self.with_retries(f"{method} {path}", attempt)
+
+    # -- answers -----------------------------------------------------------------------------
+
+    def json_of(self, resp: requests.Response, what: str) -> Any:
+        """The JSON body; FE-style ``{"code":401}`` becomes :class:`DorisAuthError`."""
+        try:
+            body = resp.json()
+        except ValueError:
+            raise DorisResponseError(
+                f"Doris answered {what} with HTTP {resp.status_code} and no JSON: {self.redact(resp.text[:300])!r}"
+            ) from None
+        if isinstance(body, dict) and (body.get("code") == 401 or body.get("msg") == "Unauthorized"):
+            raise DorisAuthError(
+                f"Doris refused user {self.username!r} for {what}: {self.redact(str(body.get('data', '')))[:200]} "
+                "— check the sink's username and password"
+            )
+        return body
+
+    def close(self) -> None:
+        self._session.close()

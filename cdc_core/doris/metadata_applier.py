@@ -1,0 +1,180 @@
+"""Schema changes applied to Doris, following Flink CDC's ``DorisMetadataApplier`` flows.
+
+Every change checks first whether it is already in place, so re-applying it after a crash
+(the schema-change job resumes at APPLYING) is a no-op:
+
+* add column — skipped when the column exists; else light-schema-change check, ``ADD COLUMN``
+  (position ignored, as the connector does: Doris value columns follow the keys and the
+  sequence column, and loads match JSON by name and CSV by Doris's own order);
+* drop column — skipped when absent; else check (drop), ``DROP COLUMN``;
+* rename column — skipped when the old name is gone and the new one exists; else check (the
+  connector checks with ``isDropColumn=true`` on the old name), ``RENAME COLUMN``;
+* alter column type — skipped when Doris already has the type; ``MODIFY COLUMN`` keeps the
+  comment; Doris's "Nothing is changed" counts as done;
+* column / table comment — ``MODIFY COLUMN ... COMMENT`` / ``MODIFY COMMENT``;
+* truncate — ``TRUNCATE TABLE``; drop — ``DROP TABLE IF EXISTS``; create — see
+  :class:`TableCreator`; rename table — ``ALTER TABLE ... RENAME`` (skipped when done).
+
+For a Doris table that merges several source tables (routing), table-wide changes of one
+source — truncate, drop table, drop column, rename table — are not applied (the other sources
+still own rows and columns there) and the result says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from cdc_core.doris.catalog import DorisCatalog, qualified, quote_ident, quote_string
+from cdc_core.doris.errors import QueryError, SchemaChangeError
+from cdc_core.doris.table_creation import TableCreator, TypeMapper
+from cdc_core.events import (
+    AddColumnEvent,
+    AlterColumnCommentEvent,
+    AlterColumnTypeEvent,
+    AlterTableCommentEvent,
+    CreateTableEvent,
+    DropColumnEvent,
+    DropTableEvent,
+    RenameColumnEvent,
+    RenameTableEvent,
+    SchemaChangeEvent,
+    TruncateTableEvent,
+)
+from cdc_core.schema import TableId
+
+log = logging.getLogger(__name__)
+
+NOTHING_CHANGED = re.compile(r"nothing is changed", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class AppliedChange:
+    """What happened: ``applied`` (a statement ran), ``skipped`` (already so), ``ignored`` (not for this table)."""
+
+    outcome: str
+    target: TableId
+    statement: str | None = None
+    reason: str = ""
+
+
+def _normalize_type(text: str) -> str:
+    return re.sub(r"\s+", "", text.upper()).replace("DATETIMEV2", "DATETIME").replace("DATEV2", "DATE").replace(
+        "DECIMALV3", "DECIMAL")
+
+
+class DorisMetadataApplier:
+    """Applies ``cdc_core.events`` schema changes to Doris tables."""
+
+    def __init__(self, catalog: DorisCatalog, creator: TableCreator, type_mapper: TypeMapper | None = None):
+        self.catalog = catalog
+        self.creator = creator
+        self.type_mapper = type_mapper or creator.type_mapper
+
+    def apply(self, event: SchemaChangeEvent, target: TableId | None = None, *, merged: bool = False) -> AppliedChange:
+        target = target or event.table_id
+        try:
+            return self._apply(event, target, merged)
+        except QueryError as exc:
+            raise SchemaChangeError(
+                f"cannot apply {event.type_name} of {event.table_id} to Doris table {target}: {exc.reason}"
+                f"\n  statement: {exc.statement}"
+            ) from exc
+
+    def _apply(self, event: SchemaChangeEvent, target: TableId, merged: bool) -> AppliedChange:
+        db, table = target.database, target.table
+        if isinstance(event, CreateTableEvent):
+            if event.schema is None:
+                raise SchemaChangeError(f"create.table of {event.table_id} carries no schema")
+            self.creator.ensure(event.schema, target)
+            return AppliedChange("applied", target, reason="table ensured")
+        if merged and isinstance(event, TruncateTableEvent | DropTableEvent | DropColumnEvent | RenameTableEvent):
+            return AppliedChange("ignored", target, reason=f"{target} merges several source tables")
+
+        if isinstance(event, AddColumnEvent):
+            if event.column is None:
+                raise SchemaChangeError(f"add.column on {event.table_id} carries no column")
+            if self.catalog.column_exists(db, table, event.column.name):
+                return AppliedChange("skipped", target, reason=f"column {event.column.name} exists")
+            self.catalog.check_light_schema_change(db, table, event.column.name, drop=False)
+            stmt = f"ALTER TABLE {qualified(db, table)} ADD COLUMN {quote_ident(event.column.name)} " \
+                   f"{self.type_mapper(event.column)}"
+            if event.column.comment:
+                stmt += " COMMENT " + quote_string(event.column.comment)
+            return self._run(target, stmt)
+
+        if isinstance(event, DropColumnEvent):
+            if not self.catalog.column_exists(db, table, event.column_name):
+                return AppliedChange("skipped", target, reason=f"column {event.column_name} absent")
+            self.catalog.check_light_schema_change(db, table, event.column_name, drop=True)
+            return self._run(target, f"ALTER TABLE {qualified(db, table)} DROP COLUMN {quote_ident(event.column_name)}")
+
+        if isinstance(event, RenameColumnEvent):
+            old_there = self.catalog.column_exists(db, table, event.old_name)
+            if not old_there and self.catalog.column_exists(db, table, event.new_name):
+                return AppliedChange("skipped", target, reason=f"column already renamed to {event.new_name}")
+            self.catalog.check_light_schema_change(db, table, event.old_name, drop=True)
+            return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME COLUMN "
+                                     f"{quote_ident(event.old_name)} {quote_ident(event.new_name)}")
+
+        if isinstance(event, AlterColumnTypeEvent):
+            if event.column is None:
+                raise SchemaChangeError(f"alter.column.type on {event.table_id} carries no column definition")
+            name = event.column_name or event.column.name
+            info = self.catalog.table_info(db, table)
+            current = info.column(name) if info else None
+            if current is None:
+                raise SchemaChangeError(f"cannot change the type of {target}.{name}: Doris has no such column")
+            new_type = self.type_mapper(event.column)
+            if current.is_key and new_type.upper() == "STRING":
+                new_type = "VARCHAR(65533)"
+            if _normalize_type(current.type) == _normalize_type(new_type):
+                return AppliedChange("skipped", target, reason=f"{name} is already {new_type}")
+            self.catalog.check_light_schema_change(db, table, name, drop=False)
+            stmt = f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN {quote_ident(name)} {new_type}"
+            if current.is_key:
+                stmt += " KEY NOT NULL"
+            comment = event.column.comment or current.comment
+            if comment:
+                stmt += " COMMENT " + quote_string(comment)
+            return self._run(target, stmt)
+
+        if isinstance(event, AlterColumnCommentEvent):
+            return self._run(target, f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN "
+                                     f"{quote_ident(event.column_name)} COMMENT {quote_string(event.comment)}")
+
+        if isinstance(event, AlterTableCommentEvent):
+            return self._run(target, f"ALTER TABLE {qualified(db, table)} MODIFY COMMENT {quote_string(event.comment)}")
+
+        if isinstance(event, TruncateTableEvent):
+            if self.catalog.table_info(db, table) is None:
+                return AppliedChange("skipped", target, reason="table absent")
+            return self._run(target, f"TRUNCATE TABLE {qualified(db, table)}")
+
+        if isinstance(event, DropTableEvent):
+            return self._run(target, f"DROP TABLE IF EXISTS {qualified(db, table)}")
+
+        if isinstance(event, RenameTableEvent):
+            if event.new_table_id is None:
+                raise SchemaChangeError(f"rename.table of {event.table_id} carries no new name")
+            new = event.new_table_id
+            if new.database != db:
+                raise SchemaChangeError(
+                    f"Doris cannot rename {target} into another database ({new.database}); route the new table instead"
+                )
+            if self.catalog.table_info(db, table) is None and self.catalog.table_info(db, new.table) is not None:
+                return AppliedChange("skipped", target, reason=f"already renamed to {new}")
+            return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME {quote_ident(new.table)}")
+
+        raise SchemaChangeError(f"schema change {event.type_name} ({type(event).__name__}) is not supported by the Doris sink")
+
+    def _run(self, target: TableId, statement: str) -> AppliedChange:
+        try:
+            self.catalog.execute(target.database, statement)
+        except QueryError as exc:
+            if NOTHING_CHANGED.search(exc.reason):
+                return AppliedChange("skipped", target, statement, reason="Doris: nothing is changed")
+            raise
+        log.info("applied to Doris: %s", statement)
+        return AppliedChange("applied", target, statement)

@@ -1,0 +1,369 @@
+"""Rows on their way into Doris: the hidden columns, and the bodies a stream load sends.
+
+A row for Doris is a dict of column → value plus two control columns:
+
+* ``__DORIS_DELETE_SIGN__`` — 0 keeps the row, 1 deletes its key (Unique tables; sent through
+  the ``hidden_columns`` header and, in JSON, as the strings ``"0"``/``"1"``, exactly as
+  flink-doris-connector does);
+* ``__tidemark_seq`` — the source position of the change, the table's sequence column
+  (``function_column.sequence_col``): a row with a lower value can never replace a higher one,
+  so a late snapshot chunk or a replayed batch cannot bring back old data, and deletes obey it.
+
+Bodies are produced lazily, chunk by chunk, and can be produced again (a retry, a redirect)
+from re-iterable input (lists, pyarrow Tables); one-shot iterators are first spooled to a
+temporary file (memory up to a few MiB, then disk) so a batch never sits in memory twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import io
+import json
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from cdc_core.events import DataChangeEvent, Op
+
+DELETE_SIGN = "__DORIS_DELETE_SIGN__"
+SEQUENCE_COLUMN = "__tidemark_seq"
+CONTROL_COLUMNS = (DELETE_SIGN, SEQUENCE_COLUMN)
+CHUNK_BYTES = 256 * 1024
+CSV_SEPARATOR = "\x01"
+CSV_DELIMITER = "\x02"
+CSV_NULL = "\\N"
+SPOOL_MEMORY = 8 * 1024 * 1024
+FORMATS = ("json", "csv", "arrow")
+
+
+# -- building rows -------------------------------------------------------------------------------
+
+
+def event_row(event: DataChangeEvent) -> dict[str, Any]:
+    """The Doris row of a binlog change: after-image (before-image for deletes), sign, sequence."""
+    row = dict(event.row)
+    row[DELETE_SIGN] = "1" if event.op is Op.DELETE else "0"
+    row[SEQUENCE_COLUMN] = event.offset.sequence
+    return row
+
+
+def snapshot_row(row: Mapping[str, Any], sequence: int) -> dict[str, Any]:
+    """A snapshot row, stamped with its chunk's high watermark ``.sequence``."""
+    out = dict(row)
+    out[DELETE_SIGN] = "0"
+    out[SEQUENCE_COLUMN] = sequence
+    return out
+
+
+def arrow_with_control(data: pa.Table | pa.RecordBatch, sequence: int | None = None) -> pa.Table:
+    """An Arrow table with the control columns present (delete sign 0, sequence = ``sequence``)."""
+    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    if DELETE_SIGN not in table.column_names:
+        table = table.append_column(DELETE_SIGN, pa.array([0] * table.num_rows, pa.int8()))
+    if SEQUENCE_COLUMN not in table.column_names and sequence is not None:
+        table = table.append_column(SEQUENCE_COLUMN, pa.array([sequence] * table.num_rows, pa.int64()))
+    return table
+
+
+# -- values ----------------------------------------------------------------------------------
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        total = int(value.total_seconds())
+        sign = "-" if total < 0 else ""
+        total = abs(total)
+        return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, set | frozenset):
+        return ",".join(sorted(map(str, value)))
+    raise TypeError(f"cannot send a {type(value).__name__} to Doris: {value!r}")
+
+
+def _csv_value(value: Any) -> str:
+    if value is None:
+        return CSV_NULL
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, str):
+        if CSV_SEPARATOR in value or CSV_DELIMITER in value:
+            raise ValueError(
+                "a value contains the control characters \\x01/\\x02 used as CSV separators; "
+                "load this table with format json or arrow"
+            )
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=_json_default, ensure_ascii=False)
+    return str(_json_default(value))
+
+
+# -- payloads ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Payload:
+    """A stream-load body: its headers and a way to produce its bytes (again) in chunks.
+
+    ``rows`` is known after the body has been produced once (it counts as it goes).
+    """
+
+    format: str
+    headers: dict[str, str]
+    _produce: Callable[[Payload], Iterator[bytes]]
+    gzip: bool = False
+    rows: int = 0
+    _cleanup: list[Callable[[], None]] = field(default_factory=list)
+
+    def chunks(self) -> Iterator[bytes]:
+        self.rows = 0
+        stream = self._produce(self)
+        if not self.gzip:
+            yield from stream
+            return
+        comp = zlib.compressobj(6, zlib.DEFLATED, 31)
+        for chunk in stream:
+            out = comp.compress(chunk)
+            if out:
+                yield out
+        yield comp.flush()
+
+    def close(self) -> None:
+        for fn in self._cleanup:
+            fn()
+        self._cleanup.clear()
+
+
+def _batched_lines(lines: Iterator[str], payload: Payload) -> Iterator[bytes]:
+    buf: list[str] = []
+    size = 0
+    for line in lines:
+        buf.append(line)
+        size += len(line)
+        payload.rows += 1
+        if size >= CHUNK_BYTES:
+            yield "".join(buf).encode()
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf).encode()
+
+
+def _reiterable(rows: Any) -> bool:
+    return isinstance(rows, Sequence | pa.Table | pa.RecordBatch) and not isinstance(rows, str | bytes)
+
+
+def _is_arrow(rows: Any) -> bool:
+    if isinstance(rows, pa.Table | pa.RecordBatch):
+        return True
+    return isinstance(rows, Sequence) and bool(rows) and all(isinstance(r, pa.RecordBatch) for r in rows)
+
+
+def _as_arrow_table(rows: Any) -> pa.Table:
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    return pa.Table.from_batches(list(rows))
+
+
+class PayloadBuilder:
+    """Turns rows (dicts or Arrow) into a :class:`Payload` in ``json``, ``csv`` or ``arrow``.
+
+    ``columns`` is the Doris table's column order (needed for csv and arrow, whose fields are
+    positional); the delete sign is appended last, as Doris expects hidden columns after the
+    visible ones. ``delete_sign`` False leaves it out (tables without one: Duplicate model).
+    """
+
+    def __init__(self, fmt: str = "json", *, gzip: bool = False):
+        if fmt not in FORMATS:
+            raise ValueError(f"stream-load format {fmt!r} is not supported; use one of {', '.join(FORMATS)}")
+        self.format = fmt
+        self.gzip = gzip
+
+    def build(self, rows: Any, *, columns: Sequence[str] | None = None, delete_sign: bool = True,
+              sequence: int | None = None) -> Payload:
+        headers: dict[str, str] = {}
+        if delete_sign:
+            headers["hidden_columns"] = DELETE_SIGN
+        if self.gzip:
+            headers["compress_type"] = "gz"
+        arrow = _is_arrow(rows)
+        if self.format == "arrow" and not arrow:
+            raise ValueError("format 'arrow' needs Arrow input (a pyarrow Table or RecordBatches); use json or csv")
+        if self.format in ("csv", "arrow") and not columns:
+            raise ValueError(f"format {self.format!r} is positional: the Doris table's column order is needed")
+        fields = list(columns or [])
+        if delete_sign and DELETE_SIGN not in fields:
+            fields.append(DELETE_SIGN)
+
+        if self.format == "json":
+            headers.update({"format": "json", "read_json_by_line": "true"})
+            produce = self._json_arrow(rows, delete_sign, sequence) if arrow else self._json_dicts(delete_sign, sequence)
+        elif self.format == "csv":
+            headers.update({"format": "csv", "column_separator": "\\x01", "line_delimiter": "\\x02"})
+            produce = self._csv_arrow(rows, fields, sequence) if arrow else self._csv_dicts(fields, sequence)
+        else:
+            headers["format"] = "arrow"
+            produce = self._arrow(rows, fields, delete_sign, sequence)
+
+        payload = Payload(self.format, headers, produce, gzip=self.gzip)
+        if arrow or _reiterable(rows):
+            payload._produce = (lambda p, _f=produce, _r=rows: _f(p, _r))  # type: ignore[misc]
+            return payload
+        return self._spooled(payload, produce, rows)
+
+    # -- one-shot input: serialize once into a spool file, then replay the bytes ----------------
+
+    def _spooled(self, payload: Payload, produce: Callable[[Payload, Any], Iterator[bytes]], rows: Any) -> Payload:
+        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115 - closed by Payload.close
+        counter = Payload(payload.format, {}, lambda p: iter(()))
+        for chunk in produce(counter, rows):
+            spool.write(chunk)
+        total = counter.rows
+
+        def replay(p: Payload) -> Iterator[bytes]:
+            spool.seek(0)
+            while True:
+                chunk = spool.read(CHUNK_BYTES)
+                if not chunk:
+                    break
+                yield chunk
+            p.rows = total
+
+        payload._produce = replay
+        payload._cleanup.append(spool.close)
+        return payload
+
+    # -- json ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _json_dicts(delete_sign: bool, sequence: int | None):
+        dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":")).encode
+
+        def produce(payload: Payload, rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+            def lines() -> Iterator[str]:
+                for row in rows:
+                    sign = row.get(DELETE_SIGN)
+                    if sign is not None and not isinstance(sign, str):
+                        row = {**row, DELETE_SIGN: "1" if sign and int(sign) else "0"}
+                    if (delete_sign and DELETE_SIGN not in row) or (sequence is not None and SEQUENCE_COLUMN not in row):
+                        row = dict(row)
+                        if delete_sign:
+                            row.setdefault(DELETE_SIGN, "0")
+                        if sequence is not None:
+                            row.setdefault(SEQUENCE_COLUMN, sequence)
+                    elif not delete_sign and DELETE_SIGN in row:
+                        row = {k: v for k, v in row.items() if k != DELETE_SIGN}
+                    yield dumps(row) + "\n"
+
+            yield from _batched_lines(lines(), payload)
+
+        return produce
+
+    def _json_arrow(self, rows: Any, delete_sign: bool, sequence: int | None):
+        dicts = self._json_dicts(delete_sign, sequence)
+
+        def produce(payload: Payload, data: Any) -> Iterator[bytes]:
+            table = _as_arrow_table(data)
+
+            def each() -> Iterator[dict[str, Any]]:
+                for batch in table.to_batches(max_chunksize=8192):
+                    yield from batch.to_pylist()
+
+            yield from dicts(payload, each())
+
+        return produce
+
+    # -- csv ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _csv_dicts(fields: list[str], sequence: int | None):
+        def produce(payload: Payload, rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+            def lines() -> Iterator[str]:
+                for row in rows:
+                    values = []
+                    for name in fields:
+                        if name == DELETE_SIGN and name in row:
+                            values.append("1" if row[name] and int(row[name]) else "0")
+                        elif name in row:
+                            values.append(_csv_value(row[name]))
+                        elif name == DELETE_SIGN:
+                            values.append("0")
+                        elif name == SEQUENCE_COLUMN and sequence is not None:
+                            values.append(str(sequence))
+                        else:
+                            values.append(CSV_NULL)
+                    yield CSV_SEPARATOR.join(values) + CSV_DELIMITER
+
+            yield from _batched_lines(lines(), payload)
+
+        return produce
+
+    @staticmethod
+    def _csv_arrow(rows: Any, fields: list[str], sequence: int | None):
+        def produce(payload: Payload, data: Any) -> Iterator[bytes]:
+            table = _conform(_as_arrow_table(data), fields, sequence)
+            for batch in table.to_batches(max_chunksize=16384):
+                cols = [[CSV_NULL if v is None else _csv_value(v) for v in col.to_pylist()] for col in batch.columns]
+                lines = [CSV_SEPARATOR.join(vals) + CSV_DELIMITER for vals in zip(*cols, strict=True)]
+                payload.rows += batch.num_rows
+                yield "".join(lines).encode()
+
+        return produce
+
+    # -- arrow --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _arrow(rows: Any, fields: list[str], delete_sign: bool, sequence: int | None):
+        def produce(payload: Payload, data: Any) -> Iterator[bytes]:
+            table = _conform(_as_arrow_table(data), fields, sequence)
+            buf = io.BytesIO()
+            writer = pa.ipc.new_stream(buf, table.schema)
+            for batch in table.to_batches(max_chunksize=65536):
+                writer.write_batch(batch)
+                payload.rows += batch.num_rows
+                yield _drain(buf)
+            writer.close()
+            tail = _drain(buf)
+            if tail:
+                yield tail
+
+        return produce
+
+
+def _drain(buf: io.BytesIO) -> bytes:
+    data = buf.getvalue()
+    buf.seek(0)
+    buf.truncate()
+    return data
+
+
+def _conform(table: pa.Table, fields: list[str], sequence: int | None) -> pa.Table:
+    """Columns in the Doris order ``fields``; control columns filled, absent columns as nulls."""
+    arrays = []
+    for name in fields:
+        if name in table.column_names:
+            arrays.append(table.column(name))
+        elif name == DELETE_SIGN:
+            arrays.append(pa.array([0] * table.num_rows, pa.int8()))
+        elif name == SEQUENCE_COLUMN and sequence is not None:
+            arrays.append(pa.array([sequence] * table.num_rows, pa.int64()))
+        else:
+            arrays.append(pa.nulls(table.num_rows, pa.null()))
+    return pa.Table.from_arrays(arrays, names=fields)

@@ -1,0 +1,200 @@
+"""The Doris sink as the jobs and the Dagster hooks use it: one object, one method per step.
+
+::
+
+    sink = DorisSink.from_pipeline(definition, type_mapper=...)
+    sink.recover(commit=[...], abort=[...], probe=[...])     # at start (exactly-once rule 2)
+    target = sink.route(source_table_id)[0]                   # routing rules
+    sink.create_table(schema, target)                         # CREATE or check, cached layout
+    c = sink.load(target, "chunk-3-g0", rows, sequence=hw.sequence)   # → Committable (PRECOMMITTED)
+    ...state store records c.to_dict() as PREPARED...
+    sink.commit([c])  /  sink.abort([c])                      # idempotent
+    sink.apply_schema_change(event, target)                   # DDL, idempotent
+
+The sink itself holds no state that matters across processes: labels are deterministic, the
+layout of each table is read from Doris when first needed, and committables are plain values.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from cdc_core.doris.catalog import DorisCatalog
+from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.committable import Committable
+from cdc_core.doris.errors import TableMismatchError
+from cdc_core.doris.labels import make_label
+from cdc_core.doris.metadata_applier import AppliedChange, DorisMetadataApplier
+from cdc_core.doris.recovery import LabelRef, RecoveryReport, TransactionRecovery
+from cdc_core.doris.routing import TableRouter
+from cdc_core.doris.rows import DELETE_SIGN
+from cdc_core.doris.stream_load import StreamLoader
+from cdc_core.doris.table_creation import DorisTable, TableCreator, TypeMapper, default_type_mapper
+from cdc_core.doris.transactions import TwoPhaseCommitter
+from cdc_core.events import SchemaChangeEvent
+from cdc_core.schema import TableId, TableSchema
+
+log = logging.getLogger(__name__)
+
+
+class DorisSink:
+    def __init__(self, client: DorisHttpClient, label_prefix: str, *, router: TableRouter | None = None,
+                 type_mapper: TypeMapper | None = None, table_properties: Mapping[str, str] | None = None,
+                 stream_load_properties: Mapping[str, str] | None = None, fmt: str | None = None,
+                 gzip: bool = False, enable_delete: bool = True):
+        self.client = client
+        self.label_prefix = label_prefix
+        self.router = router or TableRouter()
+        self.committer = TwoPhaseCommitter(client)
+        self.loader = StreamLoader(client, properties=stream_load_properties, fmt=fmt, gzip=gzip,
+                                   committer=self.committer)
+        self.catalog = DorisCatalog(client)
+        self._type_mapper = type_mapper
+        self.table_properties = dict(table_properties or {})
+        self.enable_delete = enable_delete
+        self._tables: dict[TableId, DorisTable] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_pipeline(cls, definition: Any, *, type_mapper: TypeMapper | None = None, **overrides: Any) -> DorisSink:
+        """From a ``PipelineDefinition``: ``sink:`` options, ``route:`` rules, label prefix."""
+        opts = definition.sink
+        if type_mapper is None:
+            tinyint = getattr(definition.source, "tinyint1_as_boolean", True)
+            try:
+                type_mapper = default_type_mapper(tinyint)
+            except RuntimeError:
+                type_mapper = None
+        kwargs: dict[str, Any] = {
+            "router": TableRouter.from_pipeline(definition),
+            "type_mapper": type_mapper,
+            "table_properties": opts.table_create_properties,
+            "stream_load_properties": opts.stream_load_properties,
+            "enable_delete": opts.enable_delete,
+        }
+        kwargs.update(overrides)
+        return cls(DorisHttpClient.from_options(opts), definition.label_prefix, **kwargs)
+
+    # -- routing and tables -----------------------------------------------------------------------
+
+    def route(self, source: TableId) -> tuple[TableId, ...]:
+        """The Doris table(s) of a source table."""
+        return self.router.route(source)
+
+    @property
+    def type_mapper(self) -> TypeMapper:
+        if self._type_mapper is None:
+            self._type_mapper = default_type_mapper()
+        return self._type_mapper
+
+    @property
+    def creator(self) -> TableCreator:
+        return TableCreator(self.catalog, self.type_mapper, properties=self.table_properties)
+
+    def create_table(self, schema: TableSchema, target: TableId | None = None) -> DorisTable:
+        """Create the Doris table for ``schema`` (or check the existing one) and remember its layout."""
+        target = target or self.route(schema.table_id)[0]
+        table = self.creator.ensure(schema, target)
+        with self._lock:
+            self._tables[target] = table
+        return table
+
+    def table(self, target: TableId, *, refresh: bool = False) -> DorisTable:
+        """The layout of an existing Doris table (read once, then cached)."""
+        with self._lock:
+            cached = None if refresh else self._tables.get(target)
+        if cached is not None:
+            return cached
+        info = self.catalog.table_info(target.database, target.table)
+        if info is None:
+            raise TableMismatchError(
+                f"Doris table {target} does not exist; create it first (create_table) or check the routes"
+            )
+        table = DorisTable.from_info(info)
+        with self._lock:
+            self._tables[target] = table
+        return table
+
+    # -- exactly-once loads -----------------------------------------------------------------------
+
+    def label(self, target: TableId, batch_id: str) -> str:
+        return make_label(self.label_prefix, target.database, target.table, batch_id)
+
+    def load(self, target: TableId, batch_id: str, rows: Any, *, sequence: int | None = None,
+             fmt: str | None = None) -> Committable:
+        """Precommit one batch of rows into ``target``; the label comes from ``batch_id``.
+
+        ``rows``: dicts (``rows.event_row``/``snapshot_row`` add the delete sign and the
+        sequence) or a pyarrow Table/RecordBatch(es). ``sequence`` fills the sequence column
+        where a row has none (a snapshot chunk's high watermark ``.sequence``).
+        """
+        table = self.table(target)
+        delete_sign = table.unique and self.enable_delete
+        if not table.unique and not _is_arrow(rows):
+            rows = _drop_deletes(rows, target)
+        return self.loader.load(
+            target.database, target.table, self.label(target, batch_id), rows,
+            columns=table.columns, delete_sign=delete_sign,
+            sequence=sequence if table.sequence_column else None, fmt=fmt,
+        )
+
+    def commit(self, committables: Iterable[Committable | Mapping[str, Any]]) -> None:
+        """Commit every committable (idempotent: already committed is success)."""
+        for c in committables:
+            self.committer.commit(c if isinstance(c, Committable) else Committable.from_dict(c))
+
+    def abort(self, committables: Iterable[Committable | Mapping[str, Any]]) -> None:
+        """Abort every committable (idempotent: already aborted or unknown is success)."""
+        for c in committables:
+            self.committer.abort(c if isinstance(c, Committable) else Committable.from_dict(c))
+
+    def recover(self, *, commit: Iterable[Committable] = (), abort: Iterable[Committable] = (),
+                probe: Iterable[LabelRef | tuple[TableId, str]] = ()) -> RecoveryReport:
+        """Finish a previous run: commit ``commit``, abort ``abort``, abort lingering ``probe`` labels.
+
+        ``probe`` items are ``LabelRef``s or ``(target TableId, batch_id)`` pairs.
+        """
+        refs = [p if isinstance(p, LabelRef) else LabelRef(p[0].database, p[0].table, self.label(p[0], p[1]))
+                for p in probe]
+        recovery = TransactionRecovery(self.committer, self.loader)
+        return recovery.recover(commit=[_as_committable(c) for c in commit],
+                                abort=[_as_committable(c) for c in abort], probe=refs)
+
+    # -- schema changes -----------------------------------------------------------------------------
+
+    def apply_schema_change(self, event: SchemaChangeEvent, target: TableId | None = None, *,
+                            merged: bool = False) -> AppliedChange:
+        """Apply one DDL event to its Doris table (idempotent); the cached layout is refreshed."""
+        target = target or self.route(event.table_id)[0]
+        applier = DorisMetadataApplier(self.catalog, self.creator)
+        result = applier.apply(event, target, merged=merged)
+        with self._lock:
+            self._tables.pop(target, None)
+        return result
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _as_committable(c: Committable | Mapping[str, Any]) -> Committable:
+    return c if isinstance(c, Committable) else Committable.from_dict(dict(c))
+
+
+def _is_arrow(rows: Any) -> bool:
+    import pyarrow as pa
+
+    return isinstance(rows, pa.Table | pa.RecordBatch) or (
+        isinstance(rows, Sequence) and bool(rows) and isinstance(rows[0], pa.RecordBatch))
+
+
+def _drop_deletes(rows: Iterable[Mapping[str, Any]], target: TableId) -> Iterable[Mapping[str, Any]]:
+    """A DUPLICATE-model table cannot delete: a delete row would be inserted again as a duplicate."""
+    if isinstance(rows, Sequence):
+        kept = [r for r in rows if not r.get(DELETE_SIGN)]
+        if len(kept) != len(rows):
+            log.warning("%s has no primary key in Doris: %d delete(s) not applied", target, len(rows) - len(kept))
+        return kept
+    return (r for r in rows if not r.get(DELETE_SIGN))

@@ -1,0 +1,243 @@
+"""Phase one of exactly-once: a stream load that leaves its rows PRECOMMITTED (invisible).
+
+``StreamLoader.load`` sends one batch to one table under a deterministic label with
+``two_phase_commit: true`` and returns a :class:`Committable`. It is safe to call again with
+the same label after any failure — a lost response, a crash, a retry by Dagster:
+
+* ``Label Already Exists`` + ``PRECOMMITTED``: our earlier attempt got through; its txn id
+  (parsed from ``relate to txn [N]``) is returned as the prepared transaction.
+* ``Label Already Exists`` + ``FINISHED``: the batch is already committed; the committable is
+  returned all the same (committing it again is a no-op).
+* ``Label Already Exists`` + ``RUNNING``: an attempt died mid-stream; it is aborted (which
+  frees the label) and the load is sent again.
+
+A load that Doris fails, or that filters rows, raises :class:`StreamLoadError` with Doris's
+``Message`` and the text behind ``ErrorURL``; a prepared load with filtered rows is aborted
+first, so it cannot be committed by accident.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import requests
+
+from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.committable import Committable
+from cdc_core.doris.errors import (
+    DorisAuthError,
+    DorisConnectionError,
+    DorisResponseError,
+    LabelError,
+    StreamLoadError,
+)
+from cdc_core.doris.labels import validate_label
+from cdc_core.doris.rows import Payload, PayloadBuilder
+
+log = logging.getLogger(__name__)
+
+SUCCESS = ("Success", "Publish Timeout")
+LABEL_EXISTS = "Label Already Exists"
+LABEL_TXN = re.compile(r"Label \[(?P<label>.*?)\] has already been used, relate to txn \[(?P<txn>\d+)\]")
+ERROR_LOG_LIMIT = 64 * 1024
+# Headers the loader owns; a user's ``sink.properties.*`` must not override them.
+RESERVED_HEADERS = frozenset({"label", "two_phase_commit", "expect", "authorization", "hidden_columns"})
+
+
+def _txn_from_message(message: str) -> int | None:
+    match = LABEL_TXN.search(message or "")
+    return int(match.group("txn")) if match else None
+
+
+class StreamLoader:
+    """Precommits batches into Doris tables (see the module docstring)."""
+
+    def __init__(self, client: DorisHttpClient, *, properties: Mapping[str, str] | None = None,
+                 fmt: str | None = None, gzip: bool = False, committer: Any = None,
+                 max_label_rounds: int = 3):
+        props = {k: str(v) for k, v in (properties or {}).items()}
+        for key in list(props):
+            if key.lower() in RESERVED_HEADERS:
+                raise ValueError(f"sink.properties.{key} is set by Tidemark itself; remove it from the pipeline")
+        self.format = fmt or props.pop("format", "json")
+        props.pop("read_json_by_line", None)
+        if props.pop("compress_type", "").lower() in ("gz", "gzip"):
+            gzip = True
+        self.properties = props
+        self.client = client
+        self.builder = PayloadBuilder(self.format, gzip=gzip)
+        self.committer = committer
+        self.max_label_rounds = max_label_rounds
+
+    # -- public --------------------------------------------------------------------------------
+
+    def load(self, database: str, table: str, label: str, rows: Any, *,
+             columns: Sequence[str] | None = None, delete_sign: bool = True,
+             sequence: int | None = None, fmt: str | None = None) -> Committable:
+        """Precommit ``rows`` into ``database.table`` under ``label``; see the module docstring."""
+        validate_label(label)
+        builder = self.builder if fmt in (None, self.format) else PayloadBuilder(fmt, gzip=self.builder.gzip)
+        payload = builder.build(rows, columns=columns, delete_sign=delete_sign, sequence=sequence)
+        try:
+            for _round in range(self.max_label_rounds):
+                body = self._put(database, table, label, payload)
+                result = self._interpret(database, table, label, payload, body)
+                if result is not None:
+                    return result
+            raise LabelError(
+                f"label {label} of {database}.{table} stayed held by a running load after "
+                f"{self.max_label_rounds} aborts; is another writer loading the same batch?"
+            )
+        finally:
+            payload.close()
+
+    # -- the request ---------------------------------------------------------------------------
+
+    def headers(self, label: str | None, payload: Payload | None) -> dict[str, str]:
+        headers = {"Expect": "100-continue", "two_phase_commit": "true", **self.properties}
+        if payload is not None:
+            headers.update(payload.headers)
+        if label is not None:
+            headers["label"] = label
+        return headers
+
+    def _put(self, database: str, table: str, label: str, payload: Payload) -> dict[str, Any]:
+        path = f"/api/{database}/{table}/_stream_load"
+        headers = self.headers(label, payload)
+
+        def attempt(n: int) -> requests.Response:
+            url = self.target_url(database, table, path, n)
+            return self.client.send("PUT", url, headers=headers, body=payload.chunks, follow_redirects=False)
+
+        resp = self.client.with_retries(f"stream load of {database}.{table} (label {label})", attempt)
+        return self._json(resp, f"stream load of {database}.{table}")
+
+    def target_url(self, database: str, table: str, path: str, attempt: int) -> str:
+        """The BE that receives the body: configured, discovered, or the FE's 307 target."""
+        client = self.client
+        if client.load_route in ("benodes", "backends"):
+            if attempt:
+                client.forget_backends()
+            try:
+                return client.url(client.next_backend(), path)
+            except (DorisConnectionError, DorisResponseError) as exc:
+                if client.load_route == "benodes":
+                    raise
+                log.warning("cannot list Doris backends (%s); using the FE's redirect instead", exc)
+                client.load_route = "redirect"
+        return self.resolve_redirect(database, table, path, attempt)
+
+    def resolve_redirect(self, database: str, table: str, path: str, attempt: int) -> str:
+        """Ask an FE where to load (an empty-body request without label; FE answers 307).
+
+        Should the node answer the probe itself (it is a BE), it has opened an empty 2PC
+        transaction under a generated label; that transaction is aborted at once and the node
+        is used directly.
+        """
+        order = self.client.fe_order()
+        node = order[attempt % len(order)]
+        url = self.client.url(node, path)
+        headers = self.headers(None, None)
+        resp = self.client.send("PUT", url, headers=headers, body=lambda: b"", follow_redirects=False)
+        if resp.status_code in (301, 302, 303, 307, 308) and resp.headers.get("Location"):
+            from urllib.parse import urljoin
+
+            from cdc_core.doris.client import _strip_userinfo
+
+            return _strip_userinfo(urljoin(url, resp.headers["Location"]))
+        if resp.status_code >= 500:
+            return url  # let the caller's retry handle the failure on the real request
+        body = self._json(resp, f"stream load of {database}.{table}")
+        txn = body.get("TxnId") if isinstance(body, dict) else None
+        if isinstance(txn, int) and txn > 0 and self.committer is not None:
+            self.committer.abort_txn(database, txn)
+        return url
+
+    def _json(self, resp: requests.Response, what: str) -> dict[str, Any]:
+        body = self.client.json_of(resp, what)
+        if not isinstance(body, dict):
+            raise DorisResponseError(f"{what}: unexpected answer {self.client.redact(str(body))[:300]}")
+        if "Status" not in body and body.get("status") in ("FAILED", "Fail"):
+            msg = self.client.redact(str(body.get("msg", "")))
+            raise StreamLoadError(f"{what} refused by Doris: {msg}", message=msg, response=body)
+        return body
+
+    # -- the answer ----------------------------------------------------------------------------
+
+    def _interpret(self, database: str, table: str, label: str, payload: Payload,
+                   body: dict[str, Any]) -> Committable | None:
+        status = body.get("Status")
+        message = self.client.redact(str(body.get("Message", "")))
+        where = f"{database}.{table} (label {label})"
+        if status in SUCCESS:
+            if str(body.get("TwoPhaseCommit", "")).lower() != "true":
+                raise LabelError(
+                    f"stream load into {where} was not two-phase (TwoPhaseCommit={body.get('TwoPhaseCommit')!r}); "
+                    "this Doris refuses 2PC (old BE with disable_stream_load_2pc?) — its rows may be visible"
+                )
+            txn = int(body["TxnId"])
+            filtered = int(body.get("NumberFilteredRows", 0) or 0)
+            if filtered:
+                if self.committer is not None:
+                    self.committer.abort_txn(database, txn)
+                raise self._load_error(where, body, f"{filtered} row(s) filtered (the load was aborted)")
+            loaded = int(body.get("NumberLoadedRows", payload.rows) or 0)
+            log.info("precommitted %d rows into %s as txn %s", loaded, where, txn)
+            return Committable(database, table, label, txn, loaded)
+        if status == LABEL_EXISTS:
+            existing = body.get("ExistingJobStatus")
+            txn = _txn_from_message(message)
+            if txn is None and isinstance(body.get("TxnId"), int) and body["TxnId"] > 0:
+                txn = body["TxnId"]
+            if existing == "PRECOMMITTED":
+                log.info("label %s already precommitted as txn %s: reusing it", label, txn)
+                return Committable(database, table, label, txn, payload.rows)
+            if existing == "FINISHED":
+                log.info("label %s already committed (txn %s)", label, txn)
+                return Committable(database, table, label, txn, payload.rows)
+            if existing == "RUNNING" or existing is None:
+                if self.committer is None:
+                    raise LabelError(f"label of {where} is held by a running load (txn {txn}): {message}")
+                log.warning("label %s held by a running load (txn %s): aborting it and loading again", label, txn)
+                if txn is not None:
+                    self.committer.abort_txn(database, txn)
+                else:
+                    self.committer.abort_label(database, label)
+                return None
+            raise LabelError(f"label of {where} exists with status {existing!r}: {message}")
+        if "no valid Basic authorization" in message or "Access denied" in message:
+            raise DorisAuthError(
+                f"Doris refused user {self.client.username!r} loading {where}: {message} "
+                "— check the sink's username and password"
+            )
+        raise self._load_error(where, body, message or f"status {status!r}")
+
+    def _load_error(self, where: str, body: dict[str, Any], reason: str) -> StreamLoadError:
+        url = body.get("ErrorURL")
+        error_log = self.fetch_error_log(url) if url else None
+        text = f"stream load into {where} failed: {reason}"
+        if body.get("Message") and body.get("Message") not in reason:
+            text += f"; Doris says: {body['Message']}"
+        if error_log:
+            text += f"\nrejected rows ({url}):\n{error_log[:4000]}"
+        elif url:
+            text += f" (details: {url})"
+        return StreamLoadError(
+            self.client.redact(text), message=self.client.redact(str(body.get("Message", ""))),
+            error_url=self.client.redact(url) if url else None,
+            error_log=self.client.redact(error_log) if error_log else None, response=body,
+        )
+
+    def fetch_error_log(self, url: str) -> str | None:
+        """The text behind ``ErrorURL`` (which rows were rejected and why); None if unreachable."""
+        try:
+            resp = self.client.send("GET", url)
+            if resp.status_code != 200:
+                return None
+            return resp.text[:ERROR_LOG_LIMIT]
+        except requests.RequestException as exc:
+            log.warning("cannot read Doris error log %s: %s", self.client.redact(url), self.client.redact(str(exc)))
+            return None

@@ -1,0 +1,441 @@
+"""Reading the binlog: bounded ranges for chunk backfill, bounded batches for the stream.
+
+Built on mysql-replication's ``BinLogStreamReader`` with the workarounds its MariaDB use needs
+(``machine-notes.md`` §3):
+
+* we always dump by **file and position** (``is_mariadb=False``): with ``is_mariadb=True`` the
+  library ignores ``log_file``/``log_pos`` and streams from the first binlog. A GTID start is first
+  resolved to a file and position (:func:`cdc_core.mysql.startup.resolve_gtid`).
+* ``ev.packet.log_pos`` is the END offset of an event, which is exactly our
+  :class:`~cdc_core.mysql.offsets.BinlogOffset` convention; the file name follows RotateEvents.
+* MariaDB writes no ``BEGIN`` for DML: a transaction is ``GTID`` (not standalone), TableMap,
+  Rows…, ``XID`` (or a ``COMMIT`` query for non-transactional engines). A DDL is a standalone GTID
+  followed by its query.
+
+Two ways to read:
+
+* :meth:`BinlogSplitReader.read_range` — every change whose end offset lies in ``(start, stop]``
+  (what a snapshot chunk's backfill needs; ``stop`` is a high watermark, so it ends on a
+  transaction boundary anyway).
+* :meth:`BinlogSplitReader.read_batch` — from a resume point up to a stop offset, a number of
+  events or bytes, never ending inside a transaction; the batch's ``end`` is a valid resume point
+  (file, position and GTID state), and it advances even when nothing captured changed.
+* :meth:`BinlogSplitReader.stream` — blocking, with server heartbeats, for tailing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    FormatDescriptionEvent,
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
+from cdc_core.mysql.binlog_values import RowImageConverter
+from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser, is_shadow_table
+from cdc_core.mysql.gtid import GtidState
+from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.schema import TableId, TableSchema
+
+log = logging.getLogger(__name__)
+
+ValueConverter = Callable[[Any, Any], Any]
+"""``converter(column: Column, value) -> value``: the same conversion the snapshot path uses
+(``cdc_core.mysql.types.to_doris_value`` with its time zone bound)."""
+
+SchemaLookup = Callable[[TableId], TableSchema]
+
+ChangeEvent = DataChangeEvent | SchemaChangeEvent
+
+_ROWS_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
+_MARIADB_FL_STANDALONE = 0x01
+
+
+class BinlogReadError(RuntimeError):
+    """The binlog cannot be read as asked (bad range, purged file, unparseable DDL...)."""
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Where the binlog comes from. Built from any object or dict with host/port/user/password
+    (``hostname``/``username`` and pydantic ``SecretStr`` passwords are accepted too)."""
+
+    host: str
+    port: int
+    user: str
+    password: str = field(repr=False)
+    connect_timeout: float = 30.0
+
+    @classmethod
+    def of(cls, settings: Any) -> ConnectionSettings:
+        if isinstance(settings, ConnectionSettings):
+            return settings
+
+        def get(*names: str, default: Any = None) -> Any:
+            for name in names:
+                if isinstance(settings, dict):
+                    if name in settings and settings[name] is not None:
+                        return settings[name]
+                elif getattr(settings, name, None) is not None:
+                    return getattr(settings, name)
+            return default
+
+        password = get("password", "passwd", default="")
+        if hasattr(password, "get_secret_value"):
+            password = password.get_secret_value()
+        host = get("host", "hostname")
+        user = get("user", "username")
+        if not host or not user:
+            raise ValueError("binlog connection settings need a host and a user (host/hostname, user/username)")
+        return cls(str(host), int(get("port", default=3306)), str(user), str(password),
+                   float(get("connect_timeout", default=30.0)))
+
+    def pymysql_kwargs(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
+                "connect_timeout": int(max(1, self.connect_timeout)), "charset": "utf8mb4"}
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """No captured change, but the stream has safely reached ``offset`` (a resume point)."""
+
+    offset: BinlogOffset
+
+
+@dataclass(frozen=True)
+class BinlogBatch:
+    """What one bounded read produced. ``end`` is a transaction boundary: resume from it.
+
+    ``schema_change`` is set when the batch stopped just before a DDL on a captured table
+    (``stop_at_schema_change=True``): ``end`` is then the resume point *before* the DDL and
+    ``schema_change_end`` the resume point just after it.
+    """
+
+    start: BinlogOffset
+    end: BinlogOffset
+    events: list[ChangeEvent]
+    events_read: int = 0
+    bytes_read: int = 0
+    schema_change: list[SchemaChangeEvent] | None = None
+    schema_change_end: BinlogOffset | None = None
+
+    @property
+    def reached_end_of_log(self) -> bool:
+        return self.events_read == 0
+
+
+@dataclass
+class _Position:
+    """The reader's place while iterating (mutable, private)."""
+
+    file: str
+    position: int
+    gtid: GtidState
+    in_transaction: bool = False
+    transaction_gtid: str | None = None
+
+    def offset(self, with_gtid: bool = True) -> BinlogOffset:
+        return BinlogOffset(self.file, self.position, self.gtid.text() if with_gtid else None)
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One decoded binlog step: the events it yields and whether it closed a transaction."""
+
+    offset: BinlogOffset
+    events: tuple[ChangeEvent, ...] = ()
+    boundary: bool = False  # after this step the stream is between transactions
+    size: int = 0
+    heartbeat: bool = False
+    is_data: bool = True  # false for protocol noise (rotate, format description) not counted as events
+
+
+class BinlogSplitReader:
+    """Reads changes of captured tables from a MySQL/MariaDB binlog.
+
+    ``schemas(table_id)`` gives the schema valid at the start of a read; the reader keeps its own
+    copy and evolves it through the DDL it passes (``cdc_core.mysql.schema_history``), so rows after
+    an ``ALTER`` decode against the altered schema. ``converter(column, value)`` turns a decoded
+    binlog value into the sink's value, the same function the snapshot path uses.
+    """
+
+    def __init__(
+        self,
+        settings: Any,
+        server_id: int,
+        schemas: SchemaLookup,
+        converter: ValueConverter | None = None,
+        *,
+        heartbeat_interval: float = 30.0,
+        ddl_parser: MySqlDdlParser | None = None,
+        is_captured: Callable[[TableId], bool] | None = None,
+    ) -> None:
+        self.settings = ConnectionSettings.of(settings)
+        if not isinstance(server_id, int) or server_id <= 0:
+            raise ValueError(f"server_id must be a positive integer, got {server_id!r}")
+        self.server_id = server_id
+        self._schemas_lookup = schemas
+        self._rows = RowImageConverter(converter)
+        self.heartbeat_interval = heartbeat_interval
+        self._ddl_parser = ddl_parser if ddl_parser is not None else MySqlDdlParser()
+        self._is_captured = is_captured
+        self._schema_cache: dict[TableId, TableSchema] = {}
+
+    # -- public API ------------------------------------------------------------------------------
+
+    def read_range(
+        self, start: BinlogOffset, stop: BinlogOffset, tables: set[TableId] | None = None
+    ) -> Iterator[DataChangeEvent | SchemaChangeEvent]:
+        """Changes whose end offset lies in ``(start, stop]``, for ``tables`` (None = all captured).
+
+        Values are converted; ``DataChangeEvent.offset`` is the rows event's end offset and
+        ``row_index`` the row's index within that rows event.
+        """
+        if stop < start:
+            raise BinlogReadError(f"binlog range ends before it starts: ({start}, {stop}]")
+        if stop == start:
+            return
+        self._schema_cache.clear()
+        for item in self._items(start, blocking=False, tables=tables):
+            if item.offset > stop:
+                return
+            yield from item.events
+            if item.offset >= stop:
+                return
+        # Non-blocking dump hit the end of the log before ``stop``.
+        raise BinlogReadError(
+            f"the binlog ends before {stop} (read from {start}); the stop offset must be a position the "
+            "server has already written (e.g. a high watermark from SHOW MASTER STATUS)"
+        )
+
+    def read_batch(
+        self,
+        start: BinlogOffset,
+        stop: BinlogOffset | None = None,
+        *,
+        max_events: int | None = None,
+        max_bytes: int | None = None,
+        tables: set[TableId] | None = None,
+        stop_at_schema_change: bool = False,
+        event_filter: Callable[[ChangeEvent], bool] | None = None,
+    ) -> BinlogBatch:
+        """Read from ``start`` to ``stop`` (or the end of the log), at most about ``max_events`` binlog
+        events / ``max_bytes`` bytes, and end on a transaction boundary.
+
+        ``event_filter`` (e.g. :class:`cdc_core.mysql.binlog_filter.BinlogEventFilter`) decides which
+        change events are kept; positions advance regardless, so an idle or filtered stream still moves.
+        """
+        self._schema_cache.clear()
+        events: list[ChangeEvent] = []
+        pending: list[ChangeEvent] = []
+        end = start
+        events_read = bytes_read = 0
+        for item in self._items(start, blocking=False, tables=tables):
+            if stop is not None and item.offset > stop:
+                break
+            schema_changes = [e for e in item.events if isinstance(e, SchemaChangeEvent)]
+            if stop_at_schema_change and schema_changes and item.boundary and not pending:
+                return BinlogBatch(start, end, events, events_read, bytes_read, schema_changes, item.offset)
+            if item.is_data:
+                events_read += 1
+            bytes_read += item.size
+            for ev in item.events:
+                if event_filter is None or event_filter(ev):
+                    pending.append(ev)
+            if item.boundary:
+                events.extend(pending)
+                pending.clear()
+                end = item.offset
+                if stop is not None and end >= stop:
+                    break
+                if max_events is not None and events_read >= max_events:
+                    break
+                if max_bytes is not None and bytes_read >= max_bytes:
+                    break
+        return BinlogBatch(start, end, events, events_read, bytes_read)
+
+    def stream(
+        self, start: BinlogOffset, tables: set[TableId] | None = None
+    ) -> Iterator[ChangeEvent | Heartbeat]:
+        """Tail the binlog forever (blocking). Yields change events, and a :class:`Heartbeat` with the
+        current resume point whenever a transaction ends or the server sends a heartbeat."""
+        self._schema_cache.clear()
+        for item in self._items(start, blocking=True, tables=tables):
+            yield from item.events
+            if item.boundary:
+                yield Heartbeat(item.offset)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _open(self, start: BinlogOffset, blocking: bool) -> BinLogStreamReader:
+        return BinLogStreamReader(
+            connection_settings=self.settings.pymysql_kwargs(),
+            server_id=self.server_id,
+            resume_stream=True,
+            blocking=blocking,
+            log_file=start.file,
+            log_pos=start.position,
+            # Every event, not just the ones we decode: an offset (a watermark) may end on any event,
+            # e.g. MariaDB's binlog checkpoint written after a rotation.
+            only_events=None,
+            filter_non_implemented_events=False,
+            is_mariadb=False,  # file/pos dump; see module docstring
+            slave_heartbeat=self.heartbeat_interval if blocking and self.heartbeat_interval > 0 else None,
+            enable_logging=False,
+        )
+
+    def _gtid_state(self, start: BinlogOffset) -> GtidState:
+        if start.gtid_set:
+            return GtidState.parse(start.gtid_set)
+        return GtidState.at(self.settings, start)
+
+    def schema(self, table_id: TableId) -> TableSchema:
+        cached = self._schema_cache.get(table_id)
+        if cached is None:
+            cached = self._schemas_lookup(table_id)
+            if cached is None:
+                raise BinlogReadError(f"no schema known for captured table {table_id}")
+            self._schema_cache[table_id] = cached
+        return cached
+
+    def _wanted(self, table_id: TableId, tables: set[TableId] | None) -> bool:
+        if is_shadow_table(table_id.table):
+            return False  # gh-ost / pt-osc copies: the original table's own events carry the changes
+        if tables is not None:
+            return table_id in tables
+        if self._is_captured is not None:
+            return self._is_captured(table_id)
+        return True
+
+    def _items(self, start: BinlogOffset, *, blocking: bool, tables: set[TableId] | None) -> Iterator[_Item]:
+        from cdc_core.mysql.purge import ensure_offset_available
+
+        ensure_offset_available(self.settings, start)
+        pos = _Position(start.file, start.position, self._gtid_state(start))
+        stream = self._open(start, blocking)
+        try:
+            for ev in stream:
+                item = self._step(ev, pos, tables)
+                if item is not None:
+                    yield item
+        finally:
+            stream.close()
+
+    def _step(self, ev: Any, pos: _Position, tables: set[TableId] | None) -> _Item | None:
+        end = ev.packet.log_pos
+        size = getattr(ev, "event_size", 0) or 0
+        if isinstance(ev, RotateEvent):
+            pos.file = ev.next_binlog
+            pos.position = ev.position
+            return _Item(pos.offset(), boundary=not pos.in_transaction, is_data=False)
+        if isinstance(ev, HeartbeatLogEvent):
+            return _Item(pos.offset(), boundary=not pos.in_transaction, heartbeat=True, is_data=False)
+        if not end:  # artificial events (e.g. the format description sent on connect)
+            return None
+        if isinstance(ev, FormatDescriptionEvent):
+            pos.position = end
+            return _Item(pos.offset(), boundary=not pos.in_transaction, size=size, is_data=False)
+        pos.position = end
+        if isinstance(ev, MariadbGtidEvent):
+            pos.transaction_gtid = ev.gtid
+            pos.gtid.add_mariadb(ev.domain_id, ev.server_id, ev.gtid_seq_no)
+            pos.in_transaction = not (ev.flags & _MARIADB_FL_STANDALONE)
+            return _Item(pos.offset(), size=size)
+        if isinstance(ev, GtidEvent):
+            pos.transaction_gtid = ev.gtid
+            pos.gtid.add_mysql(ev.gtid)
+            pos.in_transaction = True  # a BEGIN query or a DDL follows; both end the group
+            return _Item(pos.offset(), size=size)
+        if isinstance(ev, XidEvent):
+            pos.in_transaction = False
+            return _Item(pos.offset(), boundary=True, size=size)
+        if isinstance(ev, QueryEvent):
+            return self._query(ev, pos, tables, size)
+        if isinstance(ev, TableMapEvent):
+            return _Item(pos.offset(), size=size)
+        if isinstance(ev, _ROWS_EVENTS):
+            return self._rows_event(ev, pos, tables, size)
+        return _Item(pos.offset(), boundary=not pos.in_transaction, size=size)
+
+    def _query(self, ev: QueryEvent, pos: _Position, tables: set[TableId] | None, size: int) -> _Item:
+        query = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
+        head = query.lstrip()[:10].upper()
+        if head.startswith("BEGIN") or head.startswith("XA START"):
+            pos.in_transaction = True
+            return _Item(pos.offset(), size=size)
+        if head.startswith("COMMIT") or head.startswith("ROLLBACK") or head.startswith("XA COMMIT"):
+            pos.in_transaction = False
+            return _Item(pos.offset(), boundary=True, size=size)
+        # A statement outside a transaction: DDL (or statement-based DML, which ROW format doesn't write).
+        pos.in_transaction = False
+        offset = pos.offset()
+        default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
+        try:
+            changes = self._ddl_parser.parse_captured(
+                query, default_db, lambda t: self._wanted(t, tables), self.schema_or_none
+            )
+        except DdlParseError as exc:
+            raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
+        events: tuple[ChangeEvent, ...] = tuple(self._stamp(c, offset) for c in changes)
+        self._apply_schema_changes(events)
+        return _Item(offset, events, boundary=True, size=size)
+
+    def schema_or_none(self, table_id: TableId) -> TableSchema | None:
+        try:
+            return self.schema(table_id)
+        except Exception:  # noqa: BLE001 - an unknown table simply has no schema yet
+            return None
+
+    @staticmethod
+    def _stamp(change: SchemaChangeEvent, offset: BinlogOffset) -> SchemaChangeEvent:
+        from dataclasses import replace
+
+        return replace(change, offset=offset)
+
+    def _apply_schema_changes(self, changes: Iterable[SchemaChangeEvent]) -> None:
+        from cdc_core.mysql.schema_history import apply_schema_change
+
+        for change in changes:
+            current = self._schema_cache.get(change.table_id)
+            if current is None:
+                current = self.schema_or_none(change.table_id)
+            updated = apply_schema_change(current, change, strict=False)
+            self._schema_cache.pop(change.table_id, None)
+            for table_id, schema in updated.items():
+                if schema is None:
+                    self._schema_cache.pop(table_id, None)
+                else:
+                    self._schema_cache[table_id] = schema
+
+    def _rows_event(self, ev: Any, pos: _Position, tables: set[TableId] | None, size: int) -> _Item:
+        offset = pos.offset()
+        table_id = TableId(ev.schema, ev.table)
+        if not self._wanted(table_id, tables):
+            return _Item(offset, size=size)
+        schema = self.schema(table_id)
+        commit_ms = ev.timestamp * 1000 if ev.timestamp else None
+        gtid = pos.transaction_gtid
+        images = self._rows.images(ev, schema)
+        out: list[DataChangeEvent] = []
+        if isinstance(ev, WriteRowsEvent):
+            for i, (_, after) in enumerate(images):
+                out.append(DataChangeEvent(table_id, Op.INSERT, None, after, offset, i, gtid, commit_ms))
+        elif isinstance(ev, DeleteRowsEvent):
+            for i, (before, _) in enumerate(images):
+                out.append(DataChangeEvent(table_id, Op.DELETE, before, None, offset, i, gtid, commit_ms))
+        else:
+            for i, (before, after) in enumerate(images):
+                out.append(DataChangeEvent(table_id, Op.UPDATE, before, after, offset, i, gtid, commit_ms))
+        return _Item(offset, tuple(out), size=size)

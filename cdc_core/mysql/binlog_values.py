@@ -1,0 +1,175 @@
+"""Binlog row images → the same Python values the snapshot path reads, then the shared converter.
+
+mysql-replication decodes a few types differently from pymysql's text protocol (which the snapshot
+reads). We normalise those first, so that ``converter(column, value)`` — the one conversion both
+paths share — sees identical input and a row reads the same from either path:
+
+* ``SET``: a Python ``set`` (unordered; ``None`` when empty) → ``'a,b'`` in definition order.
+* ``BIT(n)``: a ``'0101'`` string → big-endian ``bytes`` like pymysql.
+* ``FLOAT``: the raw IEEE single widened to double (``1.100000023841858``) → the shortest decimal
+  that round-trips through a single (``1.1``), which is what the server prints.
+* ``JSON`` (MySQL's binary JSON): a decoded object → compact JSON text.
+* ``TIMESTAMP``: kept as a naive UTC ``datetime`` (the binlog stores epoch seconds; the snapshot
+  session must read with ``time_zone='+00:00'`` to match).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from cdc_core.schema import Column, TableSchema
+
+_SET_VALUES = re.compile(r"'((?:[^']|'')*)'")
+
+
+def _float32(value: Any) -> Any:
+    if not isinstance(value, float):
+        return value
+    packed = struct.pack("<f", value)
+    for digits in range(6, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == packed:
+            return float(text)
+    return value
+
+
+def _bits(column: Column) -> Callable[[Any], Any]:
+    match = re.search(r"\((\d+)\)", column.column_type)
+    nbytes = (int(match.group(1)) + 7) // 8 if match else 8
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str):
+            return int(value or "0", 2).to_bytes(nbytes, "big")
+        return value
+
+    return convert
+
+
+def _set(column: Column) -> Callable[[Any], Any]:
+    order = [v.replace("''", "'") for v in _SET_VALUES.findall(column.column_type)]
+    rank = {v.lower(): i for i, v in enumerate(order)}
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, set | frozenset | list | tuple):
+            return ",".join(sorted(value, key=lambda v: rank.get(str(v).lower(), len(rank))))
+        return value
+
+    return convert
+
+
+def _json(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, bytes):
+            return v.decode("utf-8", "replace")
+        if isinstance(v, dict):
+            return {plain(k): plain(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        return v
+
+    return json.dumps(plain(value), separators=(", ", ": "), ensure_ascii=False)
+
+
+def normalizer(column: Column) -> Callable[[Any], Any] | None:
+    """The binlog→pymysql normalisation for one column, or None when the values already agree."""
+    data_type = column.data_type.lower()
+    if data_type == "set":
+        return _set(column)
+    if data_type == "bit":
+        return _bits(column)
+    if data_type == "float":
+        return _float32
+    if data_type == "json":
+        return _json
+    return None
+
+
+def _compose(
+    converter: Callable[[Column, Any], Any] | None, column: Column, norm: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
+    if converter is None:
+        return norm
+    if norm is None:
+        return lambda v: converter(column, v)
+    return lambda v: converter(column, norm(v))
+
+
+class RowImageConverter:
+    """Turns a rows event into ``(before, after)`` dicts of converted values, keyed by column name.
+
+    Column names come from the TableMap (``binlog_row_metadata=FULL``); without them, the binlog
+    columns are matched to the schema by position.
+    """
+
+    def __init__(self, converter: Callable[[Column, Any], Any] | None) -> None:
+        self.converter = converter
+        self._plans: dict[tuple[int, int], list[tuple[str, str, Callable[[Any], Any] | None]]] = {}
+
+    def _plan(self, ev: Any, schema: TableSchema) -> list[tuple[str, str, Callable[[Any], Any] | None]]:
+        key = (id(ev.table_map[ev.table_id]), id(schema))
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        binlog_cols = ev.table_map[ev.table_id].columns
+        plan = []
+        for i, bcol in enumerate(binlog_cols):
+            name = bcol.name
+            if not name:
+                if i >= len(schema.columns):
+                    raise ValueError(
+                        f"binlog row of {schema.table_id} has {len(binlog_cols)} columns but its schema has "
+                        f"{len(schema.columns)}, and the binlog carries no column names: set "
+                        "binlog_row_metadata=FULL on the server"
+                    )
+                column = schema.columns[i]
+                binlog_name = f"UNKNOWN_COL{i}"
+            else:
+                if not schema.has_column(name):
+                    raise ValueError(
+                        f"binlog row of {schema.table_id} has column {name!r}, which the table's schema at "
+                        f"this offset lacks (schema columns: {', '.join(schema.column_names)}); the schema "
+                        "history is out of step with the binlog"
+                    )
+                column = schema.column(name)
+                binlog_name = name
+            norm = normalizer(column)
+            plan.append((binlog_name, column.name, _compose(self.converter, column, norm)))
+        if len(self._plans) > 4096:
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
+
+    def _image(self, values: dict[str, Any], plan: list[tuple[str, str, Callable[[Any], Any] | None]],
+               empty_sets: dict[str, Any] | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for binlog_name, name, fn in plan:
+            value = values.get(binlog_name)
+            if value is None:
+                if empty_sets and empty_sets.get(binlog_name) == "empty set":
+                    value = ""
+                else:
+                    out[name] = None
+                    continue
+            out[name] = fn(value) if fn is not None else value
+        return out
+
+    def images(self, ev: Any, schema: TableSchema) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+        plan = self._plan(ev, schema)
+        out: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
+        for row in ev.rows:
+            if "values" in row:
+                image = self._image(row["values"], plan, row.get("none_sources"))
+                out.append((image, image))
+            else:
+                out.append((
+                    self._image(row["before_values"], plan, row.get("before_none_sources")),
+                    self._image(row["after_values"], plan, row.get("after_none_sources")),
+                ))
+        return out

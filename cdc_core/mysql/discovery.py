@@ -1,0 +1,150 @@
+"""Which tables a pipeline captures, and what each looks like.
+
+Tables are selected as Flink CDC selects them: every base table of the server whose
+``database.table`` matches ``tables`` and not ``tables.exclude`` (Flink's regex syntax, see
+``cdc_core.config.selectors``), in (database, table) order. A table's schema comes from
+``information_schema``: columns with their MySQL types, the primary key, the comment. MariaDB
+stores JSON as ``LONGTEXT`` with a ``json_valid`` check; such columns are reported as ``json``.
+
+The chunk key is the first primary-key column, or the column named for the table in
+``scan.incremental.snapshot.chunk.key-column`` (first matching entry wins, as in Flink's
+``ChunkUtils.getChunkKeyColumn``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cdc_core.config.selectors import TableSelector, parse_chunk_key_columns
+from cdc_core.mysql.connection import quote_ident
+from cdc_core.schema import Column, TableId, TableSchema
+
+SYSTEM_DATABASES = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
+CHUNK_KEY_OPTION = "scan.incremental.snapshot.chunk.key-column"
+
+
+class DiscoveryError(ValueError):
+    """A captured table cannot be snapshotted as configured; the message says how to fix it."""
+
+
+def list_captured_tables(conn: Any, selector: TableSelector) -> list[TableId]:
+    """Base tables matching the selector, sorted by database then table."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+            "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME"
+        )
+        rows = cur.fetchall()
+    out = []
+    for db, table in rows:
+        db, table = _text(db), _text(table)
+        if db.lower() in SYSTEM_DATABASES:
+            continue
+        if selector.matches(db, table):
+            out.append(TableId(db, table))
+    return out
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def read_table_schema(conn: Any, table_id: TableId) -> TableSchema:
+    """Columns, primary key and comment of one table, from ``information_schema``."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, IS_NULLABLE, COLUMN_DEFAULT, COLUMN_COMMENT, "
+            "CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION "
+            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+            (table_id.database, table_id.table),
+        )
+        col_rows = cur.fetchall()
+        if not col_rows:
+            raise DiscoveryError(f"table {table_id} does not exist or the user cannot see it (grant SELECT on it)")
+        cur.execute(
+            "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+            "AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
+            (table_id.database, table_id.table),
+        )
+        primary_key = tuple(_text(r[0]) for r in cur.fetchall())
+        cur.execute(
+            "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (table_id.database, table_id.table),
+        )
+        row = cur.fetchone()
+        comment = _text(row[0]) if row and row[0] else ""
+        json_columns = _mariadb_json_columns(cur, table_id)
+    columns = []
+    for name, ctype, dtype, nullable, default, ccomment, charset, char_len, prec, scale, dtp in col_rows:
+        name = _text(name)
+        ctype, dtype = _text(ctype), _text(dtype).lower()
+        if name in json_columns and dtype == "longtext":
+            ctype, dtype = "json", "json"
+        columns.append(
+            Column(
+                name=name, column_type=ctype, data_type=dtype, nullable=_text(nullable) == "YES",
+                default=None if default is None else _text(default), comment=_text(ccomment or ""),
+                charset=None if charset is None else _text(charset), char_length=_int(char_len),
+                numeric_precision=_int(prec), numeric_scale=_int(scale), datetime_precision=_int(dtp),
+            )
+        )
+    return TableSchema(table_id, tuple(columns), primary_key, comment)
+
+
+def _mariadb_json_columns(cur: Any, table_id: TableId) -> set[str]:
+    try:
+        cur.execute(
+            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
+            (table_id.database, table_id.table),
+        )
+    except Exception:  # noqa: BLE001 - MySQL < 8.0.16 has no CHECK_CONSTRAINTS; no MariaDB JSON there
+        return set()
+    out = set()
+    for (clause,) in cur.fetchall():
+        m = re.fullmatch(r"\s*json_valid\(`((?:[^`]|``)+)`\)\s*", _text(clause), re.IGNORECASE)
+        if m:
+            out.add(m.group(1).replace("``", "`"))
+    return out
+
+
+def approximate_row_count(conn: Any, table_id: TableId) -> int:
+    """``SHOW TABLE STATUS LIKE 't'``, column 5 (Rows), exactly as Flink's ``queryApproximateRowCnt``.
+
+    Like Flink, the table name goes into LIKE unescaped and the first row is taken.
+    """
+    with conn.cursor() as cur:
+        cur.execute(f"USE {quote_ident(table_id.database)}")
+        cur.execute("SHOW TABLE STATUS LIKE %s", (table_id.table,))
+        row = cur.fetchone()
+    if not row or len(row) < 5:
+        raise DiscoveryError(f"SHOW TABLE STATUS returned nothing for {table_id}")
+    return int(row[4] or 0)
+
+
+def chunk_key_column(schema: TableSchema, chunk_key_columns: str | None) -> Column:
+    """The column a table is split on (Flink's ``ChunkUtils.getChunkKeyColumn``)."""
+    configured = None
+    for pattern, column in parse_chunk_key_columns(chunk_key_columns or ""):
+        if pattern.matches(schema.table_id.database, schema.table_id.table):
+            configured = column
+            break
+    if not schema.primary_key and configured is None:
+        raise DiscoveryError(
+            f"Table '{schema.table_id}' has no primary key. To snapshot it, set '{CHUNK_KEY_OPTION}' for this "
+            f"table in the source block, e.g. '{schema.table_id}:<column>' (an indexed, rarely updated column)."
+        )
+    if configured is not None:
+        for column in schema.columns:
+            if column.name == configured:
+                return column
+        raise DiscoveryError(
+            f"Chunk key column '{configured}' ({CHUNK_KEY_OPTION}) doesn't exist in the columns "
+            f"[{','.join(schema.column_names)}] of the table {schema.table_id}."
+        )
+    return schema.column(schema.primary_key[0])

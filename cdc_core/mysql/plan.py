@@ -1,0 +1,56 @@
+"""``tidemark splits``: the split plan of a pipeline, as Flink CDC would make it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cdc_core.mysql.chunk_splitter import SplitOptions
+from cdc_core.mysql.connection import MySqlConnectionSettings, connect
+from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
+from cdc_core.mysql.snapshot_assigner import SnapshotSplitAssigner
+from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.schema import TableId
+
+
+def plan_splits(source: Any, tables: list[str] | None = None) -> list[SnapshotSplit]:
+    """The chunks of every captured table (or of ``tables``, each ``db.tbl``), in assignment order."""
+    settings = MySqlConnectionSettings.from_options(source)
+    conn = connect(settings, text_values=True)
+    try:
+        captured = list_captured_tables(conn, source.selector)
+        if tables:
+            wanted = [TableId.parse(t) for t in tables]
+            missing = [str(t) for t in wanted if t not in captured]
+            if missing:
+                raise ValueError(
+                    f"table(s) {', '.join(missing)} are not captured by this pipeline (check 'tables' / "
+                    f"'tables.exclude', and that the table exists); captured: "
+                    + (", ".join(str(t) for t in captured) or "none")
+                )
+            captured = [t for t in captured if t in wanted]
+        assigner = SnapshotSplitAssigner(
+            conn, captured, lambda t: read_table_schema(conn, t), SplitOptions.from_source(source),
+            unbounded_chunk_first=source.unbounded_chunk_first,
+        )
+        return assigner.plan()
+    finally:
+        conn.close()
+
+
+def splits_command(pipeline_path: str | Path, tables: list[str] | None = None, as_json: bool = False) -> str:
+    """What ``tidemark splits PIPELINE.yaml [--table db.tbl]... [--json]`` prints."""
+    from cdc_core.config import load_pipeline
+
+    definition = load_pipeline(Path(pipeline_path))
+    splits = plan_splits(definition.source, tables)
+    if as_json:
+        return json.dumps([s.to_plan_dict() for s in splits], ensure_ascii=False)
+    lines = []
+    for s in splits:
+        start = "(-∞" if s.start is None else "[" + ", ".join(map(str, s.start))
+        end = "+∞)" if s.end is None else ", ".join(map(str, s.end)) + ")"
+        lines.append(f"{s.table_id}  #{s.index:<6} {start}, {end}")
+    lines.append(f"{len(splits)} chunk(s)")
+    return "\n".join(lines)

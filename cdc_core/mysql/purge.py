@@ -1,0 +1,61 @@
+"""Is a resume point still on the server? A purged binlog must stop the pipeline, never skip data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql
+
+from cdc_core.mysql.offsets import BinlogOffset
+
+
+class BinlogPurgedError(RuntimeError):
+    """The offset to resume from lies in a binlog file the server no longer has."""
+
+    def __init__(self, offset: BinlogOffset, available: list[str]):
+        self.offset = offset
+        self.available = available
+        first = available[0] if available else "(none)"
+        super().__init__(
+            f"binlog file {offset.file} (needed to resume at {offset}) is no longer on the server: it was "
+            f"purged (expire_logs_days / binlog_expire_logs_seconds or PURGE BINARY LOGS). The oldest file "
+            f"still there is {first}. Changes between the committed offset and that file are lost to the "
+            "binlog, so Tidemark will not skip them: take a new snapshot (re-run the pipeline with "
+            "scan.startup.mode 'initial' after resetting its state, or re-snapshot the affected tables), "
+            "and keep binlogs longer than the pipeline can be down."
+        )
+
+
+def binary_logs(cursor: Any) -> list[tuple[str, int]]:
+    """``SHOW BINARY LOGS`` as (file, size) in order."""
+    cursor.execute("SHOW BINARY LOGS")
+    rows = cursor.fetchall()
+    out = []
+    for row in rows:
+        values = list(row.values()) if isinstance(row, dict) else list(row)
+        out.append((str(values[0]), int(values[1])))
+    return out
+
+
+def check_offset_available(cursor: Any, offset: BinlogOffset) -> None:
+    logs = binary_logs(cursor)
+    names = [name for name, _ in logs]
+    if offset.file in names:
+        return
+    if names and offset.file_index > BinlogOffset(names[-1], 4).file_index:
+        raise RuntimeError(
+            f"binlog file {offset.file} (resume point {offset}) is newer than the server's last binlog "
+            f"{names[-1]}: the offset belongs to another server, or the server's binlogs were reset "
+            "(RESET MASTER). Take a new snapshot."
+        )
+    raise BinlogPurgedError(offset, names)
+
+
+def ensure_offset_available(settings: Any, offset: BinlogOffset) -> None:
+    """Raise :class:`BinlogPurgedError` if ``offset.file`` is not in ``SHOW BINARY LOGS``."""
+    conn = pymysql.connect(**settings.pymysql_kwargs())
+    try:
+        with conn.cursor() as cur:
+            check_offset_available(cur, offset)
+    finally:
+        conn.close()

@@ -1,0 +1,116 @@
+"""Hand out every captured table's chunks, one table at a time, lazily and resumably.
+
+Flink's ``MySqlSnapshotSplitAssigner``: tables are split in discovery order, one at a time; a
+table that splits evenly yields all its chunks at once, an uneven table one chunk per step, so
+a huge table never blocks nor sits in memory before its first chunk can be read. After every
+step :meth:`SnapshotSplitAssigner.state` is a JSON-able cursor (remaining tables + Flink's
+``ChunkSplitterState``); persist it with the step's chunks in one state-store transaction
+(:func:`assign_into_store` does exactly that) and a restart resumes mid-table.
+
+``scan.incremental.snapshot.unbounded-chunk-first.enabled``: Flink puts a table's ``[x, +∞)``
+chunk at the head of the not-yet-assigned chunks. In a plan (all chunks produced before any is
+read) that is: per table, the unbounded chunk first, then the others in index order; we assign
+in that order. Chunk indexes (split ids) are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_core.mysql.chunk_splitter import ChunkSplitter, ChunkSplitterState, SplitOptions
+from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.schema import TableId, TableSchema
+
+STATE_NAMESPACE = "snapshot"
+STATE_KEY = "assigner"
+
+
+@dataclass(frozen=True)
+class AssignerState:
+    """The assigner's cursor: tables not finished yet (first = being split) and the splitter."""
+
+    remaining_tables: tuple[TableId, ...]
+    splitter: ChunkSplitterState = field(default_factory=ChunkSplitterState)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"remaining_tables": [str(t) for t in self.remaining_tables], "splitter": self.splitter.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AssignerState:
+        return cls(tuple(TableId.parse(t) for t in data.get("remaining_tables", [])),
+                   ChunkSplitterState.from_dict(data.get("splitter", {})))
+
+    @property
+    def finished(self) -> bool:
+        return not self.remaining_tables
+
+
+class SnapshotSplitAssigner:
+    """Produce the split plan step by step (see module doc)."""
+
+    def __init__(self, conn: Any, tables: list[TableId], schemas: Callable[[TableId], TableSchema],
+                 options: SplitOptions, *, unbounded_chunk_first: bool = False,
+                 state: AssignerState | None = None):
+        self._schemas = schemas
+        self._unbounded_first = unbounded_chunk_first
+        if state is None:
+            state = AssignerState(tuple(tables))
+        self._remaining = list(state.remaining_tables)
+        self._splitter = ChunkSplitter(conn, options, state.splitter)
+
+    def state(self) -> AssignerState:
+        return AssignerState(tuple(self._remaining), self._splitter.state())
+
+    def next_batch(self) -> list[SnapshotSplit] | None:
+        """The next step's chunks (one table's even chunks, or one uneven chunk); None when done."""
+        if not self._remaining:
+            return None
+        table_id = self._remaining[0]
+        splits = self._splitter.split_chunks(self._schemas(table_id))
+        if not self._splitter.has_next_chunk():
+            self._remaining.pop(0)
+        if self._unbounded_first:
+            splits = [s for s in splits if s.end is None] + [s for s in splits if s.end is not None]
+        return splits
+
+    def __iter__(self) -> Iterator[SnapshotSplit]:
+        while (batch := self.next_batch()) is not None:
+            yield from batch
+
+    def plan(self) -> list[SnapshotSplit]:
+        """Every chunk of every remaining table, in assignment order (reads the whole plan)."""
+        by_table: dict[TableId, list[SnapshotSplit]] = {}
+        while (batch := self.next_batch()) is not None:
+            for split in batch:
+                by_table.setdefault(split.table_id, []).append(split)
+        return [s for splits in by_table.values() for s in self._ordered(splits)]
+
+    def _ordered(self, splits: list[SnapshotSplit]) -> list[SnapshotSplit]:
+        if not self._unbounded_first:
+            return splits
+        return [s for s in splits if s.end is None] + [s for s in splits if s.end is not None]
+
+
+def assign_into_store(assigner: SnapshotSplitAssigner, store: Any, *, max_steps: int | None = None) -> int:
+    """Run the assigner into the state store: each step's chunks and the cursor in one transaction.
+
+    Returns how many chunks were added. ``max_steps`` bounds the work per call (None: all).
+    """
+    added = 0
+    steps = 0
+    while max_steps is None or steps < max_steps:
+        batch = assigner.next_batch()
+        if batch is None:
+            break
+        with store.transaction() as tx:
+            tx.add_chunks([
+                {"table_id": str(s.table_id), "chunk_index": s.index, "start": None if s.start is None else list(s.start),
+                 "end": None if s.end is None else list(s.end)}
+                for s in batch
+            ])
+            tx.put(STATE_NAMESPACE, STATE_KEY, assigner.state().to_dict())
+        added += len(batch)
+        steps += 1
+    return added

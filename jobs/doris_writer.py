@@ -1,0 +1,177 @@
+"""A PySpark data sink for Doris: each task precommits its rows with a two-phase-commit stream load.
+
+Nothing a task loads is visible: every load is precommitted, and the prepared transactions go
+back as the task's commit message. When every task has succeeded, Spark calls ``commit`` on
+the driver side, which does *not* commit them in Doris: it hands them to the caller through
+the pipeline's state store (namespace ``spark_results``, key = the job's token). The
+orchestration commits after the materialization succeeds. When the job fails, ``abort`` aborts
+what the successful tasks prepared.
+
+Retries are safe by construction. Labels are deterministic per (target table, batch), and:
+
+* a **snapshot chunk** may read different rows on a retry (a later high watermark), so its
+  task first aborts whatever an earlier attempt left under its label, then loads afresh;
+* a **binlog batch** is the same events on a retry, so an earlier attempt's precommitted load
+  under the same label is reused as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from jobs.snapshot_source import CHUNK, META
+
+FORMAT = "tidemark_doris"
+RESULTS_NAMESPACE = "spark_results"
+
+
+class LoadMessage(WriterCommitMessage):
+    """One task's outcome: its prepared transactions and any chunk bookkeeping it carried."""
+
+    def __init__(self, committables: list[dict[str, Any]], chunks: list[dict[str, Any]], rows: int):
+        self.committables = committables
+        self.chunks = chunks
+        self.rows = rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"committables": self.committables, "chunks": self.chunks, "rows": self.rows}
+
+
+def make_sink(spec: dict[str, Any], password: str) -> Any:
+    """A ``DorisSink`` from the job spec (built in the worker; nothing secret in the spec)."""
+    from cdc_core.config.options import DorisSinkOptions
+    from cdc_core.doris.client import DorisHttpClient
+    from cdc_core.doris.sink import DorisSink
+
+    options = DorisSinkOptions.model_validate({**spec["sink"], "password": password})
+    return DorisSink(
+        DorisHttpClient.from_options(options), spec["label_prefix"],
+        stream_load_properties=options.stream_load_properties, enable_delete=options.enable_delete,
+    )
+
+
+def _task_context() -> tuple[int, int]:
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is not None:
+            return context.partitionId(), context.attemptNumber()
+    except Exception:  # noqa: BLE001 - outside a Spark task (tests calling write directly)
+        pass
+    return 0, 0
+
+
+class DorisArrowWriter(DataSourceArrowWriter):
+    def __init__(self, spec: dict[str, Any], password: str):
+        self.spec = spec
+        self.password = password
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LoadMessage:
+        from cdc_core.doris.labels import chunk_batch_id
+        from cdc_core.schema import TableId
+
+        spec = self.spec
+        batches = [b for b in iterator if b.num_rows]
+        if not batches:
+            return LoadMessage([], [], 0)
+        table = pa.Table.from_batches(batches)
+        chunks: list[dict[str, Any]] = []
+        if META in table.column_names:
+            is_meta = pc.is_valid(table.column(META))
+            chunks = [json.loads(m) for m in table.filter(is_meta).column(META).to_pylist()]
+            table = table.filter(pc.invert(is_meta))
+        table = table.drop_columns([c for c in (META, CHUNK) if c in table.column_names])
+
+        partition, _attempt = _task_context()
+        sink = make_sink(spec, self.password)
+        committables: list[dict[str, Any]] = []
+        try:
+            if spec["mode"] == "snapshot":
+                if len(chunks) != 1:
+                    raise RuntimeError(
+                        f"a snapshot write task must carry exactly one chunk, got {len(chunks)}: "
+                        "the DataFrame was repartitioned between the chunk source and the Doris writer"
+                    )
+                chunk = chunks[0]
+                generation = int(spec.get("generations", {}).get(str(chunk["index"]), 0))
+                batch_id = f"{spec['source_table']}:{chunk_batch_id(chunk['index'], generation)}"
+                for target_text in spec["targets"]:
+                    target = TableId.parse(target_text)
+                    # An earlier attempt may have read the chunk at another watermark: never reuse it.
+                    sink.committer.abort_label(target.database, sink.label(target, batch_id))
+                    if table.num_rows:
+                        committables.append(sink.load(target, batch_id, table).to_dict())
+            else:
+                batch_id = f"{spec['source_table']}:{spec['batch_id']}:p{partition}"
+                for target_text in spec["targets"]:
+                    if table.num_rows:
+                        committables.append(sink.load(TableId.parse(target_text), batch_id, table).to_dict())
+            _maybe_fail_once(spec)
+        finally:
+            sink.close()
+        return LoadMessage(committables, chunks, table.num_rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        results = [m.to_dict() for m in messages if isinstance(m, LoadMessage)]
+        store = _open_store(self.spec)
+        try:
+            store.put(RESULTS_NAMESPACE, self.spec["token"], results)
+        finally:
+            store.close()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        committables = [c for m in messages if isinstance(m, LoadMessage) for c in m.committables]
+        if not committables:
+            return
+        sink = make_sink(self.spec, self.password)
+        try:
+            sink.abort(committables)
+        finally:
+            sink.close()
+
+
+def _open_store(spec: dict[str, Any]) -> Any:
+    from cdc_core.state import StateStore
+
+    results = spec["results"]
+    return StateStore.open(results.get("state_dir"), results.get("state_url"))
+
+
+def _maybe_fail_once(spec: dict[str, Any]) -> None:
+    """Test hook: fail this task once, after its loads were precommitted (the hard case)."""
+    marker = spec.get("fail_after_load_once")
+    if marker and not os.path.exists(marker):
+        with open(marker, "w") as handle:
+            handle.write("failed once\n")
+        raise RuntimeError("injected failure after precommit (fail_after_load_once)")
+
+
+class DorisDataSource(DataSource):
+    """``df.write.format("tidemark_doris").option("spec", json).option("password", pw).mode("append").save()``.
+
+    ``spec``: ``{"mode": "snapshot"|"binlog", "source_table", "targets": ["db.t", ...],
+    "sink": {alias-keyed sink options without the password}, "label_prefix", "token",
+    "results": {"state_dir" | "state_url"}, "generations": {chunk index: generation} (snapshot),
+    "batch_id" (binlog)}``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        raise NotImplementedError("tidemark_doris is a sink; it cannot be read")
+
+    def writer(self, schema: StructType, overwrite: bool) -> DorisArrowWriter:
+        if overwrite:
+            raise ValueError("tidemark_doris only appends (upserts by key); use mode('append')")
+        return DorisArrowWriter(json.loads(self.options["spec"]), self.options.get("password", ""))

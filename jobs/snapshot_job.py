@@ -1,0 +1,198 @@
+"""The snapshot job: read and load a set of chunks in parallel on Spark.
+
+Per captured table one Spark job — chunk source → the table's transform → Doris writer — with
+one partition (one task) per chunk; the tables' jobs run concurrently from driver threads so
+that ``pipeline.parallelism`` tasks stay busy even when tables are small. Nothing becomes
+visible: each task precommits its chunk, and the per-chunk outcome (rows, watermarks, prepared
+transactions) comes back through the state store for the caller to record and commit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_core.config import PipelineDefinition
+from cdc_core.schema import TableId, TableSchema
+from cdc_core.state import StateStore
+from jobs.doris_writer import FORMAT as DORIS_FORMAT
+from jobs.doris_writer import RESULTS_NAMESPACE
+from jobs.snapshot_source import BOOKKEEPING
+from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
+from jobs.transforms import TableTransform, transform_for, transformed_schema
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    table_id: TableId
+    index: int
+    start: list[Any] | None
+    end: list[Any] | None
+    generation: int
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    table_id: TableId
+    index: int
+    rows: int
+    low_watermark: dict[str, Any]
+    high_watermark: dict[str, Any]
+    committables: tuple[dict[str, Any], ...]
+    backfill_events: int
+    duration_s: float
+
+
+def source_spec(definition: PipelineDefinition) -> dict[str, Any]:
+    """What a chunk reader needs to connect, without the password (it travels as its own option)."""
+    source = definition.source
+    return {
+        "host": source.hostname,
+        "port": source.port,
+        "user": source.username,
+        "server_id_range": list(source.server_id_range()),
+        "time_zone": source.server_time_zone or "UTC",
+        "tinyint1_as_boolean": source.tinyint1_as_boolean,
+        "fetch_size": source.fetch_size,
+        "backfill_skip": source.backfill_skip,
+        "connect_timeout": source.connect_timeout,
+    }
+
+
+def sink_spec(definition: PipelineDefinition) -> dict[str, Any]:
+    """The sink block as its alias-keyed options, without the password and the durations."""
+    return definition.sink.model_dump(
+        by_alias=True, exclude={"password", "flush_interval"}, exclude_none=True
+    )
+
+
+def results_spec(definition: PipelineDefinition) -> dict[str, Any]:
+    url = definition.pipeline.state_url
+    if url is not None:
+        return {"state_url": url.get_secret_value()}
+    return {"state_dir": str(definition.state_dir)}
+
+
+def target_schema(spark: Any, schema: TableSchema, transform: TableTransform | None, df: Any) -> TableSchema:
+    """The schema Doris sees: the source's, or the projection's when a transform reshapes it."""
+    if transform is None or transform.projection is None:
+        if transform is not None and transform.primary_keys:
+            return schema.with_columns(schema.columns, primary_key=transform.primary_keys)
+        return schema
+    return transformed_schema(schema, transform, list(df.schema.fields))
+
+
+def run_table(
+    spark: Any,
+    definition: PipelineDefinition,
+    sink: Any,
+    schema: TableSchema,
+    key_columns: tuple[str, ...],
+    tasks: list[ChunkTask],
+    *,
+    fail_after_load_once: str | None = None,
+) -> list[ChunkOutcome]:
+    """One Spark job over one table's chunks; returns each chunk's outcome."""
+    started = time.monotonic()
+    password = definition.source.password.get_secret_value()
+    read_spec = {
+        "table_id": str(schema.table_id),
+        "schema": schema.to_dict(),
+        "source": source_spec(definition),
+        "chunks": [
+            {"index": t.index, "start": t.start, "end": t.end, "key_columns": list(key_columns)} for t in tasks
+        ],
+    }
+    df = (
+        spark.read.format(SNAPSHOT_FORMAT)
+        .option("spec", json.dumps(read_spec))
+        .option("password", password)
+        .load()
+    )
+    transform = transform_for(definition, schema.table_id)
+    if transform is not None:
+        df = transform.apply(df, BOOKKEEPING)
+    out_schema = target_schema(spark, schema, transform, df)
+    targets = sink.route(schema.table_id)
+    for target in targets:
+        sink.create_table(out_schema, target)
+    token = f"snapshot-{uuid.uuid4().hex}"
+    write_spec = {
+        "mode": "snapshot",
+        "source_table": str(schema.table_id),
+        "targets": [str(t) for t in targets],
+        "sink": sink_spec(definition),
+        "label_prefix": definition.label_prefix,
+        "token": token,
+        "results": results_spec(definition),
+        "generations": {str(t.index): t.generation for t in tasks},
+    }
+    if fail_after_load_once:
+        write_spec["fail_after_load_once"] = fail_after_load_once
+    (
+        df.write.format(DORIS_FORMAT)
+        .option("spec", json.dumps(write_spec))
+        .option("password", definition.sink.password.get_secret_value())
+        .mode("append")
+        .save()
+    )
+    store = StateStore.open(**_store_args(write_spec["results"]))
+    try:
+        with store.transaction() as tx:
+            messages = tx.get(RESULTS_NAMESPACE, token, [])
+            tx.delete(RESULTS_NAMESPACE, token)
+    finally:
+        store.close()
+    elapsed = time.monotonic() - started
+    outcomes = []
+    for message in messages:
+        for chunk in message["chunks"]:
+            outcomes.append(
+                ChunkOutcome(
+                    schema.table_id, chunk["index"], chunk["rows"], chunk["low_watermark"],
+                    chunk["high_watermark"], tuple(message["committables"]), chunk.get("backfill_events", 0),
+                    elapsed,
+                )
+            )
+    missing = {t.index for t in tasks} - {o.index for o in outcomes}
+    if missing:
+        raise RuntimeError(
+            f"the snapshot job of {schema.table_id} finished without reporting chunk(s) {sorted(missing)}; "
+            "their loads (if any) are left for recovery to abort"
+        )
+    return outcomes
+
+
+def _store_args(results: dict[str, Any]) -> dict[str, Any]:
+    return {"state_dir": results.get("state_dir"), "url": results.get("state_url")}
+
+
+def run_snapshot(
+    spark: Any,
+    definition: PipelineDefinition,
+    sink: Any,
+    work: list[tuple[TableSchema, tuple[str, ...], list[ChunkTask]]],
+    *,
+    fail_after_load_once: str | None = None,
+    on_table_done: Callable[[list[ChunkOutcome]], None] | None = None,
+) -> list[ChunkOutcome]:
+    """Every table's job, ``pipeline.parallelism`` of them at a time; outcomes in input order."""
+    if not work:
+        return []
+    workers = max(1, min(len(work), definition.pipeline.parallelism))
+
+    def one(item: tuple[TableSchema, tuple[str, ...], list[ChunkTask]]) -> list[ChunkOutcome]:
+        schema, keys, tasks = item
+        outcomes = run_table(spark, definition, sink, schema, keys, tasks, fail_after_load_once=fail_after_load_once)
+        if on_table_done is not None:
+            on_table_done(outcomes)
+        return outcomes
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tidemark-snapshot") as pool:
+        results = list(pool.map(one, work))
+    return [o for outcomes in results for o in outcomes]

@@ -1,0 +1,169 @@
+"""A PySpark data source that reads snapshot chunks: one input partition per chunk.
+
+Each partition runs ``cdc_core``'s chunk read (low watermark, range scan, high watermark,
+binlog backfill) in the Python worker and yields the chunk as Arrow record batches of Doris
+values. Every row carries three bookkeeping columns:
+
+* ``__tidemark_seq`` — the chunk's high watermark as a sequence value: Doris's sequence column;
+* ``__tidemark_chunk`` — the chunk index;
+* ``__tidemark_meta`` — NULL on data rows. Each partition ends with one bookkeeping row (all data
+  columns NULL) whose ``__tidemark_meta`` holds the chunk's watermarks and row count as JSON.
+  That row is how a partition reports back to the driver: the Doris writer takes it out of the
+  load and hands it on in its commit message.
+
+Spark has no unsigned 64-bit integer, so BIGINT UNSIGNED (and BIT(64)) travel as
+``decimal(20,0)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import (
+    BooleanType,
+    DecimalType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+SEQ = "__tidemark_seq"
+CHUNK = "__tidemark_chunk"
+META = "__tidemark_meta"
+BOOKKEEPING = (SEQ, CHUNK, META)
+FORMAT = "tidemark_snapshot"
+
+
+def _spark_type(arrow_type: pa.DataType) -> Any:
+    if pa.types.is_boolean(arrow_type):
+        return BooleanType()
+    if pa.types.is_uint64(arrow_type):
+        return DecimalType(20, 0)
+    if pa.types.is_integer(arrow_type):
+        return LongType()
+    if pa.types.is_floating(arrow_type):
+        return DoubleType()
+    return StringType()
+
+
+def spark_schema(arrow_schema: pa.Schema) -> StructType:
+    fields = [StructField(f.name, _spark_type(f.type), True) for f in arrow_schema]
+    fields += [StructField(SEQ, LongType(), True), StructField(CHUNK, IntegerType(), True),
+               StructField(META, StringType(), True)]
+    return StructType(fields)
+
+
+def arrow_schema_of(spec: dict[str, Any]) -> pa.Schema:
+    from cdc_core.mysql.types import doris_arrow_type
+    from cdc_core.schema import TableSchema
+
+    schema = TableSchema.from_dict(spec["schema"])
+    tinyint = spec["source"]["tinyint1_as_boolean"]
+    return pa.schema([pa.field(c.name, doris_arrow_type(c, tinyint1_as_boolean=tinyint)) for c in schema.columns])
+
+
+class ChunkPartition(InputPartition):
+    def __init__(self, chunk: dict[str, Any]):
+        super().__init__(chunk["index"])
+        self.chunk = chunk
+
+
+def _to_spark_arrow(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """uint64 → decimal128(20,0) (Spark's only exact type for it), everything else as is."""
+    columns = []
+    for field in table.schema:
+        column = table.column(field.name)
+        if pa.types.is_uint64(field.type):
+            column = column.cast(pa.decimal128(20, 0))
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+class SnapshotChunkReader(DataSourceReader):
+    def __init__(self, spec: dict[str, Any], password: str):
+        self.spec = spec
+        self.password = password
+
+    def partitions(self) -> list[InputPartition]:
+        return [ChunkPartition(c) for c in self.spec["chunks"]]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from cdc_core.mysql.connection import MySqlConnectionSettings
+        from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
+        from cdc_core.mysql.splits import SnapshotSplit
+        from cdc_core.schema import TableId, TableSchema
+
+        spec, chunk = self.spec, partition.chunk  # type: ignore[attr-defined]
+        source = spec["source"]
+        schema = TableSchema.from_dict(spec["schema"])
+        settings = MySqlConnectionSettings(
+            host=source["host"], port=source["port"], user=source["user"], password=self.password,
+            connect_timeout=source.get("connect_timeout", 30.0),
+        )
+        split = SnapshotSplit(
+            TableId.parse(spec["table_id"]), chunk["index"],
+            None if chunk["start"] is None else tuple(chunk["start"]),
+            None if chunk["end"] is None else tuple(chunk["end"]),
+            tuple(chunk["key_columns"]),
+        )
+        reader = SnapshotSplitReader(
+            settings, server_id_range=tuple(source["server_id_range"]), server_time_zone=source["time_zone"],
+            tinyint1_as_boolean=source["tinyint1_as_boolean"], fetch_size=source["fetch_size"],
+            backfill_skip=source["backfill_skip"],
+        )
+        with reader:
+            result = reader.read(split, schema)
+        target = spark_schema_arrow(arrow_schema_of(spec))
+        seq = result.high_watermark.sequence
+        data = result.table
+        if data.num_rows:
+            data = data.append_column(SEQ, pa.array([seq] * data.num_rows, pa.int64()))
+            data = data.append_column(CHUNK, pa.array([chunk["index"]] * data.num_rows, pa.int32()))
+            data = data.append_column(META, pa.nulls(data.num_rows, pa.string()))
+            yield from _to_spark_arrow(data, target).to_batches(max_chunksize=spec.get("batch_rows", 65536))
+        meta = {
+            "index": chunk["index"],
+            "rows": result.rows,
+            "low_watermark": result.low_watermark.to_dict(),
+            "high_watermark": result.high_watermark.to_dict(),
+            "backfill_events": result.backfill_events,
+            "timings": result.timings,
+        }
+        marker = {f.name: [None] for f in target}
+        marker.update({SEQ: [seq], CHUNK: [chunk["index"]], META: [json.dumps(meta)]})
+        yield pa.RecordBatch.from_pydict(marker, schema=target)
+
+
+def spark_schema_arrow(arrow_schema: pa.Schema) -> pa.Schema:
+    """The Arrow schema matching :func:`spark_schema` (what ``read`` yields)."""
+    fields = [pa.field(f.name, pa.decimal128(20, 0) if pa.types.is_uint64(f.type) else f.type, True)
+              for f in arrow_schema]
+    fields += [pa.field(SEQ, pa.int64()), pa.field(CHUNK, pa.int32()), pa.field(META, pa.string())]
+    return pa.schema(fields)
+
+
+class SnapshotChunkDataSource(DataSource):
+    """``spark.read.format("tidemark_snapshot").option("spec", json).option("password", pw)``.
+
+    ``spec``: ``{"table_id", "schema" (TableSchema.to_dict), "source": {host, port, user,
+    server_id_range, time_zone, tinyint1_as_boolean, fetch_size, backfill_skip}, "chunks":
+    [{"index", "start", "end", "key_columns"}]}``. The password travels as its own option
+    (Spark redacts options named like passwords in plans and logs).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        return spark_schema(arrow_schema_of(json.loads(self.options["spec"])))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return SnapshotChunkReader(json.loads(self.options["spec"]), self.options.get("password", ""))
