@@ -9,6 +9,7 @@ behind is finished before new work is prepared.
 
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     BackfillPolicy,
+    BetaWarning,
     DynamicPartitionsDefinition,
     Failure,
     MaterializeResult,
@@ -27,6 +29,9 @@ from jobs.runner import ChunkResult, PipelineRunner, ResolveReport
 from orchestration.hooks import PipelineHooks
 from orchestration.pipelines import PipelineHandle
 from orchestration.runs import StepLedger
+
+# BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
+warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")
 
 # Dagster's guidance: at most 100k partitions per asset (the UI slows down past it).
 MAX_PARTITIONS = 100_000
