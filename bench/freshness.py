@@ -159,11 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(PIPELINE.format(port=mysql.endpoint.port, db=DB, fe=doris.fe_http, state=work / "state"))
         handle = PipelineHandle.load(path)
         home = prepare_home(work / "dagster")
-        with console.status("snapshot (tidemark run --once, in process)..."):
-            with DagsterInstance.from_config(str(home)) as instance:
-                once = OnceRun(handle, instance, console)
-                once.run()
-                once.runner.close()
+        with console.status("snapshot (tidemark run --once, in process)..."), \
+                DagsterInstance.from_config(str(home)) as instance:
+            once = OnceRun(handle, instance, console)
+            once.run()
+            once.runner.close()
         services = DagsterServices([path], home, webserver=False, daemon=True, log_dir=work / "logs",
                                    working_dir=ROOT).start()
 
