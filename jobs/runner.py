@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.config import PipelineDefinition
+from cdc_core.events import DataChangeEvent
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.state import StateStore
 
@@ -101,8 +102,16 @@ class ParityResult:
 
 
 # Chunk statuses in the state store.
-PENDING, RUNNING, PREPARED, COMMITTED = "PENDING", "RUNNING", "PREPARED", "COMMITTED"
+PENDING, RUNNING, PREPARED, COMMITTED, ABORTED = "PENDING", "RUNNING", "PREPARED", "COMMITTED", "ABORTED"
 SNAPSHOT_NS = "snapshot"
+BINLOG_NS = "binlog"
+
+
+def _offset_key(offset: dict[str, Any]) -> tuple[int, int]:
+    from cdc_core.mysql.offsets import BinlogOffset
+
+    o = BinlogOffset.from_dict(offset)
+    return (o.file_index, o.position)
 
 
 class PipelineRunner:
@@ -271,9 +280,11 @@ class PipelineRunner:
             conn = self._connect()
             try:
                 work = []
+                key_columns_by_table: dict[str, tuple[str, ...]] = {}
                 for table_id, tasks in tasks_by_table.items():
                     schema = self._live_schema(conn, TableId.parse(table_id))
                     key = chunk_key_column(schema, self.definition.source.chunk_key_column)
+                    key_columns_by_table[table_id] = (key.name,)
                     work.append((schema, (key.name,), tasks))
             finally:
                 conn.close()
@@ -285,7 +296,8 @@ class PipelineRunner:
         results = []
         with self.store.transaction() as tx:
             for o in outcomes:
-                detail = {"duration_s": o.duration_s, "backfill_events": o.backfill_events}
+                detail = {"duration_s": o.duration_s, "backfill_events": o.backfill_events,
+                          "key_columns": list(key_columns_by_table[str(o.table_id)])}
                 tx.update_chunk(str(o.table_id), o.index, status=PREPARED, low_watermark=o.low_watermark,
                                 high_watermark=o.high_watermark, transactions=list(o.committables),
                                 rows=o.rows, detail=detail)
@@ -388,7 +400,270 @@ class PipelineRunner:
         )
 
     def _resolve_batches(self) -> ResolveReport:
-        return ResolveReport()
+        committed: list[str] = []
+        aborted: list[str] = []
+        failed: list[str] = []
+        with self.store.transaction(readonly=True) as tx:
+            batches = tx.batches()
+        for batch in batches:
+            if batch["status"] == PREPARED:
+                try:
+                    self.commit_batch(batch["batch_id"])
+                    committed.extend(t["label"] for t in batch["transactions"] or [])
+                except Exception:  # noqa: BLE001 - reported by the check, retried next run
+                    failed.extend(t["label"] for t in batch["transactions"] or [])
+            elif batch["status"] == RUNNING:
+                self._abandon_batch(batch)
+                aborted.append(batch["batch_id"])
+        return ResolveReport(tuple(committed), tuple(aborted), tuple(failed))
+
+    # -- binlog -----------------------------------------------------------------------------
+
+    def _startup(self) -> Any:
+        """The resolved ``scan.startup.mode``, fixed at first use (``latest-offset`` means the
+        latest offset when the pipeline first ran, not at every run)."""
+        from cdc_core.mysql.startup import StartupPlan, resolve_startup
+
+        saved = self.store.get(BINLOG_NS, "startup")
+        if saved is not None:
+            return StartupPlan.from_dict(saved)
+        plan = resolve_startup(self.definition.source, self.settings)
+        self.store.put(BINLOG_NS, "startup", plan.to_dict())
+        return plan
+
+    def _finished_chunks(self) -> list[Any]:
+        from cdc_core.mysql.binlog_filter import FinishedChunk
+
+        with self.store.transaction(readonly=True) as tx:
+            return [FinishedChunk.from_state(c) for c in tx.chunks(status=COMMITTED)]
+
+    def binlog_ready(self) -> bool:
+        """The stream may run: no snapshot is needed, or the snapshot is committed."""
+        return not self._startup().snapshot or self.snapshot_done()
+
+    def _stream_start(self) -> Any:
+        """The committed offset; before the first batch, where the stream must start."""
+        from cdc_core.mysql.offsets import BinlogOffset
+
+        committed = self.store.get(BINLOG_NS, "committed_offset")
+        if committed is not None:
+            return BinlogOffset.from_dict(committed)
+        plan = self._startup()
+        if not plan.snapshot:
+            return plan.start
+        chunks = self._finished_chunks()
+        if chunks:
+            return min(c.high_watermark for c in chunks)
+        planned = self.store.get(BINLOG_NS, "plan_offset")  # a snapshot of no tables
+        return None if planned is None else BinlogOffset.from_dict(planned)
+
+    def binlog_lag(self) -> BinlogLag:
+        """Cheap (no Spark): the committed offset against the server's current position."""
+        from cdc_core.mysql.offsets import read_current_offset
+
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                server = read_current_offset(cur)
+        finally:
+            conn.close()
+        start = self._stream_start() if self.binlog_ready() else None
+        behind = start is not None and server > start
+        bytes_behind = None
+        if start is not None and start.file == server.file:
+            bytes_behind = server.position - start.position
+        return BinlogLag(None if start is None else start.to_dict(), server.to_dict(), behind, bytes_behind)
+
+    def _stop_offset(self) -> Any:
+        from cdc_core.mysql.offsets import read_current_offset
+
+        plan = self._startup()
+        if plan.stop_at_max_high_watermark:
+            chunks = self._finished_chunks()
+            if chunks:
+                return max(c.high_watermark for c in chunks)
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                return read_current_offset(cur)
+        finally:
+            conn.close()
+
+    def run_binlog_batch(self, max_events: int | None = None, *, stop: Any = None) -> BatchResult:
+        """Apply one micro-batch from the committed offset to the server's position at the start
+        (or ``stop``), stopping early at the first DDL on a captured table; its loads end up PREPARED.
+
+        A batch with no change still moves the offset (it is recorded and committed like any other).
+        """
+        import time as _time
+
+        from cdc_core.doris.labels import binlog_batch_id
+        from cdc_core.mysql.binlog_filter import CollationWeigher
+        from cdc_core.mysql.binlog_reader import BinlogSplitReader
+        from cdc_core.mysql.connection import connect
+        from cdc_core.mysql.hybrid_assigner import BinlogSplit
+        from cdc_core.mysql.purge import ensure_offset_available
+        from cdc_core.mysql.schema_history import SchemaHistory
+        from cdc_core.mysql.types import DorisValueConverter
+        from jobs.binlog_job import change_rows, load_in_process, load_with_spark
+
+        self.resolve_pending()
+        if not self.binlog_ready():
+            raise RuntimeError(
+                "the snapshot is not finished: every chunk must be committed before the binlog stream starts "
+                "(backfill snapshot_chunks, or run `tidemark run --once`)"
+            )
+        start = self._stream_start()
+        stop = stop or self._stop_offset()
+        if start is None or stop <= start:
+            return BatchResult("", {} if start is None else start.to_dict(),
+                               {} if start is None else start.to_dict(), {}, ())
+        from cdc_core.mysql.binlog_reader import ConnectionSettings
+
+        ensure_offset_available(ConnectionSettings.of(self.settings), start)
+        source = self.definition.source
+        history = SchemaHistory(self.store)
+        captured_tables = self._captured_tables()
+        conn = self._connect()
+        try:
+            history.bootstrap([self._live_schema(conn, t) for t in captured_tables
+                               if history.schema_at(t, start) is None], start)
+        finally:
+            conn.close()
+        schemas = history.lookup_at(start)
+        plan = self._startup()
+        chunks = self._finished_chunks()
+        stream_tables = tuple(t for t in captured_tables if not any(c.table_id == t for c in chunks)) \
+            if not plan.snapshot else ()
+        selector = source.selector
+        weigher = CollationWeigher(lambda: connect(self.settings))
+        try:
+            split = BinlogSplit(start, stop, tuple(chunks), stream_tables)
+            event_filter = split.event_filter(
+                schemas, captured=lambda t: selector.matches(t.database, t.table), source=source, weigher=weigher
+            )
+            reader = BinlogSplitReader(
+                self.settings, source.server_id_range()[0], schemas,
+                DorisValueConverter(source.server_time_zone or "UTC", source.tinyint1_as_boolean),
+                heartbeat_interval=source.heartbeat_interval,
+                is_captured=lambda t: selector.matches(t.database, t.table),
+            )
+            batch = reader.read_batch(
+                start, stop, max_events=max_events or self.definition.pipeline.binlog_max_events,
+                stop_at_schema_change=True, event_filter=event_filter,
+            )
+        finally:
+            weigher.close()
+        end = batch.end
+        batch_id = binlog_batch_id(start.sequence, end.sequence)
+        by_table: dict[TableId, list[Any]] = {}
+        for event in batch.events:
+            if isinstance(event, DataChangeEvent):
+                by_table.setdefault(event.table_id, []).append(event)
+        targets = {t: self.sink.route(t) for t in by_table}
+        with self.store.transaction() as tx:
+            tx.put_batch(batch_id, start.to_dict(), end.to_dict(), RUNNING, None,
+                         {"probes": [[str(t), str(target), f"{t}:{batch_id}:p0"]
+                                     for t in by_table for target in targets[t]]})
+        committables: list[dict[str, Any]] = []
+        try:
+            for table_id, events in by_table.items():
+                schema = schemas(table_id)
+                if schema is None:
+                    raise RuntimeError(f"no schema known for {table_id} at {start}; re-plan the pipeline")
+                for target in targets[table_id]:
+                    if not self.sink.catalog.table_exists(target.database, target.table):
+                        self.sink.create_table(schema, target)
+                rows = change_rows(events, schema)
+                big = len(rows) >= self.definition.pipeline.binlog_spark_min_events
+                from jobs.transforms import transform_for
+
+                if big or transform_for(self.definition, table_id) is not None:
+                    from jobs.spark import get_spark
+
+                    committables += load_with_spark(get_spark(self.definition), self.definition,
+                                                    targets[table_id], batch_id, rows, schema)
+                else:
+                    committables += load_in_process(self.sink, targets[table_id], batch_id, rows, schema)
+        except BaseException:
+            with self.store.transaction(readonly=True) as tx:
+                record = next(b for b in tx.batches() if b["batch_id"] == batch_id)
+            self._abandon_batch(record)
+            raise
+        ddl = None
+        if batch.schema_change:
+            first = batch.schema_change[0]
+            ddl = {"table_id": str(first.table_id), "type": first.type_name, "ddl": first.ddl,
+                   "offset": None if first.offset is None else first.offset.to_dict(),
+                   "resume_after": None if batch.schema_change_end is None else batch.schema_change_end.to_dict()}
+        last_ms = max((e.commit_time_ms or 0 for e in batch.events if isinstance(e, DataChangeEvent)), default=0)
+        lag = (_time.time() - last_ms / 1000.0) if last_ms else None
+        events_per_table = {str(t): len(e) for t, e in by_table.items()}
+        detail = {"events_per_table": events_per_table, "stopped_at_ddl": ddl, "lag_s": lag,
+                  "events_read": batch.events_read}
+        with self.store.transaction() as tx:
+            tx.put_batch(batch_id, start.to_dict(), end.to_dict(), PREPARED, committables, detail)
+            if ddl is not None:
+                tx.put(BINLOG_NS, "pending_ddl", ddl)
+        return BatchResult(batch_id, start.to_dict(), end.to_dict(), events_per_table, tuple(committables),
+                           ddl, lag)
+
+    def _captured_tables(self) -> list[TableId]:
+        from cdc_core.mysql.discovery import list_captured_tables
+
+        conn = self._connect()
+        try:
+            return list_captured_tables(conn, self.definition.source.selector)
+        finally:
+            conn.close()
+
+    def _abandon_batch(self, record: dict[str, Any]) -> None:
+        probes = [(TableId.parse(target), batch) for _src, target, batch in (record.get("detail") or {}).get("probes", [])]
+        try:
+            if record.get("transactions"):
+                self.sink.abort(record["transactions"])
+            if probes:
+                self.sink.recover(probe=probes)
+        finally:
+            with self.store.transaction() as tx:
+                tx.put_batch(record["batch_id"], record["start_offset"], record["end_offset"], ABORTED,
+                             record.get("transactions"), record.get("detail"))
+
+    def _batch(self, batch_id: str) -> dict[str, Any]:
+        with self.store.transaction(readonly=True) as tx:
+            for batch in tx.batches():
+                if batch["batch_id"] == batch_id:
+                    return batch
+        raise KeyError(f"no binlog batch {batch_id!r} in the state store")
+
+    def commit_batch(self, batch_id: str) -> None:
+        """Commit the batch's loads (idempotent); only then does the committed offset advance."""
+        if not batch_id:
+            return
+        batch = self._batch(batch_id)
+        if batch["status"] == COMMITTED:
+            return
+        if batch["status"] != PREPARED:
+            raise RuntimeError(f"binlog batch {batch_id} is {batch['status']}, not PREPARED; it cannot be committed")
+        self.sink.commit(batch["transactions"] or [])
+        with self.store.transaction() as tx:
+            current = tx.get(BINLOG_NS, "committed_offset")
+            if current is not None and _offset_key(current) > _offset_key(batch["start_offset"]):
+                raise RuntimeError(
+                    f"binlog batch {batch_id} starts at {batch['start_offset']} but the committed offset is already "
+                    f"{current}: two streams ran at once for this pipeline"
+                )
+            tx.put_batch(batch_id, batch["start_offset"], batch["end_offset"], COMMITTED, batch["transactions"],
+                         batch["detail"])
+            tx.put(BINLOG_NS, "committed_offset", batch["end_offset"])
+
+    def abort_batch(self, batch_id: str) -> None:
+        """Abort the batch's loads; the committed offset stays where it was."""
+        if not batch_id:
+            return
+        batch = self._batch(batch_id)
+        if batch["status"] in (PREPARED, RUNNING):
+            self._abandon_batch(batch)
 
     def pending_transactions(self) -> list[dict[str, Any]]:
         """PREPARED-but-not-finished transactions (for the ``no_pending_transactions`` check)."""

@@ -24,6 +24,7 @@ from jobs.doris_writer import FORMAT as DORIS_FORMAT
 from jobs.doris_writer import RESULTS_NAMESPACE
 from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
+from jobs.spark import activate_in_thread
 from jobs.transforms import TableTransform, transform_for, transformed_schema
 
 
@@ -98,6 +99,7 @@ def run_table(
     fail_after_load_once: str | None = None,
 ) -> list[ChunkOutcome]:
     """One Spark job over one table's chunks; returns each chunk's outcome."""
+    activate_in_thread(spark)
     started = time.monotonic()
     password = definition.source.password.get_secret_value()
     read_spec = {

@@ -110,3 +110,16 @@ def stop_spark() -> None:
         if _session is not None:
             _session.stop()
             _session = None
+
+
+def activate_in_thread(session: Any) -> None:
+    """Make ``session`` the JVM thread's active session.
+
+    A job started from a driver thread other than the one that created the session would not
+    find Python data sources registered on it (the write path looks them up through the active
+    session, which is thread-local in the JVM). Spark Connect sessions need nothing.
+    """
+    jvm = getattr(session, "_jvm", None)
+    jsession = getattr(session, "_jsparkSession", None)
+    if jvm is not None and jsession is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(jsession)

@@ -141,6 +141,20 @@ def _dev(args: argparse.Namespace) -> int:
     return run_dev(args.pipelines, host=args.host, port=args.port)
 
 
+# -- splits ----------------------------------------------------------------------------------
+
+
+def _splits(args: argparse.Namespace) -> int:
+    from cdc_core.mysql.plan import splits_command
+
+    try:
+        print(splits_command(args.pipeline, args.table or None, as_json=args.json))
+    except (ValueError, ConnectionError) as exc:
+        print(f"tidemark splits: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # -- parser ----------------------------------------------------------------------------------
 
 
@@ -172,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
     ui.set_defaults(handler=_dev)
+
+    spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) Flink CDC would make")
+    spl.add_argument("pipeline")
+    spl.add_argument("--table", action="append", metavar="DB.TBL", help="only this table (repeatable)")
+    spl.add_argument("--json", action="store_true", help="one JSON array of {table, index, start, end}")
+    spl.set_defaults(handler=_splits)
     return parser
 
 

@@ -52,3 +52,30 @@ def fresh_db(mysql_server, root_conn) -> str:
     yield name
     with root_conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture(scope="session")
+def doris_standin(tmp_path_factory):
+    """The Doris stand-in on free ports (one per test session), as ``tidemark devstack up`` runs it."""
+    from devstack.stack import DorisStandIn
+
+    standin = DorisStandIn(tmp_path_factory.mktemp("doris"), fe_port=free_port(), be_port=free_port())
+    standin.start()
+    yield standin
+    standin.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_session():
+    """One local Spark session for the whole test session (~10 s to start), with task retries."""
+    from jobs.spark import get_spark, stop_spark
+
+    class _Local:
+        parallelism = 2
+        spark_master = None
+        spark_remote = None
+        spark_conf: dict = {}
+
+    session = get_spark(_Local)
+    yield session
+    stop_spark()

@@ -326,6 +326,10 @@ class PipelineOptions(_Block):
     spark_master: str | None = Field(None, alias="tidemark.spark.master")
     spark_remote: str | None = Field(None, alias="tidemark.spark.remote")
     spark_conf: dict[str, str] = Field(default_factory=dict, alias="tidemark.spark.conf.*")
+    # A binlog batch with fewer changes than this (and no transform) is compacted and loaded in the
+    # driver: a Spark job costs seconds, which freshness cannot afford for a few hundred rows.
+    binlog_spark_min_events: int = Field(50_000, ge=0, alias="tidemark.binlog.spark-min-events")
+    binlog_max_events: int = Field(200_000, gt=0, alias="tidemark.binlog.max-events")
 
     @property
     def slug(self) -> str:

@@ -122,10 +122,15 @@ class DorisHttpClient:
 
     @classmethod
     def from_options(cls, options: Any, **overrides: Any) -> DorisHttpClient:
-        """From a ``DorisSinkOptions`` (the pipeline's ``sink:`` block)."""
+        """From a ``DorisSinkOptions`` (the pipeline's ``sink:`` block).
+
+        Loads go to ``benodes`` when given, else through the FE's 307 (``auto-redirect``): a BE
+        address the FE hands out in a redirect is the one it also lists in ``/api/backends``,
+        and the redirect keeps the FE's own load balancing.
+        """
         kwargs: dict[str, Any] = {
             "benodes": options.benodes,
-            "auto_redirect": options.auto_redirect or not options.benodes,
+            "auto_redirect": True,
             "max_retries": options.max_retries,
         }
         kwargs.update(overrides)
@@ -247,7 +252,7 @@ class DorisHttpClient:
             node = order[n % len(order)]
             return self.send(method, self.url(node, path), headers=headers, body=body, params=params)
 
-        return self.with_retries(f"{method} {path}", attempt)
+        return self.with_retries(f"{method} {path} (FE {', '.join(order)})", attempt)
 
     # -- answers -----------------------------------------------------------------------------
 

@@ -133,13 +133,34 @@ class DorisSink:
         """
         table = self.table(target)
         delete_sign = table.unique and self.enable_delete
-        if not table.unique and not _is_arrow(rows):
-            rows = _drop_deletes(rows, target)
+        if not delete_sign:
+            rows = _drop_deletes(rows, target, "has no primary key in Doris" if not table.unique
+                                 else "is loaded with sink.enable-delete false")
         return self.loader.load(
             target.database, target.table, self.label(target, batch_id), rows,
             columns=table.columns, delete_sign=delete_sign,
             sequence=sequence if table.sequence_column else None, fmt=fmt,
         )
+
+    def load_buffers(self, batches: Mapping[TableId, Any], batch_id: str, *,
+                     sequence: int | None = None) -> list[Committable]:
+        """One load per Doris table for one batch (``TableBuffers.drain()``); all precommitted or none.
+
+        Should one table's load fail, the ones already precommitted are aborted before the error
+        propagates, so a failed batch leaves nothing behind (a retry would find them anyway).
+        """
+        done: list[Committable] = []
+        try:
+            for target, rows in batches.items():
+                done.append(self.load(target, batch_id, rows, sequence=sequence))
+        except BaseException:
+            for c in done:
+                try:
+                    self.committer.abort(c)
+                except Exception as exc:  # noqa: BLE001 - the load error is the one to report
+                    log.warning("could not abort %s after a failed batch: %s", c.describe(), exc)
+            raise
+        return done
 
     def commit(self, committables: Iterable[Committable | Mapping[str, Any]]) -> None:
         """Commit every committable (idempotent: already committed is success)."""
@@ -190,11 +211,29 @@ def _is_arrow(rows: Any) -> bool:
         isinstance(rows, Sequence) and bool(rows) and isinstance(rows[0], pa.RecordBatch))
 
 
-def _drop_deletes(rows: Iterable[Mapping[str, Any]], target: TableId) -> Iterable[Mapping[str, Any]]:
-    """A DUPLICATE-model table cannot delete: a delete row would be inserted again as a duplicate."""
-    if isinstance(rows, Sequence):
-        kept = [r for r in rows if not r.get(DELETE_SIGN)]
-        if len(kept) != len(rows):
-            log.warning("%s has no primary key in Doris: %d delete(s) not applied", target, len(rows) - len(kept))
+def _drop_deletes(rows: Any, target: TableId, why: str) -> Any:
+    """Rows without their deletes: a table that cannot delete would insert them again."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if _is_arrow(rows):
+        table = rows if isinstance(rows, pa.Table) else (
+            pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else pa.Table.from_batches(list(rows)))
+        if DELETE_SIGN not in table.column_names:
+            return table
+        keep = pc.invert(pc.fill_null(pc.equal(table.column(DELETE_SIGN).cast(pa.int8()), 1), False))
+        kept = table.filter(keep)
+        if kept.num_rows != table.num_rows:
+            log.warning("%s %s: %d delete(s) not applied", target, why, table.num_rows - kept.num_rows)
         return kept
-    return (r for r in rows if not r.get(DELETE_SIGN))
+    if isinstance(rows, Sequence):
+        kept = [r for r in rows if not _is_delete(r)]
+        if len(kept) != len(rows):
+            log.warning("%s %s: %d delete(s) not applied", target, why, len(rows) - len(kept))
+        return kept
+    return (r for r in rows if not _is_delete(r))
+
+
+def _is_delete(row: Mapping[str, Any]) -> bool:
+    sign = row.get(DELETE_SIGN)
+    return sign is not None and str(sign) in ("1", "true", "True")

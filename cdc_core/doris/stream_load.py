@@ -35,7 +35,7 @@ from cdc_core.doris.errors import (
     StreamLoadError,
 )
 from cdc_core.doris.labels import validate_label
-from cdc_core.doris.rows import Payload, PayloadBuilder
+from cdc_core.doris.rows import Payload, PayloadBuilder, _is_arrow
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,9 @@ class StreamLoader:
         for key in list(props):
             if key.lower() in RESERVED_HEADERS:
                 raise ValueError(f"sink.properties.{key} is set by Tidemark itself; remove it from the pipeline")
-        self.format = fmt or props.pop("format", "json")
+        configured = fmt or props.pop("format", None)
+        self.explicit_format = configured is not None
+        self.format = configured or "json"
         props.pop("read_json_by_line", None)
         if props.pop("compress_type", "").lower() in ("gz", "gzip"):
             gzip = True
@@ -79,6 +81,8 @@ class StreamLoader:
              sequence: int | None = None, fmt: str | None = None) -> Committable:
         """Precommit ``rows`` into ``database.table`` under ``label``; see the module docstring."""
         validate_label(label)
+        if fmt is None and not self.explicit_format and _is_arrow(rows):
+            fmt = "arrow"  # Arrow input travels as Arrow unless the pipeline chose a format
         builder = self.builder if fmt in (None, self.format) else PayloadBuilder(fmt, gzip=self.builder.gzip)
         payload = builder.build(rows, columns=columns, delete_sign=delete_sign, sequence=sequence)
         try:
@@ -110,7 +114,9 @@ class StreamLoader:
 
         def attempt(n: int) -> requests.Response:
             url = self.target_url(database, table, path, n)
-            return self.client.send("PUT", url, headers=headers, body=payload.chunks, follow_redirects=False)
+            # Normally ``url`` is the BE already; should it redirect again (an https FE, a proxy),
+            # the body is produced afresh for the next hop.
+            return self.client.send("PUT", url, headers=headers, body=payload.chunks)
 
         resp = self.client.with_retries(f"stream load of {database}.{table} (label {label})", attempt)
         return self._json(resp, f"stream load of {database}.{table}")
@@ -198,6 +204,13 @@ class StreamLoader:
             if existing == "FINISHED":
                 log.info("label %s already committed (txn %s)", label, txn)
                 return Committable(database, table, label, txn, payload.rows)
+            if existing is None and self.committer is not None:
+                # Doris 1.x answers without ExistingJobStatus: ask for the label's state instead.
+                state = self.committer.states.state(database, label)
+                existing = {"PRECOMMITTED": "PRECOMMITTED", "COMMITTED": "FINISHED", "VISIBLE": "FINISHED"}.get(
+                    state, "RUNNING")
+                if existing != "RUNNING":
+                    return Committable(database, table, label, txn, payload.rows)
             if existing == "RUNNING" or existing is None:
                 if self.committer is None:
                     raise LabelError(f"label of {where} is held by a running load (txn {txn}): {message}")

@@ -5,7 +5,8 @@ Layout of a table Tidemark creates (Flink CDC's ``DorisSchemaFactory`` plus the 
 * UNIQUE KEY on the source primary key, key columns first in key order (Doris requires keys to
   lead; when the source has them elsewhere the columns are reordered and a message says so); a
   STRING key becomes ``VARCHAR(65533)`` (Doris keys cannot be STRING). No primary key ⇒
-  DUPLICATE model, first column as the distribution key, no sequence column.
+  DUPLICATE model, first column as key and distribution key (when Doris accepts it as a key;
+  else a keyless duplicate table distributed at random), no sequence column, deletes dropped.
 * ``__tidemark_seq BIGINT`` last, named by ``function_column.sequence_col``: loads carry the
   source position of each row, and Doris keeps the higher one.
 * Key columns NOT NULL; value columns nullable (so later MySQL ``MODIFY ... NULL`` never breaks
@@ -44,6 +45,16 @@ def default_type_mapper(tinyint1_as_boolean: bool = True) -> TypeMapper:
             "cdc_core.mysql.types.doris_type is not available; pass a type_mapper to the Doris sink"
         ) from exc
     return lambda column: doris_type(column, tinyint1_as_boolean=tinyint1_as_boolean)
+
+
+_NOT_KEYABLE = ("STRING", "TEXT", "FLOAT", "DOUBLE", "JSON", "JSONB", "VARIANT", "ARRAY", "MAP", "STRUCT",
+                "HLL", "BITMAP", "QUANTILE_STATE", "AGG_STATE")
+
+
+def _keyable(doris_type: str) -> bool:
+    """Whether Doris accepts a column of this type as a key (sort) column."""
+    base = doris_type.split("(", 1)[0].strip().upper()
+    return base not in _NOT_KEYABLE
 
 
 @dataclass(frozen=True)
@@ -122,10 +133,17 @@ class TableCreator:
         ddl += ",\n  ".join(lines) + "\n)"
         if keys:
             ddl += " UNIQUE KEY(" + ", ".join(quote_ident(k) for k in keys) + ")"
-        if schema.comment:
-            ddl += " COMMENT " + quote_string(schema.comment)
-        dist = keys or (schema.columns[0].name,)
-        ddl += " DISTRIBUTED BY HASH(" + ", ".join(quote_ident(k) for k in dist) + ") BUCKETS AUTO"
+        comment = " COMMENT " + quote_string(schema.comment) if schema.comment else ""
+        first = schema.columns[0]
+        if keys:
+            ddl += comment + " DISTRIBUTED BY HASH(" + ", ".join(quote_ident(k) for k in keys) + ") BUCKETS AUTO"
+        elif _keyable(self.doris_type(first, key=False)):
+            ddl += f" DUPLICATE KEY({quote_ident(first.name)}){comment} DISTRIBUTED BY HASH({quote_ident(first.name)})"
+            ddl += " BUCKETS AUTO"
+        else:
+            # Doris cannot sort by a STRING/FLOAT/JSON first column: a duplicate table without keys.
+            props.setdefault("enable_duplicate_without_keys_by_default", "true")
+            ddl += comment + " DISTRIBUTED BY RANDOM BUCKETS AUTO"
         ddl += " PROPERTIES (" + ", ".join(f"{quote_string(k)} = {quote_string(str(v))}" for k, v in props.items()) + ")"
         return ddl
 

@@ -162,6 +162,29 @@ class _Item:
     is_data: bool = True  # false for protocol noise (rotate, format description) not counted as events
 
 
+def _filtered(event_filter: Callable[[ChangeEvent], Any] | None, events: list[ChangeEvent]) -> list[ChangeEvent]:
+    if event_filter is None or not events:
+        return list(events)
+    apply = getattr(event_filter, "apply", None)
+    if apply is not None:
+        return list(apply(events))
+    out: list[ChangeEvent] = []
+    for ev in events:
+        verdict = event_filter(ev)
+        if verdict is True:
+            out.append(ev)
+        elif verdict:
+            out.extend(verdict)
+    return out
+
+
+def stream_server_id(source: Any) -> int:
+    """The binlog stream's server id: the first of the ``server-id`` range (chunk backfills take the
+    others, see ``cdc_core.mysql.snapshot_reader.acquire_server_id``)."""
+    lo, _hi = source.server_id_range()
+    return lo
+
+
 class BinlogSplitReader:
     """Reads changes of captured tables from a MySQL/MariaDB binlog.
 
@@ -192,6 +215,28 @@ class BinlogSplitReader:
         self._ddl_parser = ddl_parser if ddl_parser is not None else MySqlDdlParser()
         self._is_captured = is_captured
         self._schema_cache: dict[TableId, TableSchema] = {}
+
+    @classmethod
+    def from_source(cls, source: Any, schemas: SchemaLookup, *, server_id: int | None = None,
+                    converter: ValueConverter | None = None, mariadb: bool = True) -> BinlogSplitReader:
+        """The stream's reader for a pipeline's ``source:`` block (``MySqlSourceOptions``): its
+        connection, the first server id of its range, the shared Doris value converter bound to
+        ``server-time-zone``/``treat-tinyint1-as-boolean.enabled``, its table selector, heartbeat
+        and online-schema-change options."""
+        from cdc_core.mysql.types import DorisValueConverter
+
+        selector = source.selector
+        return cls(
+            source,
+            server_id if server_id is not None else stream_server_id(source),
+            schemas,
+            converter if converter is not None else DorisValueConverter(source.server_time_zone or "UTC",
+                                                                        source.tinyint1_as_boolean),
+            heartbeat_interval=source.heartbeat_interval,
+            ddl_parser=MySqlDdlParser(parse_online_schema_changes=source.parse_online_schema_changes,
+                                      mariadb=mariadb),
+            is_captured=lambda t: selector.matches(t.database, t.table),
+        )
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -229,19 +274,23 @@ class BinlogSplitReader:
         max_bytes: int | None = None,
         tables: set[TableId] | None = None,
         stop_at_schema_change: bool = False,
-        event_filter: Callable[[ChangeEvent], bool] | None = None,
+        event_filter: Callable[[ChangeEvent], Any] | None = None,
+        skip_rows: int = 0,
     ) -> BinlogBatch:
         """Read from ``start`` to ``stop`` (or the end of the log), at most about ``max_events`` binlog
         events / ``max_bytes`` bytes, and end on a transaction boundary.
 
         ``event_filter`` (e.g. :class:`cdc_core.mysql.binlog_filter.BinlogEventFilter`) decides which
-        change events are kept; positions advance regardless, so an idle or filtered stream still moves.
+        change events are kept — it returns a bool or a list of events, and its ``apply(events)`` is
+        used per transaction when it has one; positions advance regardless, so an idle or filtered
+        stream still moves. ``skip_rows`` drops the first row changes (startup ``skip-rows``).
         """
         self._schema_cache.clear()
         events: list[ChangeEvent] = []
         pending: list[ChangeEvent] = []
         end = start
         events_read = bytes_read = 0
+        to_skip = skip_rows
         for item in self._items(start, blocking=False, tables=tables):
             if stop is not None and item.offset > stop:
                 break
@@ -252,10 +301,12 @@ class BinlogSplitReader:
                 events_read += 1
             bytes_read += item.size
             for ev in item.events:
-                if event_filter is None or event_filter(ev):
-                    pending.append(ev)
+                if to_skip and isinstance(ev, DataChangeEvent):
+                    to_skip -= 1
+                    continue
+                pending.append(ev)
             if item.boundary:
-                events.extend(pending)
+                events.extend(_filtered(event_filter, pending))
                 pending.clear()
                 end = item.offset
                 if stop is not None and end >= stop:

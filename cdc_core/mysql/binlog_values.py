@@ -151,12 +151,9 @@ class RowImageConverter:
         out: dict[str, Any] = {}
         for binlog_name, name, fn in plan:
             value = values.get(binlog_name)
-            if value is None:
-                if empty_sets and empty_sets.get(binlog_name) == "empty set":
-                    value = ""
-                else:
-                    out[name] = None
-                    continue
+            if value is None and empty_sets and empty_sets.get(binlog_name) == "empty set":
+                value = ""
+            # the converter sees NULLs too: zero dates arrive as None and map by the column's rule
             out[name] = fn(value) if fn is not None else value
         return out
 

@@ -56,8 +56,12 @@ class MySqlConnectionSettings:
 
 
 def text_conversions() -> dict[int, Any]:
-    """pymysql converters: integers → int, all else left as the server's text (or bytes)."""
-    return {
+    """pymysql converters: integers → int, all else left as the server's text (or bytes).
+
+    pymysql keeps encoders (keyed by Python type) in the same dict; those stay as they are.
+    """
+    encoders = {k: v for k, v in pymysql.converters.conversions.items() if not isinstance(k, int)}
+    return encoders | {
         FIELD_TYPE.TINY: int,
         FIELD_TYPE.SHORT: int,
         FIELD_TYPE.LONG: int,

@@ -265,7 +265,7 @@ _TYPE_ALIASES = {
 _INT_WIDTH = {  # MariaDB's display width defaults, as information_schema.COLUMN_TYPE shows them
     "tinyint": (4, 3), "smallint": (6, 5), "mediumint": (9, 8), "int": (11, 10), "bigint": (20, 20),
 }
-_STRING_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
+_STRING_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json"}
 _TIME_TYPES = {"datetime", "timestamp", "time"}
 _COLUMN_ATTR_END = {
     "NOT", "NULL", "DEFAULT", "AUTO_INCREMENT", "UNIQUE", "PRIMARY", "KEY", "COMMENT", "COLLATE",
@@ -285,8 +285,16 @@ class _ColumnDef:
     if_not_exists: bool = False
 
 
-def _canonical_type(raw: str) -> tuple[str, str, dict]:
-    """MySQL type text → (COLUMN_TYPE, DATA_TYPE, extra numeric/char facts) the way MariaDB reports them."""
+_INT_PRECISION = {"tinyint": 3, "smallint": 5, "mediumint": 7, "int": 10, "bigint": 19}
+_LOB_LENGTH = {"tiny": 255, "": 65535, "medium": 16777215, "long": 4294967295}
+
+
+def _canonical_type(raw: str, *, mariadb: bool = True) -> tuple[str, str, dict]:
+    """MySQL type text → (COLUMN_TYPE, DATA_TYPE, numeric/char facts) as information_schema reports them.
+
+    Checked against MariaDB 10.11 discovery (``cdc_core.mysql.discovery``) for every type in
+    ``tests/binlog/test_ddl_stream.py``; ``mariadb`` is reserved for spellings where servers differ.
+    """
     text = " ".join(raw.split())
     m = re.match(r"(?is)^\s*([a-z_][a-z0-9_]*(?:\s+(?:precision|varying|varchar|varbinary|char|character))?)"
                  r"\s*(\((?:[^()']|'(?:[^']|'')*')*\))?\s*(.*)$", text)
@@ -308,14 +316,21 @@ def _canonical_type(raw: str) -> tuple[str, str, dict]:
     name = _TYPE_ALIASES.get(name, name)
     unsigned = "unsigned" in rest
     zerofill = "zerofill" in rest
+    if name == "serial":
+        name, params, unsigned = "bigint", "", True
+    # JSON stays "json" on MariaDB too (where the server stores LONGTEXT + a JSON_VALID check), as
+    # discovery reports it: the value conversion depends on it.
     if zerofill:
         unsigned = True
     facts: dict = {}
     if is_bool:
         params = "(1)"
-    if name in _INT_WIDTH and not params:
-        signed_w, unsigned_w = _INT_WIDTH[name]
-        params = f"({unsigned_w if unsigned else signed_w})"
+    if name in _INT_WIDTH:
+        if not params:
+            signed_w, unsigned_w = _INT_WIDTH[name]
+            params = f"({unsigned_w if unsigned else signed_w})"
+        precision = _INT_PRECISION[name] + (1 if name == "bigint" and unsigned else 0)
+        facts.update(numeric_precision=precision, numeric_scale=0)
     if name == "decimal":
         nums = re.findall(r"\d+", params)
         p = int(nums[0]) if nums else 10
@@ -326,8 +341,13 @@ def _canonical_type(raw: str) -> tuple[str, str, dict]:
         params = "(1)"
     elif name == "year":
         params = "(4)"
-    elif name in ("float", "double") and params:
+    elif name in ("float", "double"):
         params = params.replace(" ", "")
+        nums = re.findall(r"\d+", params)
+        if len(nums) == 2:
+            facts.update(numeric_precision=int(nums[0]), numeric_scale=int(nums[1]))
+        else:
+            facts["numeric_precision"] = 12 if name == "float" else 22
     elif name in _TIME_TYPES:
         nums = re.findall(r"\d+", params)
         fsp = int(nums[0]) if nums else 0
@@ -335,23 +355,29 @@ def _canonical_type(raw: str) -> tuple[str, str, dict]:
         facts["datetime_precision"] = fsp
     elif name in ("enum", "set"):
         params = _normalise_value_list(params)
+        values = [v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", params)]
+        if values:
+            facts["char_length"] = (max(len(v) for v in values) if name == "enum"
+                                    else sum(len(v) for v in values) + len(values) - 1)
     elif name in ("varchar", "varbinary", "char", "binary"):
         params = params.replace(" ", "")
     elif name in ("text", "blob") and params:
-        # TEXT(n) picks the smallest type that holds n bytes
-        n = int(re.findall(r"\d+", params)[0])
-        small, medium = ("tinytext", "mediumtext") if name == "text" else ("tinyblob", "mediumblob")
-        big = "longtext" if name == "text" else "longblob"
-        name = small if n < 256 else name if n < 65536 else medium if n < 16777216 else big
+        # TEXT(n)/BLOB(n) pick the smallest type holding n characters (bytes; utf8mb4 = 4 per char)
+        n = int(re.findall(r"\d+", params)[0]) * (4 if name == "text" else 1)
+        size = "tiny" if n < 256 else "" if n < 65536 else "medium" if n < 16777216 else "long"
+        name = size + name
         params = ""
+    if name == "bit":
+        facts["numeric_precision"] = int(re.findall(r"\d+", params)[0])
     if name in ("char", "varchar", "binary", "varbinary"):
         nums = re.findall(r"\d+", params)
         if nums:
             facts["char_length"] = int(nums[0])
-    if name in _INT_WIDTH or name in ("float", "double"):
-        nums = re.findall(r"\d+", params)
-        if name in ("float", "double") and len(nums) == 2:
-            facts.update(numeric_precision=int(nums[0]), numeric_scale=int(nums[1]))
+    for size, length in _LOB_LENGTH.items():
+        if name in (f"{size}text", f"{size}blob"):
+            facts["char_length"] = length
+    if name == "json" and mariadb:
+        facts["char_length"] = _LOB_LENGTH["long"]  # MariaDB stores JSON as LONGTEXT
     column_type = name + params
     if unsigned and (name in _INT_WIDTH or name in ("decimal", "float", "double")):
         column_type += " unsigned"
@@ -368,8 +394,9 @@ def _normalise_value_list(params: str) -> str:
 class _ColumnParser:
     """Parses ``name type [attributes]`` at the cursor."""
 
-    def __init__(self, cur: _Cursor):
+    def __init__(self, cur: _Cursor, mariadb: bool = True):
         self.cur = cur
+        self.mariadb = mariadb
 
     def parse(self, name: str | None = None) -> _ColumnDef:
         cur = self.cur
@@ -391,8 +418,8 @@ class _ColumnParser:
             cur.next()
         type_end = self.cur.toks[cur.i - 1].end
         raw_type = cur.sql[start_tok.start:type_end + 1]
-        column_type, data_type, facts = _canonical_type(raw_type)
-        nullable = True
+        column_type, data_type, facts = _canonical_type(raw_type, mariadb=self.mariadb)
+        nullable = not raw_type.strip().lower().startswith("serial")
         default: str | None = None
         comment = ""
         charset: str | None = None
@@ -451,9 +478,11 @@ class _ColumnParser:
                     while cur.is_word("FULL", "PARTIAL", "SIMPLE", "DELETE", "UPDATE", "RESTRICT", "CASCADE",
                                       "SET", "NULL", "NO", "ACTION", "DEFAULT"):
                         cur.next()
-            elif cur.accept("WITH", "WITHOUT"):
+            elif cur.accept("WITHOUT"):
                 cur.expect_word("SYSTEM")
                 cur.expect_word("VERSIONING")
+            elif cur.is_word("WITH") and cur.is_word("SYSTEM", k=1):
+                raise _Syntax("system-versioned columns add hidden row_start/row_end columns; not supported")
             elif cur.accept("FIRST"):
                 position = "FIRST"
             elif cur.accept("AFTER"):
@@ -555,8 +584,9 @@ class _Pending:
 class MySqlDdlParser:
     """Parses one DDL at a time; stateful only for online schema changes in progress."""
 
-    def __init__(self, *, parse_online_schema_changes: bool = False) -> None:
+    def __init__(self, *, parse_online_schema_changes: bool = False, mariadb: bool = True) -> None:
         self.parse_online_schema_changes = parse_online_schema_changes
+        self.mariadb = mariadb
         self._pending: dict[TableId, _Pending] = {}
 
     # public ---------------------------------------------------------------------------------
@@ -604,8 +634,6 @@ class MySqlDdlParser:
             if t.kind in ("ident", "word") and i > 0 and (
                 toks[i - 1].up in ("TABLE", "TO", "LIKE", "EXISTS", "AS", "TRUNCATE")
                 or (toks[i - 1].kind == "punct" and toks[i - 1].text == ",")
-                or (i > 1 and toks[i - 1].kind == "punct" and toks[i - 1].text == "." and toks[i - 2].kind
-                    in ("ident", "word"))
             ):
                 if i + 2 < len(toks) and toks[i + 1].kind == "punct" and toks[i + 1].text == ".":
                     out.append(TableId(t.text, toks[i + 2].text))
@@ -742,7 +770,7 @@ class _Statement:
                 else:
                     cur.skip_to_item_end()
             else:
-                col = _ColumnParser(cur).parse()
+                col = _ColumnParser(cur, self.parser.mariadb).parse()
                 columns.append(col.column)
                 if col.primary_key:
                     pk = [col.column.name]
@@ -758,6 +786,9 @@ class _Statement:
                 comment = tok.text
             elif cur.is_punct("("):
                 cur.skip_balanced()
+            elif cur.is_word("WITH") and cur.is_word("SYSTEM", k=1):
+                raise _Syntax("WITH SYSTEM VERSIONING adds hidden row_start/row_end columns; system-versioned "
+                              "tables are not supported")
             elif cur.is_word("AS", "SELECT", "IGNORE", "REPLACE") and not cur.is_punct("=", k=1):
                 break  # CREATE TABLE ... SELECT: ROW binlog logs explicit columns; the rows follow
             else:
@@ -814,10 +845,13 @@ class _Statement:
 
     def _alter_spec(self, t: TableId, events: list[SchemaChangeEvent], relevant: bool) -> None:
         cur = self.cur
-        cp = _ColumnParser(cur)
+        cp = _ColumnParser(cur, self.parser.mariadb)
         if cur.accept("ADD"):
+            if cur.is_word("SYSTEM"):
+                raise _Syntax("ADD SYSTEM VERSIONING adds hidden row_start/row_end columns; system-versioned "
+                              "tables are not supported")
             if cur.is_word("INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CONSTRAINT", "CHECK",
-                           "PERIOD", "SYSTEM"):
+                           "PERIOD"):
                 cur.skip_to_item_end()
                 return
             if cur.accept("PRIMARY"):
@@ -852,7 +886,10 @@ class _Statement:
                     self._set_primary_key(t, [d.column.name])
             return
         if cur.accept("DROP"):
-            if cur.is_word("INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "PERIOD", "SYSTEM"):
+            if cur.is_word("SYSTEM"):
+                raise _Syntax("DROP SYSTEM VERSIONING removes hidden row_start/row_end columns; system-versioned "
+                              "tables are not supported")
+            if cur.is_word("INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "PERIOD"):
                 cur.skip_to_item_end()
                 return
             if cur.accept("PRIMARY"):

@@ -40,7 +40,13 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from cdc_core.events import DataChangeEvent, Op
-from cdc_core.mysql.connection import SESSION_TIME_ZONE, MySqlConnectionSettings, connect, quote_ident, quote_table
+from cdc_core.mysql.connection import (
+    SESSION_TIME_ZONE,
+    MySqlConnectionSettings,
+    connect,
+    quote_ident,
+    quote_table,
+)
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_literal, key_param
 from cdc_core.mysql.types import (
@@ -91,9 +97,10 @@ class ChunkReadResult:
 
 
 def build_scan_query(schema: TableSchema, split: SnapshotSplit, key: Column, *,
-                     tinyint1_as_boolean: bool = True) -> str:
+                     tinyint1_as_boolean: bool = True, safe: bool = False) -> str:
     """The chunk's SELECT with literals inlined (connectorx takes no bind parameters)."""
-    projection = ", ".join(select_expression(c, tinyint1_as_boolean=tinyint1_as_boolean) for c in schema.columns)
+    projection = ", ".join(select_expression(c, tinyint1_as_boolean=tinyint1_as_boolean, safe=safe)
+                           for c in schema.columns)
     sql = f"SELECT {projection} FROM {quote_table(schema.table_id.database, schema.table_id.table)}"
     where = scan_condition(split, key)
     return f"{sql} WHERE {where}" if where else sql
@@ -322,16 +329,26 @@ def _mask_without_keys(table: pa.Table, cols: list[str], keys: set[tuple[Any, ..
 # -- server ids ---------------------------------------------------------------------------------
 
 
-def acquire_server_id(conn: Any, server_id_range: tuple[int, int], *, reserve_first_for_stream: bool = True) -> int:
-    """Take a server id from the range for as long as ``conn`` lives (a ``GET_LOCK`` per id)."""
+def acquire_server_id(conn: Any, server_id_range: tuple[int, int], *, reserve_first_for_stream: bool = True,
+                      wait_s: float = 0.0) -> int:
+    """Take a server id from the range for as long as ``conn`` lives (a ``GET_LOCK`` per id).
+
+    ``wait_s``: how long to keep trying when all ids are taken (a reader that just ended frees its
+    id when the server notices its disconnect).
+    """
     lo, hi = server_id_range
     first = lo + 1 if reserve_first_for_stream and hi > lo else lo
-    with conn.cursor() as cur:
-        for candidate in range(first, hi + 1):
-            cur.execute("SELECT GET_LOCK(%s, 0)", (f"{SERVER_ID_LOCK_PREFIX}{candidate}",))
-            (got,) = cur.fetchone()
-            if got is not None and int(got) == 1:
-                return candidate
+    deadline = time.monotonic() + wait_s
+    while True:
+        with conn.cursor() as cur:
+            for candidate in range(first, hi + 1):
+                cur.execute("SELECT GET_LOCK(%s, 0)", (f"{SERVER_ID_LOCK_PREFIX}{candidate}",))
+                (got,) = cur.fetchone()
+                if got is not None and int(got) == 1:
+                    return candidate
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
     raise RuntimeError(
         f"every server id in the 'server-id' range {lo}-{hi} is in use by another Tidemark reader; "
         f"widen the range in the source block (e.g. '{lo}-{lo + 64}') to at least the snapshot "
@@ -353,7 +370,8 @@ class SnapshotSplitReader:
     """Reads chunks of captured tables; one instance per worker, reusable for many chunks.
 
     ``pause_after_low_watermark`` is called with the split right after the low watermark is
-    taken — tests use it to write inside the chunk's window.
+    taken, ``pause_after_scan`` after the range scan and before the high watermark — tests use
+    them to write inside the chunk's window (seen by the scan, or only by the backfill).
     """
 
     def __init__(
@@ -367,6 +385,7 @@ class SnapshotSplitReader:
         backfill_skip: bool = False,
         binlog_reader_factory: BinlogReaderFactory | None = None,
         pause_after_low_watermark: Callable[[SnapshotSplit], None] | None = None,
+        pause_after_scan: Callable[[SnapshotSplit], None] | None = None,
     ):
         self.settings = settings
         self.server_id_range = server_id_range
@@ -376,9 +395,11 @@ class SnapshotSplitReader:
         self.backfill_skip = backfill_skip
         self._binlog_factory = binlog_reader_factory or _default_binlog_reader
         self.pause_after_low_watermark = pause_after_low_watermark
+        self.pause_after_scan = pause_after_scan
         self._converter = DorisValueConverter(self.tz, tinyint1_as_boolean)
         self._conn: Any = None
         self._server_id: int | None = None
+        self._safe_tables: set[TableId] = set()
 
     @classmethod
     def from_source(cls, source: Any, **kwargs: Any) -> SnapshotSplitReader:
@@ -404,7 +425,7 @@ class SnapshotSplitReader:
     def server_id(self) -> int:
         """This reader's server id for backfills (taken on first use, held until :meth:`close`)."""
         if self._server_id is None:
-            self._server_id = acquire_server_id(self._control(), self.server_id_range)
+            self._server_id = acquire_server_id(self._control(), self.server_id_range, wait_s=30.0)
         return self._server_id
 
     def close(self) -> None:
@@ -427,19 +448,47 @@ class SnapshotSplitReader:
         with self._control().cursor() as cur:
             return read_current_offset(cur)
 
-    def scan_batches(self, schema: TableSchema, split: SnapshotSplit) -> Iterator[pa.Table]:
-        """The chunk's rows as converted Arrow batches of ``fetch_size`` rows (no watermarks)."""
+    def _raw_batches(self, schema: TableSchema, split: SnapshotSplit, *, safe: bool) -> Iterator[pa.RecordBatch]:
         import connectorx as cx
 
         key = schema.column(split.key_columns[0]) if split.key_columns else schema.column(schema.primary_key[0])
-        query = build_scan_query(schema, split, key, tinyint1_as_boolean=self.tinyint1_as_boolean)
+        query = build_scan_query(schema, split, key, tinyint1_as_boolean=self.tinyint1_as_boolean, safe=safe)
         reader = cx.read_sql(
             self.settings.connectorx_uri(), query, return_type="arrow_stream", batch_size=self.fetch_size,
             pre_execution_query=[f"SET time_zone = '{SESSION_TIME_ZONE}'"],
         )
         for batch in reader:
             if batch.num_rows:
-                yield arrow_to_doris(batch, schema.columns, tz=self.tz, tinyint1_as_boolean=self.tinyint1_as_boolean)
+                yield batch
+
+    def _scan_raw(self, schema: TableSchema, split: SnapshotSplit) -> list[pa.RecordBatch]:
+        """Read natively; on a value the native reader cannot hold (a zero date) re-read the chunk
+        with server-rendered text, and keep doing so for that table."""
+        if schema.table_id not in self._safe_tables:
+            try:
+                return list(self._raw_batches(schema, split, safe=False))
+            except BaseException as exc:  # connectorx raises pyo3's PanicException, a BaseException
+                if type(exc).__name__ != "PanicException":
+                    raise
+                log.warning("table %s holds values the native reader rejects (%s); reading it as text",
+                            schema.table_id, str(exc).splitlines()[0][:200])
+                self._safe_tables.add(schema.table_id)
+        return list(self._raw_batches(schema, split, safe=True))
+
+    def _convert(self, raw: pa.Table | pa.RecordBatch, schema: TableSchema) -> pa.Table:
+        return arrow_to_doris(raw, schema.columns, tz=self.tz, tinyint1_as_boolean=self.tinyint1_as_boolean)
+
+    def scan_batches(self, schema: TableSchema, split: SnapshotSplit) -> Iterator[pa.Table]:
+        """The chunk's rows as converted Arrow batches of ``fetch_size`` rows (no watermarks)."""
+        for batch in self._scan_raw(schema, split):
+            yield self._convert(batch, schema)
+
+    def scan(self, schema: TableSchema, split: SnapshotSplit) -> pa.Table:
+        """The whole chunk, converted once (fewer, larger Arrow kernels than per batch)."""
+        batches = self._scan_raw(schema, split)
+        if not batches:
+            return self.empty_table(schema)
+        return self._convert(pa.Table.from_batches(batches), schema)
 
     def empty_table(self, schema: TableSchema) -> pa.Table:
         return pa.schema([
@@ -454,9 +503,10 @@ class SnapshotSplitReader:
         if self.pause_after_low_watermark is not None:
             self.pause_after_low_watermark(split)
         t1 = time.perf_counter()
-        batches = list(self.scan_batches(schema, split))
-        table = pa.concat_tables(batches) if batches else self.empty_table(schema)
+        table = self.scan(schema, split)
         scanned = table.num_rows
+        if self.pause_after_scan is not None:
+            self.pause_after_scan(split)
         t2 = time.perf_counter()
         high = low if self.backfill_skip else self.current_offset()
         applied = 0

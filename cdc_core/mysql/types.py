@@ -330,7 +330,7 @@ def _format_decimal(value: Decimal, scale: int) -> str:
         ctx.prec = 100  # DECIMAL(65,30) is beyond the default 28 digits
         q = value.quantize(Decimal(1).scaleb(-scale))
     text = format(q, "f")
-    return "0" + text[1:] if text.startswith("-0") and q == 0 else text  # MySQL has no negative zero
+    return text[1:] if text.startswith("-") and q == 0 else text  # MySQL has no negative zero
 
 
 def _float32(value: float) -> float:
@@ -514,16 +514,26 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def select_expression(column: Column, *, tinyint1_as_boolean: bool = True) -> str:
+_NATIVE_DECIMAL_DIGITS = 28  # connectorx reads DECIMAL through rust_decimal (28 digits)
+
+
+def select_expression(column: Column, *, tinyint1_as_boolean: bool = True, safe: bool = False) -> str:
     """What the chunk query selects for a column (aliased to the column's name).
 
-    The session runs with ``time_zone = '+00:00'``: TIMESTAMP text is UTC, shifted to ``tz`` in
-    :func:`arrow_to_doris`. DECIMAL, temporal types and TIME come back as MySQL's own text (exact,
-    no client-side decimal or date limits); BIT as an unsigned integer; binary types as base64;
+    The session runs with ``time_zone = '+00:00'``: TIMESTAMP values are UTC, shifted to ``tz``
+    in :func:`arrow_to_doris`. Fast form (``safe=False``): DECIMAL(p ≤ 28), DATE, DATETIME and
+    TIMESTAMP are read natively (Arrow decimal / date / timestamp), formatted column-wise.
+    Safe form: they come back as MySQL's own text — needed for zero dates such as
+    ``0000-00-00``, which the native reader cannot represent (the reader falls back to it).
+    Always: wide DECIMAL and TIME as text, BIT as an unsigned integer, binary types as base64,
     spatial values as SRID + WKB.
     """
     kind = kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean)
     q = _q(column.name)
+    if kind == TypeKind.DECIMAL and not safe and _precision_scale(column)[0] <= _NATIVE_DECIMAL_DIGITS:
+        return q
+    if kind in (TypeKind.DATE, TypeKind.DATETIME, TypeKind.TIMESTAMP) and not safe:
+        return q
     if kind in (TypeKind.DECIMAL, TypeKind.DATE, TypeKind.DATETIME, TypeKind.TIMESTAMP, TypeKind.TIME):
         expr = f"CAST({q} AS CHAR)"
     elif kind == TypeKind.BIT:
@@ -564,7 +574,29 @@ def _as_text(array: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     return array.cast(pa.string())
 
 
+def _native_temporal(array: Any, kind: str, column: Column, tz: dt.tzinfo) -> Any:
+    """Arrow date / timestamp (read natively, so never a zero date) → Doris text."""
+    if pa.types.is_date(array.type):
+        return array.cast(pa.string())
+    fsp = _fsp(column)
+    ts = array.cast(pa.timestamp("us"))
+    if kind == TypeKind.TIMESTAMP and not _is_utc(tz):
+        zone = tz.key if isinstance(tz, ZoneInfo) else _offset_name(tz)
+        ts = pc.local_timestamp(ts.cast(pa.timestamp("us", tz="UTC")).cast(pa.timestamp("us", tz=zone)))
+    text = ts.cast(pa.string())  # "YYYY-MM-DD HH:MM:SS.ffffff" (much faster than pc.strftime)
+    return pc.utf8_slice_codeunits(text, 0, 20 + fsp if fsp else 19)
+
+
+def _offset_name(tz: dt.tzinfo) -> str:
+    offset = tz.utcoffset(None) or dt.timedelta(0)
+    minutes = int(offset.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
 def _temporal(array: Any, kind: str, column: Column, tz: dt.tzinfo) -> Any:
+    if pa.types.is_timestamp(array.type) or pa.types.is_date(array.type):
+        return _native_temporal(array, kind, column, tz)
     text = _as_text(array)
     invalid = pc.match_substring_regex(text, _INVALID_DATE.pattern)
     fill = _zero_datetime_like(column, kind, _fsp(column))
@@ -593,6 +625,8 @@ def _convert_array(array: Any, column: Column, kind: str, tz: dt.tzinfo) -> Any:
     if kind == TypeKind.DOUBLE:
         return array.cast(pa.float64())
     if kind == TypeKind.DECIMAL:
+        if pa.types.is_decimal(array.type):
+            return array.cast(pa.decimal128(38, _precision_scale(column)[1])).cast(pa.string())
         return _as_text(array)
     if kind == TypeKind.BIT:
         n = _bit_width(column)

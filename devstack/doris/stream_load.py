@@ -286,17 +286,22 @@ class StreamLoader:
         src_lookup = {n.lower(): n for n in src_names}
         # 1. mapped source values (name -> SQL over the raw source)
         mapped: dict[str, str] = {}
+        src_types: dict[str, pa.DataType] = {}  # mapped name -> Arrow type when it is a plain source column
+        schema = parsed.table.schema
         if columns:
             for name, expr in columns:
                 if expr is None:
                     src = src_lookup.get(name.lower())
                     mapped[name.lower()] = f"src.{quote_ident(src)}" if src else "NULL"
+                    if src:
+                        src_types[name.lower()] = schema.field(src).type
             for name, expr in columns:
                 if expr is not None:
                     mapped[name.lower()] = f"({_translate(expr)})"
         else:
             for n in src_names:
                 mapped[n.lower()] = f"src.{quote_ident(n)}"
+                src_types[n.lower()] = schema.field(n).type
         mapped_cols = ", ".join(f"{v} AS {quote_ident(k)}" for k, v in mapped.items())
         inner = f"SELECT src.__ord{', ' if mapped_cols else ''}{mapped_cols} FROM src_{txn_id} AS src"
 
@@ -309,7 +314,7 @@ class StreamLoader:
             key = c.name.lower()
             if key in mapped:
                 raw = f"m.{quote_ident(key)}"
-                conv = d.convert_sql(raw)
+                conv = d.convert_sql(raw, src_types.get(key))
                 if strict:
                     reasons.append(
                         f"WHEN {raw} IS NOT NULL AND ({conv}) IS NULL THEN 'column({c.name}) value is incorrect "

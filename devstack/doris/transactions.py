@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -87,7 +86,6 @@ class TxnManager:
         self.label_num_threshold = label_num_threshold
         self.txns: dict[int, Txn] = {}
         self.by_label: dict[tuple[str, str], list[int]] = {}
-        self.on_visible: Callable[[Txn], None] | None = None
         for rec in storage.load_txns():
             self._index(Txn(**rec))
         with storage.transaction() as cur:

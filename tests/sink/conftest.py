@@ -48,6 +48,9 @@ class StandIn:
         resp = requests.post(f"http://{self.fe}/_standin/faults", json=list(specs), timeout=5)
         resp.raise_for_status()
 
+    def active_faults(self) -> list:
+        return requests.get(f"http://{self.fe}/_standin/faults", timeout=5).json()["faults"]
+
     def clear_faults(self) -> None:
         requests.delete(f"http://{self.fe}/_standin/faults", timeout=5).raise_for_status()
 

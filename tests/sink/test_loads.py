@@ -114,3 +114,56 @@ def test_fe_redirect_to_backend_on_another_port_keeps_auth(doris, doris_db, sink
     assert url.startswith(f"http://{doris.be}/") and "@" not in url and doris.password not in url
     sink.commit([sink.load(target, "chunk-0-g0", [{"id": 1, "name": "x"}], sequence=1)])
     assert select(sink, target, "id, name") == [(1, "x")]
+
+
+def test_generator_of_record_batches_and_of_dicts(sink, doris_db):
+    target = TableId(doris_db, "users")
+    sink.create_table(users_schema(doris_db))
+    batches = (pa.record_batch({"id": pa.array([i, i + 100], pa.int32()), "name": [f"a{i}", f"b{i}"]})
+               for i in range(3))
+    c = sink.load(target, "chunk-0-g0", batches, sequence=1, fmt="arrow")
+    assert c.rows == 6
+    dicts = ({"id": 1000 + i, "name": "d"} for i in range(5))
+    c2 = sink.load(target, "chunk-1-g0", dicts, sequence=1)
+    assert c2.rows == 5
+    sink.commit([c, c2])
+    assert len(select(sink, target)) == 11
+
+
+def test_buffered_batch_is_one_load_per_table(sink, doris_db):
+    from cdc_core.doris.batching import TableBuffers
+
+    a, b = TableId(doris_db, "a"), TableId(doris_db, "b")
+    sink.create_table(users_schema(doris_db, "a"))
+    sink.create_table(users_schema(doris_db, "b"))
+    buffers = TableBuffers(max_rows=4)
+    events = [(a, Op.INSERT, {"id": 1, "name": "x"}, 100), (b, Op.INSERT, {"id": 1, "name": "y"}, 110),
+              (a, Op.UPDATE, {"id": 1, "name": "x2"}, 120), (a, Op.DELETE, {"id": 2, "name": "gone"}, 130),
+              (a, Op.INSERT, {"id": 3, "name": "z"}, 140)]
+    for target, op, row, pos in events:
+        buffers.add(target, event_row(_event(op, row, pos)), key=(row["id"],))
+    assert not buffers.should_flush()
+    buffers.add(b, event_row(_event(Op.INSERT, {"id": 2, "name": "w"}, 150)), key=(2,))
+    buffers.add(b, event_row(_event(Op.INSERT, {"id": 3, "name": "v"}, 160)), key=(3,))
+    buffers.add(b, event_row(_event(Op.INSERT, {"id": 4, "name": "u"}, 170)), key=(4,))
+    assert buffers.should_flush()
+    committables = sink.load_buffers(buffers.drain(), "binlog-100-170")
+    assert [(c.table, c.rows) for c in committables] == [("a", 3), ("b", 4)]
+    sink.commit(committables)
+    assert select(sink, a, "id, name") == [(1, "x2"), (3, "z")]
+    assert len(select(sink, b)) == 4
+
+
+def test_deletes_are_dropped_where_they_cannot_apply(doris, doris_db):
+    from cdc_core.doris.sink import DorisSink
+    from tests.sink.conftest import test_type_mapper
+
+    s = DorisSink(make_client(doris), "tm_test", type_mapper=test_type_mapper, enable_delete=False)
+    target = TableId(doris_db, "users")
+    s.create_table(users_schema(doris_db))
+    s.commit([s.load(target, "b0", [{"id": 1, "name": "keep"}], sequence=5)])
+    table = pa.table({"id": pa.array([1, 2], pa.int32()), "name": ["del", "new"],
+                      DELETE_SIGN: pa.array([1, 0], pa.int8())})
+    s.commit([s.load(target, "b1", table, sequence=6, fmt="arrow")])
+    assert select(s, target, "id, name") == [(1, "keep"), (2, "new")]
+    s.close()

@@ -1,0 +1,135 @@
+"""Stream-load throughput into the Doris stand-in: JSON vs CSV vs Arrow (and gzip), 1M rows.
+
+    PYTHONPATH=$PWD /work/main/.venv/bin/python bench/sink_load.py [--rows 1000000] [--fe host:port]
+
+Starts its own stand-in on free ports (unless --fe is given). For each format it reports:
+
+* ``sink``  — rows/s of DorisSink.load + commit end to end (encoding, HTTP, the stand-in's parse
+  and merge), for dict input (what the binlog path hands over) and for Arrow input (Spark);
+* ``limit`` — rows/s of a bare PUT + commit of the same body already encoded in memory, measured in
+  the same run: what the stand-in itself can ingest. ``sink/limit`` is the share our client keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import decimal
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cdc_core.doris.client import DorisHttpClient  # noqa: E402
+from cdc_core.doris.committable import Committable  # noqa: E402
+from cdc_core.doris.rows import PayloadBuilder  # noqa: E402
+from cdc_core.doris.sink import DorisSink  # noqa: E402
+from cdc_core.schema import Column, TableId, TableSchema  # noqa: E402
+from devstack.procs import free_port  # noqa: E402
+
+TYPES = {"bigint": "BIGINT", "varchar": "VARCHAR(192)", "decimal": "DECIMALV3(12,2)", "int": "INT"}
+
+
+def type_mapper(column: Column) -> str:
+    return TYPES[column.data_type]
+
+
+def schema(db: str, table: str) -> TableSchema:
+    return TableSchema(TableId(db, table), (
+        Column("id", "bigint(20)", "bigint", False),
+        Column("name", "varchar(64)", "varchar", char_length=64),
+        Column("amount", "decimal(12,2)", "decimal", numeric_precision=12, numeric_scale=2),
+        Column("qty", "int(11)", "int"),
+        Column("note", "varchar(64)", "varchar", char_length=64),
+    ), primary_key=("id",))
+
+
+def make_rows(n: int) -> tuple[list[dict], pa.Table]:
+    ids = list(range(n))
+    names = [f"customer-{i % 9973}" for i in ids]
+    amounts = [decimal.Decimal(i % 100000) / 100 for i in ids]
+    qty = [i % 50 for i in ids]
+    notes = [None if i % 7 == 0 else "some note text" for i in ids]
+    table = pa.table({"id": pa.array(ids, pa.int64()), "name": names,
+                      "amount": pa.array(amounts, pa.decimal128(12, 2)), "qty": pa.array(qty, pa.int32()),
+                      "note": notes})
+    dicts = [{"id": i, "name": names[i], "amount": str(amounts[i]), "qty": qty[i], "note": notes[i]} for i in ids]
+    return dicts, table
+
+
+def start_standin(tmp: Path) -> tuple[subprocess.Popen, str]:
+    fe, be = free_port(), free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "devstack.doris", "--fe-port", str(fe), "--be-port", str(be),
+                             "--data-dir", str(tmp / "data")], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    for _ in range(300):
+        try:
+            if requests.get(f"http://127.0.0.1:{fe}/api/health", timeout=1).status_code == 200:
+                return proc, f"127.0.0.1:{fe}"
+        except requests.RequestException:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("stand-in did not start")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--fe", default=None)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="sink-bench-"))
+    proc, fe = (None, args.fe) if args.fe else start_standin(tmp)
+    try:
+        client = DorisHttpClient(fe, "root", "", auto_redirect=True)
+        sink = DorisSink(client, "bench", type_mapper=type_mapper, table_properties={"replication_num": "1"})
+        dicts, table = make_rows(args.rows)
+        db = f"bench_{int(time.time())}"
+        print(f"rows={args.rows}  stand-in FE={fe}")
+        print(f"{'case':<22}{'sink rows/s':>14}{'limit rows/s':>14}{'sink/limit':>12}{'body MB':>10}")
+        cases = [("json dicts", "json", dicts, False), ("csv dicts", "csv", dicts, False),
+                 ("json arrow", "json", table, False), ("csv arrow", "csv", table, False),
+                 ("arrow arrow", "arrow", table, False), ("arrow arrow gzip", "arrow", table, True),
+                 ("json dicts gzip", "json", dicts, True)]
+        for i, (name, fmt, data, gz) in enumerate(cases):
+            target = TableId(db, f"t{i}")
+            layout = sink.create_table(schema(db, target.table), target)
+            sink = DorisSink(client, "bench", type_mapper=type_mapper, fmt=fmt, gzip=gz,
+                             table_properties={"replication_num": "1"})
+            t0 = time.perf_counter()
+            c = sink.load(target, "chunk-0-g0", data, sequence=1)
+            sink.commit([c])
+            sink_s = time.perf_counter() - t0
+            assert c.rows == args.rows, c
+            # limit: the same body, pre-encoded, one bare PUT + commit
+            payload = PayloadBuilder(fmt, gzip=gz).build(data, columns=layout.columns, sequence=1)
+            body = b"".join(payload.chunks())
+            limit_target = TableId(db, f"l{i}")
+            sink.create_table(schema(db, limit_target.table), limit_target)
+            be_url = sink.loader.resolve_redirect(db, limit_target.table,
+                                                  f"/api/{db}/{limit_target.table}/_stream_load", 0)
+            headers = {"Expect": "100-continue", "two_phase_commit": "true", "label": f"limit{i}", **payload.headers}
+            t0 = time.perf_counter()
+            resp = requests.put(be_url, data=io.BytesIO(body), headers=headers, auth=("root", ""), timeout=3600)
+            answer = resp.json()
+            assert answer["Status"] == "Success", answer
+            sink.committer.commit(Committable(db, limit_target.table, f"limit{i}", answer["TxnId"]))
+            limit_s = time.perf_counter() - t0
+            print(f"{name:<22}{args.rows / sink_s:>14,.0f}{args.rows / limit_s:>14,.0f}"
+                  f"{limit_s / sink_s:>12.2f}{len(body) / 1e6:>10.1f}", flush=True)
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()

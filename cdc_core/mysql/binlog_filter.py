@@ -1,0 +1,440 @@
+"""Which binlog changes the stream must emit once snapshot chunks exist (Flink's ``shouldEmit``).
+
+The stream starts at the minimum high watermark (HW) of all finished chunks (see
+:mod:`cdc_core.mysql.hybrid_assigner`). Between that start and a table's maximum HW, a change may
+already be inside a chunk: the chunk's rows are the table as it was at the chunk's HW. So
+(``cdc-anchors.md`` §1.6):
+
+* a change of a table whose chunks all lie behind it (offset > the table's max HW) is emitted,
+  and the table becomes "pure binlog" from then on;
+* otherwise the chunk whose key range ``[start, end)`` holds the change's chunk key is found by
+  binary search over the table's sorted chunks, and the change is emitted iff its offset is
+  after that chunk's HW;
+* an UPDATE that moves a row from one chunk to another is judged per image: the removal of the
+  old key against the old key's chunk, the new image against the new key's chunk (it becomes a
+  DELETE and/or an INSERT when only one side is due);
+* tables without chunks: emitted when they are streamed without a snapshot (startup modes other
+  than ``initial``, or ``scan.binlog.newly-added-table.enabled`` for tables created later); held
+  back when ``scan.newly-added-table.enabled`` (they get a snapshot first, and their chunks join
+  the filter with :meth:`BinlogEventFilter.add_chunks`); dropped otherwise.
+
+Key order is MySQL's: numbers and temporal values compare as values; binary strings byte-wise;
+character strings by the chunk-key column's collation, using the server's ``WEIGHT_STRING``
+(with PAD SPACE semantics) so case- and accent-insensitive collations order exactly as the chunk
+query did. Event values are the converted (Doris) values, bounds are the splitter's bound values;
+both are mapped to the same sort key.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
+from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
+from cdc_core.schema import Column, TableId, TableSchema
+
+ChangeEvent = DataChangeEvent | SchemaChangeEvent
+Bound = tuple[Any, ...] | None
+
+
+@dataclass(frozen=True)
+class FinishedChunk:
+    """A chunk read up to its high watermark: Flink's ``FinishedSnapshotSplitInfo``."""
+
+    table_id: TableId
+    index: int
+    start: Bound
+    end: Bound
+    high_watermark: BinlogOffset
+    key_columns: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": str(self.table_id), "index": self.index,
+            "start": None if self.start is None else list(self.start),
+            "end": None if self.end is None else list(self.end),
+            "high_watermark": self.high_watermark.to_dict(), "key_columns": list(self.key_columns),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FinishedChunk:
+        return cls(
+            TableId.parse(data["table"]), int(data["index"]),
+            None if data.get("start") is None else tuple(data["start"]),
+            None if data.get("end") is None else tuple(data["end"]),
+            BinlogOffset.from_dict(data["high_watermark"]), tuple(data.get("key_columns", ())),
+        )
+
+    @classmethod
+    def from_split(cls, split: Any, high_watermark: BinlogOffset) -> FinishedChunk:
+        """From a ``cdc_core.mysql.splits.SnapshotSplit`` and the HW its read ended at."""
+        return cls(split.table_id, split.index, split.start, split.end, high_watermark,
+                   tuple(getattr(split, "key_columns", ()) or ()))
+
+    @classmethod
+    def from_state(cls, record: dict[str, Any]) -> FinishedChunk:
+        """From a chunk record of the state store (``tx.chunks()``) that has a high watermark."""
+        hw = record.get("high_watermark")
+        if hw is None:
+            raise ValueError(f"chunk {record.get('table_id')}#{record.get('chunk_index')} has no high watermark yet")
+        table = record.get("table_id") or record.get("table")
+        index = record.get("chunk_index", record.get("index"))
+        start, end = record.get("start"), record.get("end")
+        detail = record.get("detail") or {}
+        return cls(TableId.parse(str(table)), int(index), None if start is None else tuple(start),
+                   None if end is None else tuple(end), BinlogOffset.from_dict(hw),
+                   tuple(detail.get("key_columns", ())) if isinstance(detail, dict) else ())
+
+
+# -- key order ---------------------------------------------------------------------------------
+
+
+def _pad_space(collation: str | None) -> bool:
+    c = (collation or "").lower()
+    return "nopad" not in c and "_0900_" not in c and not c.endswith("_0900_bin")
+
+
+class CollationWeigher:
+    """Sort keys of strings under a collation, from the server's ``WEIGHT_STRING`` (cached)."""
+
+    def __init__(self, connect: Callable[[], Any]):
+        self._connect = connect
+        self._conn: Any = None
+        self._cache: dict[tuple[str, str, str], bytes] = {}
+        self._collations: dict[tuple[TableId, str], tuple[str, str | None]] = {}
+
+    def _cursor(self) -> Any:
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn.cursor()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def collation(self, table_id: TableId, column: str) -> tuple[str, str | None]:
+        key = (table_id, column.lower())
+        if key not in self._collations:
+            with self._cursor() as cur:
+                cur.execute(
+                    "SELECT CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s AND COLUMN_NAME=%s",
+                    (table_id.database, table_id.table, column),
+                )
+                row = cur.fetchone()
+            if row:
+                values = list(row.values()) if isinstance(row, dict) else list(row)
+                self._collations[key] = (values[0] or "utf8mb4", values[1])
+            else:
+                self._collations[key] = ("utf8mb4", None)
+        return self._collations[key]
+
+    def prefetch(self, charset: str, collation: str | None, values: Iterable[str]) -> None:
+        coll = collation or ""
+        todo = sorted({v for v in values if (charset, coll, v) not in self._cache})
+        clause = f" COLLATE {collation}" if collation else ""
+        for i in range(0, len(todo), 500):
+            part = todo[i:i + 500]
+            args = [v.rstrip(" ") if _pad_space(collation) else v for v in part]
+            sql = "SELECT " + ", ".join(f"WEIGHT_STRING(CONVERT(%s USING {charset}){clause})" for _ in part)
+            with self._cursor() as cur:
+                cur.execute(sql, args)
+                row = cur.fetchone()
+            values_out = list(row.values()) if isinstance(row, dict) else list(row)
+            for v, w in zip(part, values_out, strict=True):
+                self._cache[(charset, coll, v)] = bytes(w or b"")
+
+    def weight(self, charset: str, collation: str | None, value: str) -> bytes:
+        key = (charset, collation or "", value)
+        if key not in self._cache:
+            self.prefetch(charset, collation, [value])
+        return self._cache[key]
+
+
+_TIME = re.compile(r"^(-)?(\d+):(\d{2}):(\d{2})(?:\.(\d+))?$")
+
+
+class ChunkKeyOrder:
+    """Maps a chunk-key value (a bound, or an event's converted value) to a sort key."""
+
+    def __init__(self, table_id: TableId, column: Column, *, tz: str | dt.tzinfo | None = "UTC",
+                 tinyint1_as_boolean: bool = True, weigher: CollationWeigher | None = None):
+        self.table_id = table_id
+        self.column = column
+        self.kind = kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean)
+        self.tz = parse_tz(tz)
+        self.weigher = weigher
+        self.is_text = self.kind in (TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.JSON)
+        self._charset: str | None = None
+        self._collation: str | None = None
+
+    def _coll(self) -> tuple[str, str | None]:
+        if self._charset is None:
+            if self.weigher is not None:
+                self._charset, self._collation = self.weigher.collation(self.table_id, self.column.name)
+            else:
+                self._charset, self._collation = (self.column.charset or "utf8mb4"), None
+        return self._charset, self._collation
+
+    def prefetch(self, values: Iterable[Any]) -> None:
+        if self.is_text and self.weigher is not None:
+            charset, collation = self._coll()
+            self.weigher.prefetch(charset, collation, [str(v) for v in values if v is not None])
+
+    def _text_key(self, value: str) -> Any:
+        charset, collation = self._coll()
+        if self.weigher is not None:
+            return self.weigher.weight(charset, collation, value)
+        # no server at hand: MySQL's default collations are case-insensitive and PAD SPACE
+        return value.rstrip(" ").casefold().encode("utf-8")
+
+    def bound_key(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if self.kind == TypeKind.BINARY:
+            return bytes.fromhex(str(value))
+        if self.kind == TypeKind.TIMESTAMP:
+            return self._datetime(str(value), utc=True)
+        return self._common(value)
+
+    def event_key(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if self.kind == TypeKind.BINARY:
+            return base64.b64decode(value) if isinstance(value, str) else bytes(value)
+        if self.kind == TypeKind.TIMESTAMP:
+            return self._datetime(str(value), utc=False)
+        return self._common(value)
+
+    def _common(self, value: Any) -> Any:
+        kind = self.kind
+        if kind in (TypeKind.INT, TypeKind.UINT64, TypeKind.YEAR, TypeKind.BOOL, TypeKind.BIT):
+            if isinstance(value, bytes):
+                return int.from_bytes(value, "big")
+            return int(value)
+        if kind in (TypeKind.DECIMAL, TypeKind.FLOAT, TypeKind.DOUBLE):
+            try:
+                return Decimal(str(value))
+            except InvalidOperation:
+                return Decimal(0)
+        if kind in (TypeKind.DATE, TypeKind.DATETIME):
+            return self._datetime(str(value), utc=True)
+        if kind == TypeKind.TIME:
+            m = _TIME.match(str(value))
+            if not m:
+                return str(value)
+            sign = -1 if m.group(1) else 1
+            frac = int((m.group(5) or "0").ljust(6, "0")[:6])
+            return sign * (((int(m.group(2)) * 60 + int(m.group(3))) * 60 + int(m.group(4))) * 1_000_000 + frac)
+        return self._text_key(str(value))
+
+    def _datetime(self, text: str, *, utc: bool) -> Any:
+        try:
+            parsed = dt.datetime.fromisoformat(text.replace(" ", "T")) if "-" in text else None
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            return dt.datetime.min  # zero dates sort first, as MySQL sorts them
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+        elif not utc and self.kind == TypeKind.TIMESTAMP:
+            parsed = parsed.replace(tzinfo=self.tz).astimezone(dt.UTC).replace(tzinfo=None)
+        return parsed
+
+
+class _TableChunks:
+    """One table's finished chunks, sorted by start key for binary search."""
+
+    def __init__(self, chunks: list[FinishedChunk], order: ChunkKeyOrder):
+        self.order = order
+        self.key_column = order.column.name
+        self.max_hw = max(c.high_watermark for c in chunks)
+        # an empty range (start == end in the collation, e.g. ['B', 'b') under a _ci collation) holds no key
+        chunks = [c for c in chunks if c.start is None or c.end is None
+                  or order.bound_key(c.start[0]) < order.bound_key(c.end[0])]
+        chunks = sorted(chunks, key=lambda c: (c.start is not None, order.bound_key(c.start[0]) if c.start else 0))
+        self.chunks = chunks
+        self.starts = [order.bound_key(c.start[0]) for c in chunks if c.start is not None]
+        self.offset = 1 if chunks and chunks[0].start is None else 0
+
+    def find(self, value: Any) -> FinishedChunk | None:
+        """The chunk whose ``[start, end)`` holds the key (NULL keys belong to the first chunk)."""
+        if not self.chunks:
+            return None
+        if value is None:
+            return self.chunks[0] if self.offset else None
+        k = self.order.event_key(value)
+        i = bisect.bisect_right(self.starts, k) - 1 + self.offset
+        if i < 0:
+            return None
+        chunk = self.chunks[i]
+        if chunk.end is not None and not k < self.order.bound_key(chunk.end[0]):
+            return None  # a gap in the chunk list: no chunk holds this key
+        return chunk
+
+
+@dataclass
+class FilterStats:
+    emitted: int = 0
+    dropped_by_chunk: int = 0
+    dropped_uncaptured: int = 0
+    held_for_snapshot: int = 0
+
+
+@dataclass
+class BinlogEventFilter:
+    """Decides, per change, whether the stream emits it. Call it on an event: a list comes back
+    (empty = drop; two events when a key-moving UPDATE is split)."""
+
+    chunks: list[FinishedChunk]
+    schemas: Callable[[TableId], TableSchema | None]
+    captured: Callable[[TableId], bool] = lambda _t: True
+    stream_tables: set[TableId] = field(default_factory=set)
+    newly_added_table_enabled: bool = False
+    binlog_newly_added_table_enabled: bool = False
+    backfill_skipped: bool = False
+    tz: str | dt.tzinfo | None = "UTC"
+    tinyint1_as_boolean: bool = True
+    weigher: CollationWeigher | None = None
+    stats: FilterStats = field(default_factory=FilterStats)
+    awaiting_snapshot: set[TableId] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._tables: dict[TableId, _TableChunks] = {}
+        self._pure: set[TableId] = set(self.stream_tables)
+        self._build(self.chunks)
+
+    def _build(self, chunks: list[FinishedChunk]) -> None:
+        by_table: dict[TableId, list[FinishedChunk]] = {}
+        for c in chunks:
+            by_table.setdefault(c.table_id, []).append(c)
+        for table_id, table_chunks in by_table.items():
+            if table_id in self._tables:
+                table_chunks = self._tables[table_id].chunks + table_chunks
+            schema = self.schemas(table_id)
+            if schema is None:
+                raise ValueError(f"no schema for {table_id}, which has snapshot chunks")
+            key_name = next((c.key_columns[0] for c in table_chunks if c.key_columns), None) or (
+                schema.primary_key[0] if schema.primary_key else None)
+            if key_name is None:
+                raise ValueError(f"{table_id} has chunks but no chunk key column and no primary key")
+            order = ChunkKeyOrder(table_id, schema.column(key_name), tz=self.tz,
+                                  tinyint1_as_boolean=self.tinyint1_as_boolean, weigher=self.weigher)
+            self._tables[table_id] = _TableChunks(table_chunks, order)
+            self._pure.discard(table_id)
+            self.awaiting_snapshot.discard(table_id)
+
+    def add_chunks(self, chunks: Iterable[FinishedChunk]) -> None:
+        """Chunks of a newly added table finished: its changes after them are now due."""
+        chunks = list(chunks)
+        self.chunks = self.chunks + chunks
+        self._build(chunks)
+
+    @property
+    def start_offset(self) -> BinlogOffset | None:
+        """Minimum HW over all chunks: where the stream must start (None without chunks)."""
+        return min((c.high_watermark for c in self.chunks), default=None)
+
+    # -- deciding ----------------------------------------------------------------------------
+
+    def apply(self, events: Iterable[ChangeEvent]) -> list[ChangeEvent]:
+        """Filter many events (string keys are weighed by the server in one round trip)."""
+        events = list(events)
+        pending: dict[TableId, list[Any]] = {}
+        for e in events:
+            if isinstance(e, DataChangeEvent) and e.table_id in self._tables and e.table_id not in self._pure:
+                tc = self._tables[e.table_id]
+                if tc.order.is_text:
+                    for image in (e.before, e.after):
+                        if image is not None:
+                            pending.setdefault(e.table_id, []).append(image.get(tc.key_column))
+        for table_id, values in pending.items():
+            self._tables[table_id].order.prefetch(values)
+        out: list[ChangeEvent] = []
+        for e in events:
+            out.extend(self(e))
+        return out
+
+    def __call__(self, event: ChangeEvent) -> list[ChangeEvent]:
+        t = event.table_id
+        if isinstance(event, SchemaChangeEvent):
+            keep = self._table_wanted(t) or (t in self._tables)
+            return [event] if keep else []
+        if t in self._pure:
+            self.stats.emitted += 1
+            return [event]
+        tc = self._tables.get(t)
+        if tc is None:
+            if self._table_wanted(t):
+                self.stats.emitted += 1
+                return [event]
+            return []
+        if event.offset > tc.max_hw:
+            self._pure.add(t)
+            self.stats.emitted += 1
+            return [event]
+        if self.backfill_skipped:
+            self.stats.emitted += 1
+            return [event]
+        return self._by_chunk(tc, event)
+
+    def _table_wanted(self, t: TableId) -> bool:
+        if t in self._pure:
+            return True
+        if not self.captured(t):
+            self.stats.dropped_uncaptured += 1
+            return False
+        if self.newly_added_table_enabled:
+            self.awaiting_snapshot.add(t)
+            self.stats.held_for_snapshot += 1
+            return False
+        if self.binlog_newly_added_table_enabled:
+            self._pure.add(t)
+            return True
+        self.stats.dropped_uncaptured += 1
+        return False
+
+    def _due(self, tc: _TableChunks, image: dict[str, Any] | None, offset: BinlogOffset) -> bool:
+        if image is None:
+            return False
+        chunk = tc.find(image.get(tc.key_column))
+        if chunk is None:
+            return True  # no chunk covers the key: nothing snapshotted it, the binlog must carry it
+        return offset > chunk.high_watermark
+
+    def _by_chunk(self, tc: _TableChunks, event: DataChangeEvent) -> list[ChangeEvent]:
+        if event.op == Op.INSERT:
+            keep = self._due(tc, event.after, event.offset)
+            return self._count([event] if keep else [])
+        if event.op == Op.DELETE:
+            keep = self._due(tc, event.before, event.offset)
+            return self._count([event] if keep else [])
+        before_key = event.before.get(tc.key_column) if event.before else None
+        after_key = event.after.get(tc.key_column) if event.after else None
+        old_due = self._due(tc, event.before, event.offset)
+        new_due = self._due(tc, event.after, event.offset)
+        same_chunk = tc.find(before_key) is tc.find(after_key)
+        if same_chunk or (old_due and new_due):
+            return self._count([event] if new_due else [])
+        out: list[ChangeEvent] = []
+        if old_due:
+            out.append(replace(event, op=Op.DELETE, after=None))
+        if new_due:
+            out.append(replace(event, op=Op.INSERT, before=None))
+        return self._count(out)
+
+    def _count(self, out: list[ChangeEvent]) -> list[ChangeEvent]:
+        if out:
+            self.stats.emitted += 1
+        else:
+            self.stats.dropped_by_chunk += 1
+        return out

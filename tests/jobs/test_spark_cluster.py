@@ -1,0 +1,56 @@
+"""The same snapshot job on a Spark standalone cluster (master + worker from the installed PySpark)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from tests.jobs.conftest import doris_query
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    from cdc_core.config import load_pipeline
+    from jobs.runner import PipelineRunner
+    from jobs.spark import get_spark, stop_spark
+
+    runner = PipelineRunner(load_pipeline(sys.argv[1], env={}))
+    keys = list(runner.plan_splits().chunk_keys)
+    results = runner.run_chunks(keys)
+    runner.commit_chunks(keys)
+    master = get_spark(runner.definition).sparkContext.master
+    print(json.dumps({"master": master, "rows": sum(r.rows for r in results), "done": runner.snapshot_done()}))
+    stop_spark()
+""")
+
+
+def test_snapshot_job_runs_on_a_standalone_cluster(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):
+    import yaml
+
+    from devstack.spark_cluster import SparkStandaloneCluster
+
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY, v VARCHAR(10))")
+        cur.execute(f"INSERT INTO `{fresh_db}`.t SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_3000")
+    cluster = SparkStandaloneCluster(tmp_path / "spark", worker_cores=1, worker_memory="1g")
+    master = cluster.start()
+    try:
+        path = tmp_path / "cluster.yaml"
+        path.write_text(yaml.safe_dump({
+            "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql_server.endpoint.port,
+                       "username": "cdc", "password": "cdc", "tables": f"{fresh_db}.t", "server-id": "5600-5610",
+                       "scan.incremental.snapshot.chunk.size": 1000},
+            "sink": {"type": "doris", "fenodes": doris_standin.fe_http, "username": "root", "password": ""},
+            # Only the pipeline file changes: the master URL (and executor memory for this small worker).
+            "pipeline": {"name": "cluster_test", "parallelism": 1, "tidemark.state.dir": str(tmp_path / "state"),
+                         "tidemark.spark.master": master, "tidemark.spark.conf.spark.executor.memory": "768m"},
+        }))
+        result = subprocess.run([sys.executable, "-c", SCRIPT, str(path)], capture_output=True, text=True,
+                                timeout=900)
+        assert result.returncode == 0, result.stderr[-3000:]
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+    finally:
+        cluster.stop()
+    assert report == {"master": master, "rows": 3000, "done": True}
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM t") == [[3000]]

@@ -1,0 +1,130 @@
+"""Table creation from source schemas, existing-table checks, and schema changes over HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_core.doris.errors import SchemaChangeError, TableMismatchError
+from cdc_core.doris.rows import SEQUENCE_COLUMN
+from cdc_core.events import (
+    AddColumnEvent,
+    AlterColumnCommentEvent,
+    AlterColumnTypeEvent,
+    AlterTableCommentEvent,
+    CreateTableEvent,
+    DropColumnEvent,
+    DropTableEvent,
+    RenameColumnEvent,
+    TruncateTableEvent,
+)
+from cdc_core.schema import Column, TableId, TableSchema
+from tests.sink.conftest import select, users_schema
+
+
+def _show_create(sink, target: TableId) -> str:
+    return sink.catalog.execute(target.database, f"SHOW CREATE TABLE `{target.database}`.`{target.table}`").rows[0][1]
+
+
+def test_create_table_puts_keys_first_with_sequence_column_and_properties(sink, doris_db):
+    schema = users_schema(doris_db)  # source order: name, id, score; key id
+    ddl = sink.creator.create_table_ddl(schema, schema.table_id)
+    assert ddl.index("`id` INT NOT NULL") < ddl.index("`name` VARCHAR(96)")
+    table = sink.create_table(schema)
+    assert table.columns == ("id", "name", "score", SEQUENCE_COLUMN)
+    assert table.unique and table.sequence_column == SEQUENCE_COLUMN
+    info = sink.catalog.table_info(doris_db, "users")
+    assert info.key_columns == ("id",) and info.column("name").comment == "user name"
+    created = _show_create(sink, schema.table_id)
+    assert "UNIQUE KEY(`id`)" in created and "COMMENT 'people'" in created
+    assert '"function_column.sequence_col" = "__tidemark_seq"' in created
+    assert "BUCKETS AUTO" in created and "tag.location.default: 1" in created  # replication_num = 1
+    # creating again uses the existing table
+    assert sink.create_table(schema) == table
+
+
+def test_table_without_primary_key_is_duplicate_model(sink, doris_db):
+    schema = TableSchema(TableId(doris_db, "events"), (Column("n", "int(11)", "int"), Column("msg", "text", "text")))
+    assert "DUPLICATE KEY(`n`)" in sink.creator.create_table_ddl(schema, schema.table_id)
+    table = sink.create_table(schema)
+    assert not table.unique and table.sequence_column is None and table.columns == ("n", "msg")
+    c = sink.load(table.table_id, "chunk-0-g0", [{"msg": "a", "n": 1}, {"msg": "b", "n": 2, "__DORIS_DELETE_SIGN__": "1"}])
+    sink.commit([c])
+    assert select(sink, table.table_id, "n, msg", "n") == [(1, "a")]  # a delete cannot apply: dropped
+    # a STRING first column cannot be a Doris key: a keyless duplicate table (Doris 2.0+ property)
+    text_first = TableSchema(TableId(doris_db, "logs"), (Column("msg", "text", "text"), Column("n", "int(11)", "int")))
+    ddl = sink.creator.create_table_ddl(text_first, text_first.table_id)
+    assert "DISTRIBUTED BY RANDOM" in ddl and "'enable_duplicate_without_keys_by_default' = 'true'" in ddl
+
+
+def test_existing_table_that_does_not_fit_is_refused_with_every_reason(sink, doris_db):
+    sink.catalog.create_database(doris_db)
+    sink.catalog.execute(doris_db, f"CREATE TABLE `{doris_db}`.`users` (`k` INT, `name` VARCHAR(10)) "
+                                   "DUPLICATE KEY(`k`) DISTRIBUTED BY HASH(`k`) BUCKETS 1 PROPERTIES ('replication_num'='1')")
+    with pytest.raises(TableMismatchError) as info:
+        sink.create_table(users_schema(doris_db))
+    text = str(info.value)
+    assert "no column(s) id, score" in text and "UNIQUE model" in text and "Drop it" in text
+
+
+def test_routed_table_creation_and_many_to_one_merge(doris, doris_db):
+    from cdc_core.config.options import RouteRule
+    from cdc_core.doris.routing import Route, TableRouter
+    from cdc_core.doris.sink import DorisSink
+    from tests.sink.conftest import make_client, test_type_mapper
+
+    rule = RouteRule.model_validate({"source-table": f"{doris_db}.users_[0-9]+", "sink-table": f"{doris_db}.users"})
+    sink = DorisSink(make_client(doris), "tm_test", type_mapper=test_type_mapper,
+                     router=TableRouter([Route.from_rule(rule)]))
+    shards = [TableId(doris_db, "users_1"), TableId(doris_db, "users_2")]
+    assert {sink.route(s) for s in shards} == {(TableId(doris_db, "users"),)}
+    assert sink.route(TableId(doris_db, "other")) == (TableId(doris_db, "other"),)
+    for i, shard in enumerate(shards):
+        target = sink.create_table(users_schema(doris_db, shard.table)).table_id
+        assert target == TableId(doris_db, "users")
+        sink.commit([sink.load(target, f"chunk-0-g0-{shard.table}", [{"id": 10 * i + 1, "name": shard.table}], sequence=1)])
+    assert select(sink, TableId(doris_db, "users"), "id, name") == [(1, "users_1"), (11, "users_2")]
+    assert sink.router.is_merged(TableId(doris_db, "users"), shards)
+    res = sink.apply_schema_change(TruncateTableEvent(shards[0]), merged=True)
+    assert res.outcome == "ignored" and len(select(sink, TableId(doris_db, "users"))) == 2
+    sink.close()
+
+
+def test_schema_changes_apply_and_reapply_idempotently(sink, doris_db):
+    src = TableId(doris_db, "users")
+    sink.apply_schema_change(CreateTableEvent(src, schema=users_schema(doris_db)))
+    sink.commit([sink.load(src, "chunk-0-g0", [{"id": 1, "name": "a", "score": "1.5"}], sequence=1)])
+    events = [
+        AddColumnEvent(src, column=Column("age", "int(11)", "int", comment="years")),
+        AlterColumnTypeEvent(src, column_name="age", column=Column("age", "bigint(20)", "bigint", comment="years")),
+        RenameColumnEvent(src, old_name="score", new_name="points"),
+        AlterColumnCommentEvent(src, column_name="name", comment="the name"),
+        AlterTableCommentEvent(src, comment="people v2"),
+        DropColumnEvent(src, column_name="age"),
+    ]
+    outcomes = []
+    for e in events:
+        # each change, then the same change again as after a crash between applying and recording it
+        outcomes.append((sink.apply_schema_change(e).outcome, sink.apply_schema_change(e).outcome))
+    assert [first for first, _ in outcomes] == ["applied"] * len(events)
+    assert [again for _, again in outcomes] == ["skipped", "skipped", "skipped", "applied", "applied", "skipped"]
+    info = sink.catalog.table_info(doris_db, "users")
+    assert info.column_names == ("id", "name", "points", SEQUENCE_COLUMN)
+    assert info.column("name").comment == "the name"
+    assert select(sink, src, "id, name, points") == [(1, "a", 1.5)]
+    assert "people v2" in _show_create(sink, src)
+    # the layout cache follows the change: a load after the rename uses the new column
+    sink.commit([sink.load(src, "binlog-1-2", [{"id": 2, "name": "b", "points": "2"}], sequence=2, fmt="csv")])
+    assert select(sink, src, "id, points") == [(1, 1.5), (2, 2.0)]
+    assert sink.apply_schema_change(TruncateTableEvent(src)).outcome == "applied"
+    assert select(sink, src) == []
+    assert sink.apply_schema_change(DropTableEvent(src)).outcome == "applied"
+    assert sink.apply_schema_change(DropTableEvent(src)).outcome == "applied"  # IF EXISTS
+    assert sink.catalog.table_info(doris_db, "users") is None
+    assert sink.apply_schema_change(TruncateTableEvent(src)).outcome == "skipped"
+
+
+def test_dropping_a_key_column_is_refused_by_the_light_schema_change_check(sink, doris_db):
+    src = TableId(doris_db, "users")
+    sink.create_table(users_schema(doris_db))
+    with pytest.raises(SchemaChangeError, match="light schema change"):
+        sink.apply_schema_change(DropColumnEvent(src, column_name="id"))

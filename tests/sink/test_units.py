@@ -1,0 +1,126 @@
+"""Pure parts of the sink: labels, routing, batching, payload encoding, pipeline wiring."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pyarrow as pa
+import pytest
+
+from cdc_core.config.pipeline import parse_pipeline
+from cdc_core.doris.batching import TableBuffers
+from cdc_core.doris.committable import Committable
+from cdc_core.doris.labels import LABEL_RE, binlog_batch_id, chunk_batch_id, make_label
+from cdc_core.doris.routing import TableRouter
+from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN, PayloadBuilder
+from cdc_core.doris.sink import DorisSink
+from cdc_core.schema import TableId
+
+
+def test_labels_are_deterministic_valid_and_bounded():
+    a = make_label("tm_orders", "shop", "orders", chunk_batch_id(3, 1))
+    assert a == "tm_orders__shop__orders__chunk-3-g1" == make_label("tm_orders", "shop", "orders", "chunk-3-g1")
+    long = make_label("p" * 60, "d" * 64, "t" * 64, binlog_batch_id(2**40, 2**41))
+    assert len(long) <= 128 and LABEL_RE.match(long)
+    assert long != make_label("p" * 60, "d" * 64, "t" * 64, binlog_batch_id(2**40, 2**41 + 1))
+    odd = make_label("tm", "my-db", "tä.ble", "chunk-0-g0")
+    assert LABEL_RE.match(odd) and odd != make_label("tm", "my-db", "t__ble", "chunk-0-g0")
+    with pytest.raises(ValueError):
+        make_label("tm", "d", "t", "")
+
+
+def test_committable_round_trips_as_json():
+    c = Committable("d", "t", "l", 42, 7)
+    assert Committable.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+    assert Committable.from_dict({"database": "d", "table": "t", "label": "l", "txn_id": -1}).txn_id is None
+
+
+def _pipeline(routes: str = "", mode: str = "ALL_MATCH"):
+    text = f"""
+source: {{type: mysql, hostname: h, username: u, password: p, tables: "app.\\\\.*"}}
+sink:
+  type: doris
+  fenodes: "127.0.0.1:8030"
+  username: root
+  password: hunter2
+  sink.label-prefix: tm_app
+  sink.properties.format: csv
+  table.create.properties.replication_num: "1"
+{routes}
+pipeline: {{name: app, route-mode: {mode}}}
+"""
+    return parse_pipeline(text, "app.yaml", env={})
+
+
+ROUTES = """
+route:
+  - source-table: "app.order_[0-9]+"
+    sink-table: "ods.orders"
+  - source-table: "app.\\\\.*"
+    sink-table: "ods.ods_<>"
+    replace-symbol: "<>"
+"""
+
+
+def test_routes_all_match_first_match_and_identity():
+    router = TableRouter.from_pipeline(_pipeline(ROUTES))
+    assert router.route(TableId("app", "order_1")) == (TableId("ods", "orders"), TableId("ods", "ods_order_1"))
+    assert router.route(TableId("app", "users")) == (TableId("ods", "ods_users"),)
+    assert router.route(TableId("other", "x")) == (TableId("other", "x"),)
+    first = TableRouter.from_pipeline(_pipeline(ROUTES, "FIRST_MATCH"))
+    assert first.route(TableId("app", "order_1")) == (TableId("ods", "orders"),)
+    shards = [TableId("app", f"order_{i}") for i in range(3)] + [TableId("app", "users")]
+    assert first.sources_of(TableId("ods", "orders"), shards) == tuple(shards[:3])
+    assert first.is_merged(TableId("ods", "orders"), shards) and not first.is_merged(TableId("ods", "ods_users"), shards)
+
+
+def test_sink_from_pipeline_takes_options_and_hides_the_password():
+    sink = DorisSink.from_pipeline(_pipeline(ROUTES, "FIRST_MATCH"), type_mapper=str)
+    assert sink.label_prefix == "tm_app" and sink.loader.format == "csv"
+    assert sink.table_properties == {"replication_num": "1"}
+    assert sink.route(TableId("app", "order_9")) == (TableId("ods", "orders"),)
+    assert sink.client.redact("x hunter2 y") == "x *** y"
+    assert sink.label(TableId("ods", "orders"), "chunk-1-g0") == "tm_app__ods__orders__chunk-1-g0"
+
+
+def test_buffers_flush_by_rows_bytes_and_time_and_compact_by_key():
+    now = [0.0]
+    buf = TableBuffers(max_rows=3, max_bytes=10_000, interval_s=5, clock=lambda: now[0])
+    t1, t2 = TableId("d", "a"), TableId("d", "b")
+    buf.add(t1, {"id": 1, "v": "x"}, key=(1,))
+    buf.add(t1, {"id": 1, "v": "y"}, key=(1,))  # replaces the first
+    buf.add(t2, {"id": 9}, key=(9,))
+    assert buf.rows(t1) == 1 and not buf.should_flush()
+    now[0] = 5.0
+    assert buf.should_flush()  # interval
+    drained = buf.drain()
+    assert drained == {t1: [{"id": 1, "v": "y"}], t2: [{"id": 9}]} and len(buf) == 0 and not buf.should_flush()
+    for i in range(3):
+        buf.add(t1, {"id": i})
+    assert buf.full()
+    small = TableBuffers(max_rows=100, max_bytes=50)
+    small.add(t1, {"text": "z" * 60})
+    assert small.full()
+
+
+def test_payloads_json_csv_arrow_and_gzip():
+    rows = [{"id": 1, "name": "a", DELETE_SIGN: 0}, {"id": 2, "name": None, DELETE_SIGN: "1"}]
+    p = PayloadBuilder("json").build(rows, sequence=5)
+    lines = b"".join(p.chunks()).decode().splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"id": 1, "name": "a", DELETE_SIGN: "0", SEQUENCE_COLUMN: 5},
+        {"id": 2, "name": None, DELETE_SIGN: "1", SEQUENCE_COLUMN: 5},
+    ]
+    assert p.rows == 2 and p.headers["hidden_columns"] == DELETE_SIGN and p.headers["read_json_by_line"] == "true"
+    csv = PayloadBuilder("csv").build(iter(rows), columns=["id", "name", SEQUENCE_COLUMN], sequence=5)
+    body = b"".join(csv.chunks())
+    assert body == b"1\x01a\x015\x010\x022\x01\\N\x015\x011\x02" == b"".join(csv.chunks())  # replayable
+    assert csv.rows == 2
+    csv.close()
+    table = pa.table({"id": [1, 2], "name": ["a", "b"]})
+    arrow = PayloadBuilder("arrow", gzip=True).build(table, columns=["id", "name", SEQUENCE_COLUMN], sequence=9)
+    data = gzip.decompress(b"".join(arrow.chunks()))
+    back = pa.ipc.open_stream(data).read_all()
+    assert back.column_names == ["id", "name", SEQUENCE_COLUMN, DELETE_SIGN]
+    assert back.column(SEQUENCE_COLUMN).to_pylist() == [9, 9] and arrow.headers["compress_type"] == "gz"

@@ -1,0 +1,90 @@
+"""The start-up check against the real server: each setting and grant, broken then restored."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_core.mysql.connection import MySqlConnectionSettings, connect
+from cdc_core.mysql.server_check import ServerCheckError, check_server
+from cdc_core.schema import TableId
+from tests.snapshot.conftest import run
+
+
+def test_a_correctly_configured_server_passes(settings, fresh_db):
+    conn = connect(settings)
+    try:
+        info = check_server(conn, [TableId(fresh_db, "t")])
+    finally:
+        conn.close()
+    assert info.variables["binlog_format"] == "ROW"
+    assert {"REPLICATION SLAVE", "SELECT"} <= info.privileges
+
+
+@pytest.mark.parametrize(
+    ("variable", "bad", "good"),
+    [("binlog_format", "STATEMENT", "ROW"), ("binlog_format", "MIXED", "ROW"),
+     ("binlog_row_image", "MINIMAL", "FULL"), ("binlog_row_image", "NOBLOB", "FULL"),
+     ("binlog_row_metadata", "MINIMAL", "FULL"), ("binlog_row_metadata", "NO_LOG", "FULL")],
+)
+def test_each_binlog_setting_is_named_with_its_fix(root_conn, settings, variable, bad, good):
+    run(root_conn, f"SET GLOBAL {variable} = '{bad}'")
+    try:
+        conn = connect(settings)
+        try:
+            with pytest.raises(ServerCheckError) as err:
+                check_server(conn)
+        finally:
+            conn.close()
+    finally:
+        run(root_conn, f"SET GLOBAL {variable} = '{good}'")
+    message = str(err.value)
+    assert f"{variable} is {bad}" in message
+    assert f"SET GLOBAL {variable} = '{good}'" in message
+    assert len(err.value.problems) == 1
+
+
+def test_user_without_replication_grants(root_conn, mysql_server, fresh_db):
+    run(root_conn,
+        "CREATE USER IF NOT EXISTS 'weak'@'%' IDENTIFIED BY 'weak-pass'",
+        f"GRANT SELECT ON `{fresh_db}`.* TO 'weak'@'%'")
+    try:
+        ep = mysql_server.endpoint
+        conn = connect(MySqlConnectionSettings(ep.host, ep.port, "weak", "weak-pass"))
+        try:
+            with pytest.raises(ServerCheckError) as err:
+                check_server(conn, [TableId(fresh_db, "t")], user="'weak'")
+        finally:
+            conn.close()
+    finally:
+        run(root_conn, "DROP USER 'weak'@'%'")
+    message = str(err.value)
+    assert "REPLICATION SLAVE" in message
+    assert "BINLOG MONITOR" in message  # MariaDB's name for REPLICATION CLIENT
+    assert "lacks SELECT" not in message  # SELECT on the captured database is enough
+    assert "weak-pass" not in message
+
+
+def test_user_without_select_on_captured_tables(root_conn, mysql_server, fresh_db):
+    run(root_conn,
+        "CREATE USER IF NOT EXISTS 'nosel'@'%' IDENTIFIED BY 'pw'",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'nosel'@'%'",
+        f"CREATE TABLE `{fresh_db}`.granted (id INT PRIMARY KEY)",
+        f"GRANT SELECT ON `{fresh_db}`.granted TO 'nosel'@'%'")
+    try:
+        ep = mysql_server.endpoint
+        conn = connect(MySqlConnectionSettings(ep.host, ep.port, "nosel", "pw"))
+        try:
+            check_server(conn, [TableId(fresh_db, "granted")])  # table-level SELECT suffices
+            with pytest.raises(ServerCheckError, match=rf"lacks SELECT on {fresh_db}\.other"):
+                check_server(conn, [TableId(fresh_db, "granted"), TableId(fresh_db, "other")])
+        finally:
+            conn.close()
+    finally:
+        run(root_conn, "DROP USER 'nosel'@'%'")
+
+
+def test_wrong_password_is_a_clear_error_without_the_password(mysql_server):
+    ep = mysql_server.endpoint
+    with pytest.raises(ConnectionError) as err:
+        connect(MySqlConnectionSettings(ep.host, ep.port, "cdc", "not-the-password"))
+    assert "cdc@" in str(err.value) and "not-the-password" not in str(err.value)
