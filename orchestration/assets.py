@@ -217,7 +217,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
                 description=f"The binlog of pipeline '{handle.slug}' is paused ({paused!r}): a schema change is "
                 "being applied. The stream resumes when the schema_change job clears the flag."
             )
-        if not runner.snapshot_done():
+        if not runner.binlog_ready():
             raise Failure(
                 description=f"The snapshot of pipeline '{handle.slug}' is not finished: materialize "
                 f"{handle.slug}/snapshot_splits and backfill all partitions of {handle.slug}/snapshot_chunks "

@@ -85,7 +85,7 @@ SCHEMA = [
 
 # Per table: the column whose sum is compared (an integer or decimal column on both sides).
 CHECKSUM_COLUMNS = {
-    "customers": "id",
+    "customers": "balance",
     "products": "price",
     "orders": "total",
     "order_items": "qty",
@@ -236,7 +236,7 @@ def compare(conn: pymysql.connections.Connection, fe_http: str) -> bool:
         ok = m == d
         all_ok &= ok
         table.add_row(name, f"{m[0]:,}", f"{d[0]:,}", column, m[1], d[1], "[green]✓[/]" if ok else "[red]✗[/]")
-    Console().print(table)
+    Console(width=max(100, Console().width)).print(table)
     return all_ok
 
 

@@ -141,7 +141,7 @@ class OnceRun:
         else:
             missing = None
             self.summary.start_offset = f"{target.get('file')}:{target.get('position')}"
-        if not self.runner.snapshot_done():
+        if not self.runner.binlog_ready():
             self._snapshot()
         if missing is not None:
             raise RunOnceError(f"the snapshot is committed, but this build's runner cannot read the binlog yet "

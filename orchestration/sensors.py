@@ -50,7 +50,7 @@ def decide_binlog_run(handle: PipelineHandle, runner: PipelineRunner, instance: 
         run = in_flight[0]
         return SkipReason(f"run {run.run_id[:8]} of '{handle.slug}' is {run.status.value.lower()}; "
                           "never two runs of a pipeline at once")
-    if not runner.snapshot_done():
+    if not runner.binlog_ready():
         return SkipReason(f"the snapshot of '{handle.slug}' is not finished (backfill all snapshot_chunks partitions)")
     if runner.pending_transactions():
         report = runner.resolve_pending()

@@ -144,6 +144,10 @@ class RecordingRunner(PipelineRunner):
 
     # -- binlog -----------------------------------------------------------------------------
 
+    def binlog_ready(self) -> bool:
+        self._log("binlog_ready")
+        return self.snapshot_done()
+
     def binlog_lag(self) -> BinlogLag:
         self._log("binlog_lag")
         committed = self.script.committed_offset
