@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         home = prepare_home(work / "dagster")
         with console.status("snapshot (tidemark run --once, in process)..."), \
                 DagsterInstance.from_config(str(home)) as instance:
-            once = OnceRun(handle, instance, console)
+            once = OnceRun(handle, instance, console, parity_checks=False)
             once.run()
             once.runner.close()
         services = DagsterServices([path], home, webserver=False, daemon=True, log_dir=work / "logs",
