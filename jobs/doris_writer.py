@@ -45,17 +45,29 @@ class LoadMessage(WriterCommitMessage):
         return {"committables": self.committables, "chunks": self.chunks, "rows": self.rows}
 
 
+# Python workers are reused across tasks: keep one sink (HTTP session, table layouts) per worker.
+_SINKS: dict[str, Any] = {}
+
+
 def make_sink(spec: dict[str, Any], password: str) -> Any:
-    """A ``DorisSink`` from the job spec (built in the worker; nothing secret in the spec)."""
+    """The worker's ``DorisSink`` for this job's sink options (nothing secret in the spec)."""
     from cdc_core.config.options import DorisSinkOptions
     from cdc_core.doris.client import DorisHttpClient
     from cdc_core.doris.sink import DorisSink
 
-    options = DorisSinkOptions.model_validate({**spec["sink"], "password": password})
-    return DorisSink(
-        DorisHttpClient.from_options(options), spec["label_prefix"],
-        stream_load_properties=options.stream_load_properties, enable_delete=options.enable_delete,
-    )
+    cache_key = json.dumps([spec["sink"], spec["label_prefix"], spec.get("token")], sort_keys=True)
+    sink = _SINKS.get(cache_key)
+    if sink is None:
+        options = DorisSinkOptions.model_validate({**spec["sink"], "password": password})
+        sink = DorisSink(
+            DorisHttpClient.from_options(options), spec["label_prefix"],
+            stream_load_properties=options.stream_load_properties, enable_delete=options.enable_delete,
+        )
+        for stale in _SINKS.values():
+            stale.close()
+        _SINKS.clear()
+        _SINKS[cache_key] = sink
+    return sink
 
 
 def _task_context() -> tuple[int, int]:
@@ -116,8 +128,10 @@ class DorisArrowWriter(DataSourceArrowWriter):
                     if table.num_rows:
                         committables.append(sink.load(TableId.parse(target_text), batch_id, table).to_dict())
             _maybe_fail_once(spec)
-        finally:
+        except BaseException:
+            _SINKS.clear()
             sink.close()
+            raise
         return LoadMessage(committables, chunks, table.num_rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -132,11 +146,7 @@ class DorisArrowWriter(DataSourceArrowWriter):
         committables = [c for m in messages if isinstance(m, LoadMessage) for c in m.committables]
         if not committables:
             return
-        sink = make_sink(self.spec, self.password)
-        try:
-            sink.abort(committables)
-        finally:
-            sink.close()
+        make_sink(self.spec, self.password).abort(committables)
 
 
 def _open_store(spec: dict[str, Any]) -> Any:

@@ -86,6 +86,35 @@ def _to_spark_arrow(table: pa.Table, target: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=target)
 
 
+# Python workers are reused across tasks: keep one chunk reader (its MySQL connection and its
+# server id) per worker, for the job it was made for.
+_READERS: dict[str, Any] = {}
+
+
+def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
+    from cdc_core.mysql.connection import MySqlConnectionSettings
+    from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
+
+    source = spec["source"]
+    cache_key = json.dumps(source, sort_keys=True)
+    reader = _READERS.get(cache_key)
+    if reader is None:
+        for stale in _READERS.values():
+            stale.close()
+        _READERS.clear()
+        settings = MySqlConnectionSettings(
+            host=source["host"], port=source["port"], user=source["user"], password=password,
+            connect_timeout=source.get("connect_timeout", 30.0),
+        )
+        reader = SnapshotSplitReader(
+            settings, server_id_range=tuple(source["server_id_range"]), server_time_zone=source["time_zone"],
+            tinyint1_as_boolean=source["tinyint1_as_boolean"], fetch_size=source["fetch_size"],
+            backfill_skip=source["backfill_skip"],
+        )
+        _READERS[cache_key] = reader
+    return reader
+
+
 class SnapshotChunkReader(DataSourceReader):
     def __init__(self, spec: dict[str, Any], password: str):
         self.spec = spec
@@ -95,31 +124,24 @@ class SnapshotChunkReader(DataSourceReader):
         return [ChunkPartition(c) for c in self.spec["chunks"]]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from cdc_core.mysql.connection import MySqlConnectionSettings
-        from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
         from cdc_core.mysql.splits import SnapshotSplit
         from cdc_core.schema import TableId, TableSchema
 
         spec, chunk = self.spec, partition.chunk  # type: ignore[attr-defined]
-        source = spec["source"]
         schema = TableSchema.from_dict(spec["schema"])
-        settings = MySqlConnectionSettings(
-            host=source["host"], port=source["port"], user=source["user"], password=self.password,
-            connect_timeout=source.get("connect_timeout", 30.0),
-        )
         split = SnapshotSplit(
             TableId.parse(spec["table_id"]), chunk["index"],
             None if chunk["start"] is None else tuple(chunk["start"]),
             None if chunk["end"] is None else tuple(chunk["end"]),
             tuple(chunk["key_columns"]),
         )
-        reader = SnapshotSplitReader(
-            settings, server_id_range=tuple(source["server_id_range"]), server_time_zone=source["time_zone"],
-            tinyint1_as_boolean=source["tinyint1_as_boolean"], fetch_size=source["fetch_size"],
-            backfill_skip=source["backfill_skip"],
-        )
-        with reader:
+        reader = _chunk_reader(spec, self.password)
+        try:
             result = reader.read(split, schema)
+        except BaseException:
+            _READERS.clear()
+            reader.close()
+            raise
         target = spark_schema_arrow(arrow_schema_of(spec))
         seq = result.high_watermark.sequence
         data = result.table

@@ -78,10 +78,16 @@ class DorisCatalog:
     def __init__(self, client: DorisHttpClient):
         self.client = client
 
-    def execute(self, database: str, statement: str) -> QueryResult:
-        """Run one statement; a failure raises :class:`QueryError` with Doris's reason."""
+    def execute(self, database: str, statement: str, *, limit: int | None = None) -> QueryResult:
+        """Run one statement; a failure raises :class:`QueryError` with Doris's reason.
+
+        ``limit``: the most rows the FE returns (its default is 1000, its maximum 10000).
+        """
+        body_json: dict[str, Any] = {"stmt": statement}
+        if limit is not None:
+            body_json["limit"] = limit
         resp = self.client.request(
-            "POST", f"/api/query/default_cluster/{database}", json_body={"stmt": statement},
+            "POST", f"/api/query/default_cluster/{database}", json_body=body_json,
             headers={"X-Doris-Stream": "false"},
         )
         body = self.client.json_of(resp, "SQL statement")
@@ -136,6 +142,15 @@ class DorisCatalog:
             for p in data.get("properties", [])
         )
         return DorisTableInfo(database, table, str(data.get("keysType", "")), columns)
+
+    def column_types(self, database: str, table: str) -> dict[str, str]:
+        """Column → full type text (``varchar(96)``, ``decimal(10,2)``) from ``SHOW FULL COLUMNS``.
+
+        ``_schema`` gives only the bare type name (``VARCHAR``); comparing a type change needs
+        lengths and precisions, which is why the connector's modify flow reads this too.
+        """
+        res = self.execute(database, f"SHOW FULL COLUMNS FROM {qualified(database, table)}")
+        return {str(row[0]): str(row[1]) for row in res.rows}
 
     def table_exists(self, database: str, table: str) -> bool:
         return self.table_info(database, table) is not None

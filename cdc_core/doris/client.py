@@ -54,6 +54,10 @@ def _strip_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
+class RetryableAnswer(requests.ConnectionError):
+    """Doris answered, but with a transient refusal (e.g. ``No backend alive.``): retry like a lost connection."""
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """Seconds: ``connect`` to open a socket, ``read`` to wait for an answer (a load can take long)."""

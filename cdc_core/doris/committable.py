@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -22,13 +22,15 @@ class Committable:
     rows: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``{"db", "table", "label", "txn_id", "rows"}`` — the shape the state store records."""
+        return {"db": self.database, "table": self.table, "label": self.label, "txn_id": self.txn_id,
+                "rows": self.rows}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Committable:
         txn = data.get("txn_id")
         return cls(
-            database=str(data["database"]),
+            database=str(data["db"] if "db" in data else data["database"]),
             table=str(data["table"]),
             label=str(data["label"]),
             txn_id=int(txn) if txn is not None and int(txn) > 0 else None,

@@ -59,9 +59,16 @@ class AppliedChange:
     reason: str = ""
 
 
+_TYPE_ALIASES = {"DATETIMEV2": "DATETIME", "DATEV2": "DATE", "DECIMALV3": "DECIMAL", "TEXT": "STRING",
+                 "JSONB": "JSON", "DATETIME(0)": "DATETIME"}
+
+
 def _normalize_type(text: str) -> str:
-    return re.sub(r"\s+", "", text.upper()).replace("DATETIMEV2", "DATETIME").replace("DATEV2", "DATE").replace(
-        "DECIMALV3", "DECIMAL")
+    """Doris type text in one spelling: ``DATETIMEV2(0)`` = ``datetime``, ``STRING`` = ``text``."""
+    out = re.sub(r"\s+", "", text.upper())
+    for alias, canonical in _TYPE_ALIASES.items():
+        out = re.sub(rf"^{re.escape(alias)}(?=\(|$)" if "(" not in alias else rf"^{re.escape(alias)}$", canonical, out)
+    return out
 
 
 class DorisMetadataApplier:
@@ -129,7 +136,8 @@ class DorisMetadataApplier:
             new_type = self.type_mapper(event.column)
             if current.is_key and new_type.upper() == "STRING":
                 new_type = "VARCHAR(65533)"
-            if _normalize_type(current.type) == _normalize_type(new_type):
+            current_type = self.catalog.column_types(db, table).get(current.name, current.type)
+            if _normalize_type(current_type) == _normalize_type(new_type):
                 return AppliedChange("skipped", target, reason=f"{name} is already {new_type}")
             self.catalog.check_light_schema_change(db, table, name, drop=False)
             stmt = f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN {quote_ident(name)} {new_type}"

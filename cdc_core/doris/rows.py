@@ -269,23 +269,29 @@ class PayloadBuilder:
 
     @staticmethod
     def _json_dicts(delete_sign: bool, sequence: int | None):
+        """Dicts → JSON lines. Control columns a row lacks are spliced into its text (cheaper
+        than copying every row to add them); a numeric delete sign is sent as "0"/"1"."""
         dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":")).encode
+        sign_text = f'"{DELETE_SIGN}":"0"'
+        seq_text = f'"{SEQUENCE_COLUMN}":{sequence}' if sequence is not None else ""
 
         def produce(payload: Payload, rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
             def lines() -> Iterator[str]:
                 for row in rows:
                     sign = row.get(DELETE_SIGN)
-                    if sign is not None and not isinstance(sign, str):
-                        row = {**row, DELETE_SIGN: "1" if sign and int(sign) else "0"}
-                    if (delete_sign and DELETE_SIGN not in row) or (sequence is not None and SEQUENCE_COLUMN not in row):
-                        row = dict(row)
-                        if delete_sign:
-                            row.setdefault(DELETE_SIGN, "0")
-                        if sequence is not None:
-                            row.setdefault(SEQUENCE_COLUMN, sequence)
-                    elif not delete_sign and DELETE_SIGN in row:
+                    if sign is not None and (not delete_sign or not isinstance(sign, str)):
                         row = {k: v for k, v in row.items() if k != DELETE_SIGN}
-                    yield dumps(row) + "\n"
+                        if delete_sign:
+                            row[DELETE_SIGN] = "1" if sign and int(sign) else "0"
+                    extra = []
+                    if delete_sign and DELETE_SIGN not in row:
+                        extra.append(sign_text)
+                    if seq_text and SEQUENCE_COLUMN not in row:
+                        extra.append(seq_text)
+                    text = dumps(row)
+                    if extra:
+                        text = text[:-1] + ("," if len(text) > 2 else "") + ",".join(extra) + "}"
+                    yield text + "\n"
 
             yield from _batched_lines(lines(), payload)
 

@@ -44,7 +44,9 @@ class DorisSink:
     def __init__(self, client: DorisHttpClient, label_prefix: str, *, router: TableRouter | None = None,
                  type_mapper: TypeMapper | None = None, table_properties: Mapping[str, str] | None = None,
                  stream_load_properties: Mapping[str, str] | None = None, fmt: str | None = None,
-                 gzip: bool = False, enable_delete: bool = True):
+                 gzip: bool = False, enable_delete: bool = True,
+                 include_schema_changes: Sequence[str] | None = None,
+                 exclude_schema_changes: Sequence[str] | None = None):
         self.client = client
         self.label_prefix = label_prefix
         self.router = router or TableRouter()
@@ -55,6 +57,8 @@ class DorisSink:
         self._type_mapper = type_mapper
         self.table_properties = dict(table_properties or {})
         self.enable_delete = enable_delete
+        self.include_schema_changes = tuple(include_schema_changes) if include_schema_changes is not None else None
+        self.exclude_schema_changes = tuple(exclude_schema_changes or ())
         self._tables: dict[TableId, DorisTable] = {}
         self._lock = threading.Lock()
 
@@ -74,6 +78,8 @@ class DorisSink:
             "table_properties": opts.table_create_properties,
             "stream_load_properties": opts.stream_load_properties,
             "enable_delete": opts.enable_delete,
+            "include_schema_changes": opts.include_schema_changes,
+            "exclude_schema_changes": opts.exclude_schema_changes,
         }
         kwargs.update(overrides)
         return cls(DorisHttpClient.from_options(opts), definition.label_prefix, **kwargs)
@@ -190,11 +196,31 @@ class DorisSink:
                             merged: bool = False) -> AppliedChange:
         """Apply one DDL event to its Doris table (idempotent); the cached layout is refreshed."""
         target = target or self.route(event.table_id)[0]
+        if not self.accepts(event):
+            return AppliedChange("ignored", target, reason=f"{event.type_name} is excluded by the sink's "
+                                                           "include/exclude.schema.changes")
         applier = DorisMetadataApplier(self.catalog, self.creator)
         result = applier.apply(event, target, merged=merged)
         with self._lock:
             self._tables.pop(target, None)
         return result
+
+    def accepts(self, event: SchemaChangeEvent) -> bool:
+        """Whether ``include.schema.changes`` / ``exclude.schema.changes`` let this change through.
+
+        Flink CDC's matching: an item names a type (``add.column``) or a group of them (``add``,
+        ``column`` — a leading or trailing part). Table creation is always applied.
+        """
+        kind = event.type_name
+        if kind == "create.table":
+            return True
+
+        def hit(items: Sequence[str]) -> bool:
+            return any(kind == i or kind.startswith(f"{i}.") or kind.endswith(f".{i}") for i in items)
+
+        if self.include_schema_changes is not None and not hit(self.include_schema_changes):
+            return False
+        return not hit(self.exclude_schema_changes)
 
     def close(self) -> None:
         self.client.close()

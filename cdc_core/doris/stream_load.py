@@ -25,7 +25,7 @@ from typing import Any
 
 import requests
 
-from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.client import DorisHttpClient, RetryableAnswer
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import (
     DorisAuthError,
@@ -45,6 +45,17 @@ LABEL_TXN = re.compile(r"Label \[(?P<label>.*?)\] has already been used, relate 
 ERROR_LOG_LIMIT = 64 * 1024
 # Headers the loader owns; a user's ``sink.properties.*`` must not override them.
 RESERVED_HEADERS = frozenset({"label", "two_phase_commit", "expect", "authorization", "hidden_columns"})
+# Headers that would change how the body is read, or defeat exactly-once: the loader decides them.
+CONFLICTING_HEADERS = {
+    "columns": "rows are matched by name (json) or sent in the table's own column order (csv/arrow)",
+    "jsonpaths": "rows are sent as flat JSON objects", "json_root": "rows are sent as flat JSON objects",
+    "strip_outer_array": "rows are sent one JSON object per line",
+    "column_separator": "csv uses \\x01 / \\x02", "line_delimiter": "csv uses \\x01 / \\x02",
+    "merge_type": "deletes travel in __DORIS_DELETE_SIGN__", "delete": "deletes travel in __DORIS_DELETE_SIGN__",
+    "function_column.sequence_col": "the table's sequence column is set at creation",
+    "group_commit": "group commit cannot carry a label, and labels are how retries stay exactly-once",
+    "partial_columns": "every load is a full-row upsert",
+}
 
 
 def _txn_from_message(message: str) -> int | None:
@@ -62,6 +73,9 @@ class StreamLoader:
         for key in list(props):
             if key.lower() in RESERVED_HEADERS:
                 raise ValueError(f"sink.properties.{key} is set by Tidemark itself; remove it from the pipeline")
+            if key.lower() in CONFLICTING_HEADERS:
+                raise ValueError(f"sink.properties.{key} cannot be used with Tidemark: "
+                                 f"{CONFLICTING_HEADERS[key.lower()]}; remove it from the pipeline")
         configured = fmt or props.pop("format", None)
         self.explicit_format = configured is not None
         self.format = configured or "json"
@@ -156,6 +170,9 @@ class StreamLoader:
             return _strip_userinfo(urljoin(url, resp.headers["Location"]))
         if resp.status_code >= 500:
             return url  # let the caller's retry handle the failure on the real request
+        raw = self.client.json_of(resp, f"stream load of {database}.{table}")
+        if isinstance(raw, dict) and raw.get("status") == "FAILED" and "backend" in str(raw.get("msg", "")).lower():
+            raise RetryableAnswer(f"FE {node}: {raw.get('msg')}")
         body = self._json(resp, f"stream load of {database}.{table}")
         txn = body.get("TxnId") if isinstance(body, dict) else None
         if isinstance(txn, int) and txn > 0 and self.committer is not None:

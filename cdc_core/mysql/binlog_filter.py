@@ -349,19 +349,46 @@ class BinlogEventFilter:
     def apply(self, events: Iterable[ChangeEvent]) -> list[ChangeEvent]:
         """Filter many events (string keys are weighed by the server in one round trip)."""
         events = list(events)
-        pending: dict[TableId, list[Any]] = {}
+        # the common case, a transaction of tables already past their chunks: no per-event work
+        # (TableId hashing is what costs; rows of one rows event share one TableId object)
+        last: TableId | None = None
         for e in events:
-            if isinstance(e, DataChangeEvent) and e.table_id in self._tables and e.table_id not in self._pure:
-                tc = self._tables[e.table_id]
-                if tc.order.is_text:
+            if e.table_id is last:
+                continue
+            last = e.table_id
+            if not isinstance(e, DataChangeEvent) or last not in self._pure:
+                break
+        else:
+            self.stats.emitted += len(events)
+            return events
+        pending: dict[TableId, list[Any]] = {}
+        if any(tc.order.is_text for tc in self._tables.values()):
+            last, chunked = None, None
+            for e in events:
+                if e.table_id is not last:
+                    last = e.table_id
+                    chunked = self._tables.get(last) if last not in self._pure else None
+                    if chunked is not None and not chunked.order.is_text:
+                        chunked = None
+                if chunked is not None and isinstance(e, DataChangeEvent):
                     for image in (e.before, e.after):
                         if image is not None:
-                            pending.setdefault(e.table_id, []).append(image.get(tc.key_column))
+                            pending.setdefault(last, []).append(image.get(chunked.key_column))
         for table_id, values in pending.items():
             self._tables[table_id].order.prefetch(values)
         out: list[ChangeEvent] = []
+        last = None
+        last_pure = False
         for e in events:
+            if e.table_id is not last:
+                last = e.table_id
+                last_pure = last in self._pure
+            if last_pure and e.__class__ is DataChangeEvent:
+                self.stats.emitted += 1
+                out.append(e)
+                continue
             out.extend(self(e))
+            last = None  # the table may have just become pure binlog
         return out
 
     def __call__(self, event: ChangeEvent) -> list[ChangeEvent]:

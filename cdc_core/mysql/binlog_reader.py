@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     FormatDescriptionEvent,
@@ -162,6 +163,35 @@ class _Item:
     is_data: bool = True  # false for protocol noise (rotate, format description) not counted as events
 
 
+_TRANSACTIONAL_STATEMENTS = {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "SELECT", "SET", "DO", "CALL",
+                             "SAVEPOINT", "RELEASE", "XA", "HANDLER"}
+
+
+def _first_word(query: str) -> str:
+    text = query.lstrip()
+    while text.startswith("/*") and "*/" in text and not text.startswith("/*!"):
+        text = text[text.index("*/") + 2:].lstrip()
+    return text.split(None, 1)[0].upper().rstrip(";") if text else ""
+
+
+def _event_fast(table_id: TableId, op: Op, before: Any, after: Any, offset: BinlogOffset, row_index: int,
+                gtid: str | None, commit_ms: int | None) -> DataChangeEvent:
+    """``DataChangeEvent(...)`` without the frozen-dataclass ``__init__`` (one per row: the hot path)."""
+    event = _new(DataChangeEvent)
+    event.__dict__.update(table_id=table_id, op=op, before=before, after=after, offset=offset, row_index=row_index,
+                          gtid=gtid, commit_time_ms=commit_ms)
+    return event
+
+
+_new = object.__new__
+# the shortcut is only valid while DataChangeEvent is a plain frozen dataclass with exactly these fields
+_event = _event_fast if (
+    not hasattr(DataChangeEvent, "__post_init__") and "__slots__" not in DataChangeEvent.__dict__
+    and tuple(DataChangeEvent.__dataclass_fields__) == ("table_id", "op", "before", "after", "offset", "row_index",
+                                                        "gtid", "commit_time_ms")
+) else DataChangeEvent
+
+
 def _filtered(event_filter: Callable[[ChangeEvent], Any] | None, events: list[ChangeEvent]) -> list[ChangeEvent]:
     if event_filter is None or not events:
         return list(events)
@@ -204,17 +234,21 @@ class BinlogSplitReader:
         heartbeat_interval: float = 30.0,
         ddl_parser: MySqlDdlParser | None = None,
         is_captured: Callable[[TableId], bool] | None = None,
+        fast_decoder: bool = True,
     ) -> None:
         self.settings = ConnectionSettings.of(settings)
         if not isinstance(server_id, int) or server_id <= 0:
             raise ValueError(f"server_id must be a positive integer, got {server_id!r}")
         self.server_id = server_id
         self._schemas_lookup = schemas
-        self._rows = RowImageConverter(converter)
+        self._rows = RowImageConverter(converter, fast=fast_decoder)
         self.heartbeat_interval = heartbeat_interval
         self._ddl_parser = ddl_parser if ddl_parser is not None else MySqlDdlParser()
         self._is_captured = is_captured
         self._schema_cache: dict[TableId, TableSchema] = {}
+        self._control_conn: Any = None
+        self._table_ids: dict[tuple[str, str], TableId] = {}
+        self._continues_at: BinlogOffset | None = None
 
     @classmethod
     def from_source(cls, source: Any, schemas: SchemaLookup, *, server_id: int | None = None,
@@ -252,13 +286,16 @@ class BinlogSplitReader:
             raise BinlogReadError(f"binlog range ends before it starts: ({start}, {stop}]")
         if stop == start:
             return
-        self._schema_cache.clear()
-        for item in self._items(start, blocking=False, tables=tables):
-            if item.offset > stop:
-                return
-            yield from item.events
-            if item.offset >= stop:
-                return
+        self._reset_schemas(start)
+        try:
+            for item in self._items(start, blocking=False, tables=tables):
+                if item.offset > stop:
+                    return
+                yield from item.events
+                if item.offset >= stop:
+                    return
+        finally:
+            self.close()  # a range read (a chunk's backfill) is usually the reader's only read
         # Non-blocking dump hit the end of the log before ``stop``.
         raise BinlogReadError(
             f"the binlog ends before {stop} (read from {start}); the stop offset must be a position the "
@@ -285,7 +322,7 @@ class BinlogSplitReader:
         used per transaction when it has one; positions advance regardless, so an idle or filtered
         stream still moves. ``skip_rows`` drops the first row changes (startup ``skip-rows``).
         """
-        self._schema_cache.clear()
+        self._reset_schemas(start)
         events: list[ChangeEvent] = []
         pending: list[ChangeEvent] = []
         end = start
@@ -296,6 +333,7 @@ class BinlogSplitReader:
                 break
             schema_changes = [e for e in item.events if isinstance(e, SchemaChangeEvent)]
             if stop_at_schema_change and schema_changes and item.boundary and not pending:
+                self._continues_at = None  # the DDL was applied to the cache; the caller records it first
                 return BinlogBatch(start, end, events, events_read, bytes_read, schema_changes, item.offset)
             if item.is_data:
                 events_read += 1
@@ -315,6 +353,7 @@ class BinlogSplitReader:
                     break
                 if max_bytes is not None and bytes_read >= max_bytes:
                     break
+        self._continues_at = end
         return BinlogBatch(start, end, events, events_read, bytes_read)
 
     def stream(
@@ -322,7 +361,7 @@ class BinlogSplitReader:
     ) -> Iterator[ChangeEvent | Heartbeat]:
         """Tail the binlog forever (blocking). Yields change events, and a :class:`Heartbeat` with the
         current resume point whenever a transaction ends or the server sends a heartbeat."""
-        self._schema_cache.clear()
+        self._reset_schemas(start)
         for item in self._items(start, blocking=True, tables=tables):
             yield from item.events
             if item.boundary:
@@ -347,10 +386,45 @@ class BinlogSplitReader:
             enable_logging=False,
         )
 
-    def _gtid_state(self, start: BinlogOffset) -> GtidState:
-        if start.gtid_set:
-            return GtidState.parse(start.gtid_set)
-        return GtidState.at(self.settings, start)
+    def _reset_schemas(self, start: BinlogOffset) -> None:
+        """Schemas evolve through the DDL the reader passes. A read that continues exactly where the
+        previous one ended keeps them; any other start asks ``schemas`` again."""
+        if self._continues_at is None or self._continues_at != start:
+            self._schema_cache.clear()
+
+    def _control(self) -> Any:
+        """A plain connection for the checks before each read (kept across batches)."""
+        if self._control_conn is not None:
+            try:
+                self._control_conn.ping(reconnect=False)
+                return self._control_conn
+            except pymysql.MySQLError:
+                self._control_conn = None
+        self._control_conn = pymysql.connect(**self.settings.pymysql_kwargs(), autocommit=True)
+        return self._control_conn
+
+    def close(self) -> None:
+        if self._control_conn is not None:
+            try:
+                self._control_conn.close()
+            finally:
+                self._control_conn = None
+
+    def __enter__(self) -> BinlogSplitReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _prepare(self, start: BinlogOffset) -> GtidState:
+        """Refuse a purged start (never skip data) and find the GTID state there."""
+        from cdc_core.mysql.purge import check_offset_available
+
+        with self._control().cursor() as cur:
+            check_offset_available(cur, start)
+            if start.gtid_set:
+                return GtidState.parse(start.gtid_set)
+            return GtidState.at_cursor(cur, start)
 
     def schema(self, table_id: TableId) -> TableSchema:
         cached = self._schema_cache.get(table_id)
@@ -371,10 +445,7 @@ class BinlogSplitReader:
         return True
 
     def _items(self, start: BinlogOffset, *, blocking: bool, tables: set[TableId] | None) -> Iterator[_Item]:
-        from cdc_core.mysql.purge import ensure_offset_available
-
-        ensure_offset_available(self.settings, start)
-        pos = _Position(start.file, start.position, self._gtid_state(start))
+        pos = _Position(start.file, start.position, self._prepare(start))
         stream = self._open(start, blocking)
         try:
             for ev in stream:
@@ -429,8 +500,10 @@ class BinlogSplitReader:
         if head.startswith("COMMIT") or head.startswith("ROLLBACK") or head.startswith("XA COMMIT"):
             pos.in_transaction = False
             return _Item(pos.offset(), boundary=True, size=size)
-        # A statement outside a transaction: DDL (or statement-based DML, which ROW format doesn't write).
-        pos.in_transaction = False
+        # DDL commits implicitly and stands alone; statement-based DML (STATEMENT/MIXED format) belongs to
+        # the transaction around it, which must not be cut there.
+        inside = pos.in_transaction and _first_word(query) in _TRANSACTIONAL_STATEMENTS
+        pos.in_transaction = inside
         offset = pos.offset()
         default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
         try:
@@ -441,7 +514,7 @@ class BinlogSplitReader:
             raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
         events: tuple[ChangeEvent, ...] = tuple(self._stamp(c, offset) for c in changes)
         self._apply_schema_changes(events)
-        return _Item(offset, events, boundary=True, size=size)
+        return _Item(offset, events, boundary=not inside, size=size)
 
     def schema_or_none(self, table_id: TableId) -> TableSchema | None:
         try:
@@ -472,21 +545,22 @@ class BinlogSplitReader:
 
     def _rows_event(self, ev: Any, pos: _Position, tables: set[TableId] | None, size: int) -> _Item:
         offset = pos.offset()
-        table_id = TableId(ev.schema, ev.table)
+        table_id = self._table_ids.get((ev.schema, ev.table))
+        if table_id is None:  # one TableId object per table: identity checks downstream stay cheap
+            table_id = self._table_ids.setdefault((ev.schema, ev.table), TableId(ev.schema, ev.table))
         if not self._wanted(table_id, tables):
             return _Item(offset, size=size)
         schema = self.schema(table_id)
         commit_ms = ev.timestamp * 1000 if ev.timestamp else None
         gtid = pos.transaction_gtid
         images = self._rows.images(ev, schema)
-        out: list[DataChangeEvent] = []
         if isinstance(ev, WriteRowsEvent):
-            for i, (_, after) in enumerate(images):
-                out.append(DataChangeEvent(table_id, Op.INSERT, None, after, offset, i, gtid, commit_ms))
+            out = [_event(table_id, Op.INSERT, None, after, offset, i, gtid, commit_ms)
+                   for i, (_, after) in enumerate(images)]
         elif isinstance(ev, DeleteRowsEvent):
-            for i, (before, _) in enumerate(images):
-                out.append(DataChangeEvent(table_id, Op.DELETE, before, None, offset, i, gtid, commit_ms))
+            out = [_event(table_id, Op.DELETE, before, None, offset, i, gtid, commit_ms)
+                   for i, (before, _) in enumerate(images)]
         else:
-            for i, (before, after) in enumerate(images):
-                out.append(DataChangeEvent(table_id, Op.UPDATE, before, after, offset, i, gtid, commit_ms))
+            out = [_event(table_id, Op.UPDATE, before, after, offset, i, gtid, commit_ms)
+                   for i, (before, after) in enumerate(images)]
         return _Item(offset, tuple(out), size=size)

@@ -9,6 +9,7 @@ paths share — sees identical input and a row reads the same from either path:
 * ``FLOAT``: the raw IEEE single widened to double (``1.100000023841858``) → the shortest decimal
   that round-trips through a single (``1.1``), which is what the server prints.
 * ``JSON`` (MySQL's binary JSON): a decoded object → compact JSON text.
+* ``BINARY``/``VARBINARY``/``BLOB``: an empty value comes back as ``''``; made ``b''``.
 * ``TIMESTAMP``: kept as a naive UTC ``datetime`` (the binlog stores epoch seconds; the snapshot
   session must read with ``time_zone='+00:00'`` to match).
 """
@@ -77,9 +78,20 @@ def _json(value: Any) -> Any:
     return json.dumps(plain(value), separators=(", ", ": "), ensure_ascii=False)
 
 
+_BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+
+
+def _binary(value: Any) -> Any:
+    # mysql-replication "decodes" binary columns with a codec that does not exist, which Python only
+    # notices for non-empty values: an empty one comes back as '' instead of b''
+    return b"" if isinstance(value, str) and value == "" else value
+
+
 def normalizer(column: Column) -> Callable[[Any], Any] | None:
     """The binlog→pymysql normalisation for one column, or None when the values already agree."""
     data_type = column.data_type.lower()
+    if data_type in _BINARY:
+        return _binary
     if data_type == "set":
         return _set(column)
     if data_type == "bit":
@@ -108,8 +120,11 @@ class RowImageConverter:
     columns are matched to the schema by position.
     """
 
-    def __init__(self, converter: Callable[[Column, Any], Any] | None) -> None:
+    def __init__(self, converter: Callable[[Column, Any], Any] | None, *, fast: bool = True) -> None:
+        from cdc_core.mysql.row_decoder import FastRowDecoder
+
         self.converter = converter
+        self._fast = FastRowDecoder(converter) if fast else None
         self._plans: dict[tuple[int, int], list[tuple[str, str, Callable[[Any], Any] | None]]] = {}
 
     def _plan(self, ev: Any, schema: TableSchema) -> list[tuple[str, str, Callable[[Any], Any] | None]]:
@@ -158,6 +173,10 @@ class RowImageConverter:
         return out
 
     def images(self, ev: Any, schema: TableSchema) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+        if self._fast is not None:
+            fast = self._fast.images(ev, schema)
+            if fast is not None:
+                return fast
         plan = self._plan(ev, schema)
         out: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
         for row in ev.rows:

@@ -600,6 +600,13 @@ class MySqlDdlParser:
         def captured(t: TableId) -> bool:
             return not is_shadow_table(t.table) and is_captured(t)
 
+        statement_dml = self._statement_dml_tables(ddl, default_db or None)
+        touched_dml = [t for t in statement_dml if captured(t)]
+        if touched_dml:
+            raise DdlParseError(
+                f"statement-based DML on captured table(s) {', '.join(map(str, touched_dml))}: its rows are not in "
+                "the binlog, so the change would be lost. Set binlog_format=ROW (and binlog_row_image=FULL) on "
+                "the server, for every session that writes to captured tables", ddl)
         try:
             events = self._parse(ddl, default_db or None, captured, schema_of)
         except _Syntax as exc:
@@ -622,6 +629,36 @@ class MySqlDdlParser:
             raise DdlParseError(f"cannot parse DDL: {exc}", ddl) from None
 
     # internals ------------------------------------------------------------------------------
+
+    def _statement_dml_tables(self, ddl: str, default_db: str | None) -> list[TableId]:
+        """Tables written by a DML statement logged as text (binlog_format STATEMENT/MIXED)."""
+        head = ddl.lstrip().split(None, 1)[0].upper() if ddl.strip() else ""
+        if head.startswith("/*"):
+            try:
+                toks = tokenize(_strip_executable_comments(ddl))
+            except TokenError:
+                return []
+            head = toks[0].up if toks else ""
+        if head not in ("INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD"):
+            return []
+        try:
+            toks = tokenize(_strip_executable_comments(ddl))
+        except TokenError:
+            return []
+        out: list[TableId] = []
+        for i, t in enumerate(toks[:-1]):
+            if t.up in ("INTO", "UPDATE", "FROM", "JOIN", "TABLE") or (i == 0 and t.up in ("UPDATE",)):
+                nxt = i + 1
+                while nxt < len(toks) and toks[nxt].up in ("LOW_PRIORITY", "IGNORE", "QUICK", "DELAYED",
+                                                           "HIGH_PRIORITY"):
+                    nxt += 1
+                if nxt >= len(toks) or toks[nxt].kind not in ("ident", "word"):
+                    continue
+                if nxt + 2 < len(toks) and toks[nxt + 1].kind == "punct" and toks[nxt + 1].text == ".":
+                    out.append(TableId(toks[nxt].text, toks[nxt + 2].text))
+                elif default_db:
+                    out.append(TableId(default_db, toks[nxt].text))
+        return out
 
     def _tables_mentioned(self, ddl: str, default_db: str | None) -> list[TableId]:
         """Best-effort names after TABLE/TO/LIKE/',' for deciding whether an unparseable DDL matters."""

@@ -29,7 +29,7 @@ class DiscoveryError(ValueError):
 
 
 def list_captured_tables(conn: Any, selector: TableSelector) -> list[TableId]:
-    """Base tables matching the selector, sorted by database then table."""
+    """Base tables matching the selector, sorted by database then table (code points)."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
@@ -43,7 +43,7 @@ def list_captured_tables(conn: Any, selector: TableSelector) -> list[TableId]:
             continue
         if selector.matches(db, table):
             out.append(TableId(db, table))
-    return out
+    return sorted(out)  # code-point order, independent of information_schema's collation
 
 
 def _text(value: Any) -> str:

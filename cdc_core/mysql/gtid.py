@@ -49,6 +49,17 @@ class GtidState:
         return state
 
     @classmethod
+    def at_cursor(cls, cursor: Any, offset: BinlogOffset) -> GtidState:
+        """As :meth:`at`, on an open cursor."""
+        try:
+            cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (offset.file, offset.position))
+            row = cursor.fetchone()
+        except pymysql.MySQLError:
+            return cls()
+        value = (next(iter(row.values())) if isinstance(row, dict) else row[0]) if row else None
+        return cls.parse(value or None)
+
+    @classmethod
     def at(cls, settings: Any, offset: BinlogOffset) -> GtidState:
         """The GTID position at a file/position, asked of the server (MariaDB's ``BINLOG_GTID_POS``).
 

@@ -149,3 +149,17 @@ def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the 
         raise ServerCheckError(problems)
     privileges = frozenset(p for privs in grants.values() for p in privs)
     return ServerInfo(version, is_mariadb, variables, privileges)
+
+
+def check_source_server(source: Any) -> ServerInfo:
+    """Connect with a pipeline's ``source:`` options and check the server for its captured tables."""
+    from cdc_core.mysql.connection import MySqlConnectionSettings, connect
+    from cdc_core.mysql.discovery import list_captured_tables
+
+    settings = MySqlConnectionSettings.from_options(source)
+    conn = connect(settings)
+    try:
+        tables = list_captured_tables(conn, source.selector)
+        return check_server(conn, tables, user=f"'{settings.user}'")
+    finally:
+        conn.close()

@@ -47,12 +47,14 @@ from cdc_core.mysql.connection import (
     quote_ident,
     quote_table,
 )
+from cdc_core.mysql.discovery import chunk_key_column
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_literal, key_param
 from cdc_core.mysql.types import (
     DorisValueConverter,
     TypeKind,
     _is_utc,
+    _members,
     arrow_to_doris,
     doris_arrow_type,
     kind_of,
@@ -140,8 +142,7 @@ class KeyRange:
         self._conn = conn
         self._collation = collation
         self._tz = parse_tz(tz)
-        self._server_side = self.kind in (TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.TIME,
-                                          TypeKind.JSON, TypeKind.GEOMETRY)
+        self._server_side = self.kind in (TypeKind.STRING, TypeKind.TIME, TypeKind.JSON, TypeKind.GEOMETRY)
         self._cache: dict[Any, bool] = {}
 
     def _comparable(self, value: Any) -> Any:
@@ -154,6 +155,14 @@ class KeyRange:
             return Decimal(str(value))
         if kind in (TypeKind.FLOAT, TypeKind.DOUBLE):
             return float(value)
+        if kind == TypeKind.ENUM:  # MySQL orders ENUM by member index ('' = 0), not by text
+            members = [m.lower() for m in _members(self.key.column_type)]
+            text = str(value).lower()
+            return members.index(text) + 1 if text in members else 0
+        if kind == TypeKind.SET:  # … and SET by its bitmask
+            members = [m.lower() for m in _members(self.key.column_type)]
+            parts = [p for p in str(value).lower().split(",") if p]
+            return sum(1 << members.index(p) for p in parts if p in members)
         if kind == TypeKind.BINARY:
             return value
         if kind == TypeKind.TIMESTAMP and isinstance(value, str):
@@ -386,6 +395,7 @@ class SnapshotSplitReader:
         binlog_reader_factory: BinlogReaderFactory | None = None,
         pause_after_low_watermark: Callable[[SnapshotSplit], None] | None = None,
         pause_after_scan: Callable[[SnapshotSplit], None] | None = None,
+        chunk_key_column: str | None = None,
     ):
         self.settings = settings
         self.server_id_range = server_id_range
@@ -396,6 +406,7 @@ class SnapshotSplitReader:
         self._binlog_factory = binlog_reader_factory or _default_binlog_reader
         self.pause_after_low_watermark = pause_after_low_watermark
         self.pause_after_scan = pause_after_scan
+        self.chunk_key_column = chunk_key_column
         self._converter = DorisValueConverter(self.tz, tinyint1_as_boolean)
         self._conn: Any = None
         self._server_id: int | None = None
@@ -411,6 +422,7 @@ class SnapshotSplitReader:
             tinyint1_as_boolean=source.tinyint1_as_boolean,
             fetch_size=source.fetch_size,
             backfill_skip=source.backfill_skip,
+            chunk_key_column=source.chunk_key_column,
             **kwargs,
         )
 
@@ -444,6 +456,13 @@ class SnapshotSplitReader:
 
     # -- reading -----------------------------------------------------------------------------------
 
+    def key_column(self, schema: TableSchema, split: SnapshotSplit) -> Column:
+        """The split's chunk key: named in the split, else as the splitter chose it (the first
+        primary-key column or ``scan.incremental.snapshot.chunk.key-column``)."""
+        if split.key_columns:
+            return schema.column(split.key_columns[0])
+        return chunk_key_column(schema, self.chunk_key_column)
+
     def current_offset(self) -> BinlogOffset:
         with self._control().cursor() as cur:
             return read_current_offset(cur)
@@ -451,11 +470,14 @@ class SnapshotSplitReader:
     def _raw_batches(self, schema: TableSchema, split: SnapshotSplit, *, safe: bool) -> Iterator[pa.RecordBatch]:
         import connectorx as cx
 
-        key = schema.column(split.key_columns[0]) if split.key_columns else schema.column(schema.primary_key[0])
+        key = self.key_column(schema, split)
         query = build_scan_query(schema, split, key, tinyint1_as_boolean=self.tinyint1_as_boolean, safe=safe)
+        # The session time zone only matters to TIMESTAMP values; skip the extra round trip otherwise.
+        needs_tz = any(kind_of(c, tinyint1_as_boolean=self.tinyint1_as_boolean) == TypeKind.TIMESTAMP
+                       for c in schema.columns)
+        extra = {"pre_execution_query": [f"SET time_zone = '{SESSION_TIME_ZONE}'"]} if needs_tz else {}
         reader = cx.read_sql(
-            self.settings.connectorx_uri(), query, return_type="arrow_stream", batch_size=self.fetch_size,
-            pre_execution_query=[f"SET time_zone = '{SESSION_TIME_ZONE}'"],
+            self.settings.connectorx_uri(), query, return_type="arrow_stream", batch_size=self.fetch_size, **extra,
         )
         for batch in reader:
             if batch.num_rows:
@@ -518,7 +540,7 @@ class SnapshotSplitReader:
 
     def _backfill(self, split: SnapshotSplit, schema: TableSchema, table: pa.Table, low: BinlogOffset,
                   high: BinlogOffset) -> tuple[pa.Table, int]:
-        key = schema.column(split.key_columns[0]) if split.key_columns else schema.column(schema.primary_key[0])
+        key = self.key_column(schema, split)
         binlog = self._binlog_factory(self.settings, self.server_id, schema, self._converter)
         events = [e for e in binlog.read_range(low, high, {schema.table_id})
                   if isinstance(e, DataChangeEvent) and e.table_id == schema.table_id]

@@ -349,7 +349,9 @@ class StreamLoader:
                 sign = f"CAST(CASE WHEN ({_translate(h['delete'])}) THEN 1 ELSE 0 END AS TINYINT)"
             elif DELETE_SIGN.lower() in mapped and (DELETE_SIGN in hidden or columns):
                 raw = f"m.{quote_ident(DELETE_SIGN.lower())}"
-                sign = (f"CAST(CASE WHEN lower(trim(CAST({raw} AS VARCHAR))) IN ('1', 'true') THEN 1 "
+                # Doris reads the sign as a number: "1", 1, 1.0 and true all delete.
+                text = f"lower(trim(CAST({raw} AS VARCHAR)))"
+                sign = (f"CAST(CASE WHEN {text} IN ('1', 'true') OR TRY_CAST({text} AS DOUBLE) = 1 THEN 1 "
                         f"ELSE 0 END AS TINYINT)")
             else:
                 sign = "CAST(0 AS TINYINT)"

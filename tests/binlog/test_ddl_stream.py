@@ -11,8 +11,9 @@ from cdc_core.events import (
     RenameColumnEvent,
     SchemaChangeEvent,
 )
+from cdc_core.mysql.binlog_filter import BinlogEventFilter, FinishedChunk
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
-from cdc_core.mysql.ddl_parser import DdlParseError
+from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser
 from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.schema import TableId
 from cdc_core.state import StateStore
@@ -168,3 +169,77 @@ def test_schema_history_persists_and_replays(settings, root_conn, fresh_db, tmp_
     replayed = [e.after for e in replay.read_range(o0, end, {t}) if isinstance(e, DataChangeEvent)]
     assert replayed == rows
     assert reopened.schema_at(t, end).column_names == ("b", "id")
+
+
+def _gh_ost(root_conn, db: str, table: str) -> None:
+    """The statements gh-ost runs (shadow table, its ALTER, row copy, atomic cut-over, cleanup)."""
+    _exec(
+        root_conn,
+        f"create /* gh-ost */ table `{db}`.`_{table}_gho` like `{db}`.`{table}`",
+        f"alter /* gh-ost */ table `{db}`.`_{table}_gho` add column note varchar(20) default 'x' after id",
+        f"create /* gh-ost */ table `{db}`.`_{table}_ghc` (id bigint auto_increment, hint varchar(64), "
+        "primary key(id))",
+        f"insert /* gh-ost */ ignore into `{db}`.`_{table}_gho` (`id`, `v`) select `id`, `v` from `{db}`.`{table}`",
+        f"insert into `{db}`.`_{table}_ghc` (hint) values ('copy done')",
+        f"rename /* gh-ost */ table `{db}`.`{table}` to `{db}`.`_{table}_del`, `{db}`.`_{table}_gho` to `{db}`.`{table}`",
+        f"drop /* gh-ost */ table if exists `{db}`.`_{table}_del`",
+        f"drop /* gh-ost */ table if exists `{db}`.`_{table}_ghc`",
+        f"insert into `{db}`.`{table}` (id, note, v) values (2, 'after', 20)",
+    )
+
+
+def test_gh_ost_migration_maps_to_the_original_table(settings, root_conn, fresh_db):
+    t = TableId(fresh_db, "orders")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.orders (id int primary key, v int)",
+          f"INSERT INTO `{fresh_db}`.orders VALUES (1, 10)")
+    schemas = {t: read_schema(root_conn, t)}
+    start = current_offset(root_conn)
+    _gh_ost(root_conn, fresh_db, "orders")
+    end = current_offset(root_conn)
+    captured = lambda x: x.database == fresh_db  # noqa: E731 - the selector `db.*` also matches the shadows
+    with pytest.raises(DdlParseError, match="scan.parse.online.schema.changes.enabled"):
+        BinlogSplitReader(settings, next_server_id(), schemas.get, None, is_captured=captured).read_batch(start, end)
+    reader = BinlogSplitReader(settings, next_server_id(), schemas.get, None, is_captured=captured,
+                               ddl_parser=MySqlDdlParser(parse_online_schema_changes=True))
+    batch = reader.read_batch(start, end)
+    changes = [e for e in batch.events if isinstance(e, SchemaChangeEvent)]
+    rows = [e for e in batch.events if isinstance(e, DataChangeEvent)]
+    assert [(type(e).__name__, e.table_id) for e in changes] == [("AddColumnEvent", t)]
+    assert changes[0].column.name == "note" and changes[0].after == "id"
+    assert [(r.table_id, r.after) for r in rows] == [(t, {"id": 2, "note": "after", "v": 20})]  # shadow copies skipped
+    assert reader.schema(t).column_names == read_schema(root_conn, t).column_names == ("id", "note", "v")
+
+
+def test_new_table_in_binlog_phase(settings, root_conn, fresh_db):
+    """``scan.binlog.newly-added-table.enabled``: a table created later is streamed from its CREATE."""
+    old, new = TableId(fresh_db, "old"), TableId(fresh_db, "fresh")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.old (id int primary key)")
+    schemas = {old: read_schema(root_conn, old)}
+    start = current_offset(root_conn)
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.fresh (id int primary key, s varchar(5))",
+          f"INSERT INTO `{fresh_db}`.fresh VALUES (1, 'a')", f"INSERT INTO `{fresh_db}`.old VALUES (7)")
+    end = current_offset(root_conn)
+    chunks = [FinishedChunk(old, 0, None, None, start)]
+    for enabled, expected in ((True, [("fresh", "create.table"), ("fresh", 1), ("old", 7)]),
+                              (False, [("old", 7)])):
+        f = BinlogEventFilter(chunks, schemas.get, captured=lambda x: x.database == fresh_db,
+                              binlog_newly_added_table_enabled=enabled)
+        reader = BinlogSplitReader(settings, next_server_id(), schemas.get, None,
+                                   is_captured=lambda x: x.database == fresh_db)
+        batch = reader.read_batch(start, end, event_filter=f)
+        got = [(e.table_id.table, e.after["id"] if isinstance(e, DataChangeEvent) else e.type_name)
+               for e in batch.events]
+        assert got == expected
+    assert reader.schema(new).column_names == ("id", "s")
+
+
+def test_statement_based_dml_on_captured_table_stops(settings, root_conn, fresh_db):
+    t = TableId(fresh_db, "sb")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.sb (id int primary key)")
+    schemas = {t: read_schema(root_conn, t)}
+    start = current_offset(root_conn)
+    _exec(root_conn, "SET SESSION binlog_format = 'STATEMENT'", f"INSERT INTO `{fresh_db}`.sb VALUES (1)",
+          "SET SESSION binlog_format = 'ROW'")
+    reader = BinlogSplitReader(settings, next_server_id(), schemas.get, None, is_captured=lambda x: x == t)
+    with pytest.raises(DdlParseError, match="binlog_format=ROW"):
+        reader.read_batch(start)

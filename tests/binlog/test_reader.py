@@ -11,7 +11,7 @@ from cdc_core.events import DataChangeEvent, Op
 from cdc_core.mysql.binlog_reader import BinlogReadError, BinlogSplitReader
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId
-from tests.binlog.conftest import current_offset, next_server_id
+from tests.binlog.conftest import current_offset, next_server_id, read_schema
 
 
 def _exec(conn, *sql):
@@ -163,3 +163,54 @@ def test_resume_offset_gtid_matches_server(settings, schema_lookup, root_conn, f
     stop = current_offset(root_conn)
     batch = reader.read_batch(stripped, stop)
     assert batch.end == stop and batch.end.gtid_set == stop.gtid_set
+
+
+def test_from_source_options(mysql_server, root_conn, fresh_db):
+    from cdc_core.config.options import MySqlSourceOptions
+    from cdc_core.mysql.binlog_reader import stream_server_id
+
+    ep = mysql_server.endpoint
+    base = next_server_id() + 500
+    source = MySqlSourceOptions.model_validate({
+        "type": "mysql", "hostname": ep.host, "port": ep.port, "username": ep.user, "password": ep.password,
+        "tables": f"{fresh_db}.orders", "server-id": f"{base}-{base + 4}", "server-time-zone": "Asia/Tokyo",
+        "heartbeat.interval": "5s"})
+    t = TableId(fresh_db, "orders")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.orders (id int primary key, amount decimal(6,2), "
+                     "at timestamp(3) NULL, ok tinyint(1))",
+          f"CREATE TABLE `{fresh_db}`.other (id int primary key)")
+    start = current_offset(root_conn)
+    _exec(root_conn, f"INSERT INTO `{fresh_db}`.orders VALUES (1, 2.5, '2026-01-01 00:00:00.250', 1)",
+          f"INSERT INTO `{fresh_db}`.other VALUES (1)")
+    stop = current_offset(root_conn)
+    with BinlogSplitReader.from_source(source, lambda x: read_schema(root_conn, x)) as reader:
+        assert reader.server_id == stream_server_id(source) == base and reader.heartbeat_interval == 5.0
+        batch = reader.read_batch(start, stop)
+    assert [(e.table_id, e.after) for e in batch.events] == [
+        (t, {"id": 1, "amount": "2.50", "at": "2026-01-01 09:00:00.250", "ok": True})]
+    assert "cdc" not in repr(reader.settings).replace("user='cdc'", "")  # no password in repr
+
+
+def test_statement_dml_of_other_tables_does_not_cut_a_transaction(settings, schema_lookup, root_conn, fresh_db):
+    mine = TableId(fresh_db, "mine")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.mine (id int primary key)",
+          f"CREATE TABLE `{fresh_db}`.audit (id int primary key)")
+    start = current_offset(root_conn)
+    _exec(root_conn, "SET SESSION binlog_format = 'STATEMENT'", "BEGIN",
+          f"INSERT INTO `{fresh_db}`.audit VALUES (1)", f"INSERT INTO `{fresh_db}`.audit VALUES (2)", "COMMIT",
+          "SET SESSION binlog_format = 'ROW'", f"INSERT INTO `{fresh_db}`.mine VALUES (1)")
+    stop = current_offset(root_conn)
+    reader = BinlogSplitReader(settings, next_server_id(), schema_lookup, None, is_captured=lambda t: t == mine)
+    ends = []
+    pos = start
+    while pos < stop:
+        batch = reader.read_batch(pos, stop, max_events=1)
+        ends.append(batch.end)
+        pos = batch.end
+    with root_conn.cursor() as cur:
+        cur.execute(f"SHOW BINLOG EVENTS IN '{start.file}' FROM {start.position}")
+        events = cur.fetchall()
+    # every batch ends on a transaction end (Xid / COMMIT), never right after one of the statements
+    query_ends = {e[4] for e in events if e[2] == "Query" and "INSERT INTO" in e[5]}
+    assert not query_ends & {e.position for e in ends}
+    assert pos == stop

@@ -550,6 +550,11 @@ def test_delete_sign_hidden_columns_and_merge_types(doris: StandInProcess, db: s
     assert doris.rows("SELECT id, name FROM users ORDER BY id", db) == [[2, "keep"], [5, "y"], [6, "n6"]]
     res = doris.load(db, "users", jsonl({"id": 6}), delete="id=6", **JSONL)
     assert res["Message"].endswith("Not support DELETE ON clause when merge type is not MERGE.")
+    # Doris reads the sign as a number: 1 and 1.0 delete just as "1" does.
+    doris.load(db, "users", jsonl({"id": 7, "name": "a"}, {"id": 8, "name": "b"}), **JSONL)
+    doris.load(db, "users", jsonl({"id": 7, "__DORIS_DELETE_SIGN__": 1}, {"id": 8, "__DORIS_DELETE_SIGN__": 1.0}),
+               hidden_columns="__DORIS_DELETE_SIGN__", **JSONL)
+    assert doris.rows("SELECT COUNT(*) FROM users WHERE id IN (7, 8)", db) == [[0]]
     res = doris.load(db, "users", jsonl({"id": 6}), merge_type="UPSERT", **JSONL)
     assert res["Status"] == "Fail" and "Invalid merge type UPSERT" in res["Message"]
 

@@ -80,6 +80,8 @@ def test_bad_options_are_named():
 
     with pytest.raises(ValueError, match="sink.properties.label"):
         StreamLoader(DorisHttpClient("h:1", "root"), properties={"label": "x"})
+    with pytest.raises(ValueError, match="sink.properties.strip_outer_array cannot be used"):
+        StreamLoader(DorisHttpClient("h:1", "root"), properties={"strip_outer_array": "true"})
     from cdc_core.doris.rows import PayloadBuilder
 
     with pytest.raises(ValueError, match="Arrow input"):

@@ -162,3 +162,11 @@ def test_commit_by_label_when_the_txn_id_is_unknown(sink, users):
     c = sink.load(users, "chunk-0-g0", _rows([1, 2]))
     sink.commit([Committable(c.database, c.table, c.label, None, c.rows)])
     assert len(select(sink, users)) == 2
+
+
+def test_load_waits_out_a_backend_that_is_down(doris, sink, users):
+    doris.faults({"target": "load", "mode": "be_down", "count": 2, "db": users.database})
+    c = sink.load(users, "chunk-0-g0", _rows([1]))
+    assert doris.active_faults() == []
+    sink.commit([c])
+    assert select(sink, users, "id") == [(1,)]

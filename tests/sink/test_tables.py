@@ -128,3 +128,27 @@ def test_dropping_a_key_column_is_refused_by_the_light_schema_change_check(sink,
     sink.create_table(users_schema(doris_db))
     with pytest.raises(SchemaChangeError, match="light schema change"):
         sink.apply_schema_change(DropColumnEvent(src, column_name="id"))
+
+
+def test_widening_a_key_column(sink, doris_db):
+    src = TableId(doris_db, "codes")
+    schema = TableSchema(src, (Column("code", "varchar(4)", "varchar", False, char_length=4),
+                               Column("n", "int(11)", "int")), primary_key=("code",))
+    sink.create_table(schema)
+    wider = Column("code", "varchar(8)", "varchar", False, char_length=8)
+    event = AlterColumnTypeEvent(src, column_name="code", column=wider)
+    assert sink.apply_schema_change(event).outcome == "applied"
+    assert sink.apply_schema_change(event).outcome == "skipped"
+    assert sink.catalog.table_info(doris_db, "codes").column("code").is_key
+    assert sink.catalog.column_types(doris_db, "codes")["code"].lower() == "varchar(24)"
+
+
+def test_type_spellings_compare_equal():
+    from cdc_core.doris.metadata_applier import _normalize_type
+
+    assert _normalize_type("datetime(3)") == _normalize_type("DATETIMEV2(3)")
+    assert _normalize_type("datetime") == _normalize_type("DATETIMEV2(0)")
+    assert _normalize_type("text") == _normalize_type("STRING")
+    assert _normalize_type("decimal(10,2)") == _normalize_type("DECIMALV3(10, 2)")
+    assert _normalize_type("date") == _normalize_type("DATEV2")
+    assert _normalize_type("varchar(24)") != _normalize_type("VARCHAR(12)")

@@ -124,3 +124,15 @@ def test_payloads_json_csv_arrow_and_gzip():
     back = pa.ipc.open_stream(data).read_all()
     assert back.column_names == ["id", "name", SEQUENCE_COLUMN, DELETE_SIGN]
     assert back.column(SEQUENCE_COLUMN).to_pylist() == [9, 9] and arrow.headers["compress_type"] == "gz"
+
+
+def test_schema_change_filters_follow_include_and_exclude():
+    from cdc_core.events import AddColumnEvent, DropColumnEvent, DropTableEvent, TruncateTableEvent
+
+    t = TableId("d", "t")
+    sink = DorisSink.from_pipeline(_pipeline(), type_mapper=str, exclude_schema_changes=["drop"])
+    assert sink.accepts(AddColumnEvent(t)) and not sink.accepts(DropColumnEvent(t))
+    assert not sink.accepts(DropTableEvent(t)) and sink.accepts(TruncateTableEvent(t))
+    only = DorisSink.from_pipeline(_pipeline(), type_mapper=str, include_schema_changes=["column"])
+    assert only.accepts(AddColumnEvent(t)) and only.accepts(DropColumnEvent(t)) and not only.accepts(DropTableEvent(t))
+    assert only.apply_schema_change(DropTableEvent(t)).outcome == "ignored"  # no request is sent

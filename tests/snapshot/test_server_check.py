@@ -88,3 +88,20 @@ def test_wrong_password_is_a_clear_error_without_the_password(mysql_server):
     with pytest.raises(ConnectionError) as err:
         connect(MySqlConnectionSettings(ep.host, ep.port, "cdc", "not-the-password"))
     assert "cdc@" in str(err.value) and "not-the-password" not in str(err.value)
+
+
+def test_check_source_server_from_a_pipeline_file(mysql_server, fresh_db, root_conn, tmp_path):
+    from cdc_core.config import load_pipeline
+    from cdc_core.mysql.server_check import check_source_server
+
+    run(root_conn, f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY)")
+    ep = mysql_server.endpoint
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "source:\n  type: mysql\n"
+        f"  hostname: {ep.host}\n  port: {ep.port}\n  username: {ep.user}\n  password: {ep.password}\n"
+        f"  tables: {fresh_db}.\\.*\n"
+        "sink:\n  type: doris\n  fenodes: 127.0.0.1:8030\n  username: root\n"
+    )
+    info = check_source_server(load_pipeline(path).source)
+    assert info.is_mariadb and info.variables["binlog_row_metadata"] == "FULL"
