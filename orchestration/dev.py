@@ -81,7 +81,18 @@ class DagsterServices:
         if out is not None:
             out.close()
 
+    def init_storage(self) -> None:
+        """Create the instance's SQLite databases once, here: the daemon and the webserver each
+        create missing ones on start, and racing each other they fail ("alembic_version already exists")."""
+        from dagster import DagsterInstance
+
+        with DagsterInstance.from_config(str(self.home)) as instance:
+            instance.get_runs(limit=1)
+            instance.get_dynamic_partitions("tidemark_init")
+            instance.all_instigator_state()
+
     def start(self) -> DagsterServices:
+        self.init_storage()
         location = [*CODE_LOCATION, "-d", str(self.working_dir)]
         if self.want_daemon:
             self._spawn("daemon", [_script("dagster-daemon"), "run", *location])
