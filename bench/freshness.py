@@ -8,13 +8,14 @@ poller asks Doris every 0.2 s for new ids; freshness of a row = first seen in Do
 commit. Reports p50/p90/p99/max, the ratios to the limits (p50 ≤ 10 s, p99 ≤ 30 s), and where a
 binlog run's time goes (sensor tick → run created → started → finished, from Dagster's records).
 
-    PYTHONPATH=. .venv/bin/python bench/freshness.py [--seconds 90] [--rate 200] [--keep]
+    PYTHONPATH=. .venv/bin/python bench/freshness.py [--seconds 90] [--rate 200] [--queue-ahead] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -141,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=15.0, help="write load before measuring")
     parser.add_argument("--rate", type=float, default=200.0, help="rows per second")
     parser.add_argument("--keep", action="store_true", help="keep the working directory")
+    parser.add_argument("--queue-ahead", action="store_true",
+                        help="TIDEMARK_BINLOG_QUEUE_AHEAD=1: queue the next binlog run behind the running one")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
@@ -179,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
             once = OnceRun(handle, instance, console, parity_checks=False)
             once.run()
             once.runner.close()
+        env = {**os.environ, "TIDEMARK_BINLOG_QUEUE_AHEAD": "1" if args.queue_ahead else "0"}
         services = DagsterServices([path], home, webserver=False, daemon=True, log_dir=work / "logs",
-                                   working_dir=ROOT).start()
+                                   working_dir=ROOT, env=env).start()
 
         def connect():
             return pymysql.connect(unix_socket=mysql.endpoint.root_socket, user="root", database=DB, autocommit=False)
@@ -207,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             breakdown = run_breakdown(instance, handle.sensor_name, measured_from - args.warmup)
         p50, p90, p99 = (percentile(latencies, q) for q in (0.5, 0.9, 0.99))
         result = {
+            "queue_ahead": args.queue_ahead,
             "rows_measured": len(wanted),
             "rows_missing_after_120s": missing,
             "write_rate_rows_per_s": round(len(wanted) / (measured_to - measured_from), 1),
