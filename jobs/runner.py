@@ -504,7 +504,6 @@ class PipelineRunner:
         from cdc_core.mysql.hybrid_assigner import BinlogSplit
         from cdc_core.mysql.purge import ensure_offset_available
         from cdc_core.mysql.schema_history import SchemaHistory
-        from cdc_core.mysql.types import DorisValueConverter
         from jobs.binlog_job import change_rows, load_in_process, load_with_spark
 
         self.resolve_pending()
@@ -518,9 +517,7 @@ class PipelineRunner:
         if start is None or stop <= start:
             return BatchResult("", {} if start is None else start.to_dict(),
                                {} if start is None else start.to_dict(), {}, ())
-        from cdc_core.mysql.binlog_reader import ConnectionSettings
-
-        ensure_offset_available(ConnectionSettings.of(self.settings), start)
+        ensure_offset_available(self.settings, start)
         source = self.definition.source
         history = SchemaHistory(self.store)
         captured_tables = self._captured_tables()
@@ -542,16 +539,13 @@ class PipelineRunner:
             event_filter = split.event_filter(
                 schemas, captured=lambda t: selector.matches(t.database, t.table), source=source, weigher=weigher
             )
-            reader = BinlogSplitReader(
-                self.settings, source.server_id_range()[0], schemas,
-                DorisValueConverter(source.server_time_zone or "UTC", source.tinyint1_as_boolean),
-                heartbeat_interval=source.heartbeat_interval,
-                is_captured=lambda t: selector.matches(t.database, t.table),
-            )
-            batch = reader.read_batch(
-                start, stop, max_events=max_events or self.definition.pipeline.binlog_max_events,
-                stop_at_schema_change=True, event_filter=event_filter,
-            )
+            # The stream's reader: the first server id of the range, closed after the batch so that
+            # no dump thread lingers on the server under that id.
+            with BinlogSplitReader.from_source(source, schemas) as reader:
+                batch = reader.read_batch(
+                    start, stop, max_events=max_events or self.definition.pipeline.binlog_max_events,
+                    stop_at_schema_change=True, event_filter=event_filter,
+                )
         finally:
             weigher.close()
         end = batch.end
