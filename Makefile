@@ -41,8 +41,25 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
+# The demo: the local stack, a sample shop database, one pipeline run, a comparison, the UI.
+# Ports can be moved: make demo DEMO_MYSQL_PORT=3317 DEMO_DORIS_PORT=8130 DEMO_DORIS_BE_PORT=8140 DAGSTER_PORT=3100
+DEMO_MYSQL_PORT ?= 3307
+DEMO_DORIS_PORT ?= 8030
+DEMO_DORIS_BE_PORT ?= 8040
+DAGSTER_HOST ?= 127.0.0.1
+DAGSTER_PORT ?= 3000
+demo: export TIDEMARK_MYSQL_PORT = $(DEMO_MYSQL_PORT)
+demo: export TIDEMARK_DORIS_FE = 127.0.0.1:$(DEMO_DORIS_PORT)
 demo: setup
-	$(VENV)/bin/tidemark devstack up
+	$(VENV)/bin/tidemark devstack up --mysql-port $(DEMO_MYSQL_PORT) --doris-port $(DEMO_DORIS_PORT) --doris-be-port $(DEMO_DORIS_BE_PORT)
+	$(PY) -m orchestration.demo load
+	$(VENV)/bin/tidemark run pipelines/demo.yaml --once
+	$(PY) -m orchestration.demo compare
+	@echo
+	@echo "Next: the Dagster UI. The binlog sensor is running: change rows in MySQL, e.g."
+	@echo "  mariadb -h127.0.0.1 -P$(DEMO_MYSQL_PORT) -ucdc -pcdc  (as root: tidemark devstack status shows the socket)"
+	@echo "and watch binlog_stream materialize. Ctrl-C stops the UI; 'make clean-stack' stops MariaDB and Doris."
+	$(VENV)/bin/tidemark dev pipelines/demo.yaml --host $(DAGSTER_HOST) --port $(DAGSTER_PORT)
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -95,6 +95,55 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+# -- run -------------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> int:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from dagster import DagsterInstance
+    from rich.console import Console
+
+    from orchestration.instance import dagster_home_for, prepare_home
+    from orchestration.pipelines import load_handles
+    from orchestration.run_once import OnceRun, RunOnceError, summary_table
+
+    if not args.once:
+        print("tidemark run: only --once is supported (the continuous stream is `tidemark dev`: "
+              "its binlog sensor keeps the pipeline in step)", file=sys.stderr)
+        return 2
+    console = Console(stderr=True)
+    handles = load_handles([Path(p) for p in args.pipelines])
+    home = prepare_home(dagster_home_for(handles))
+    status = 0
+    with DagsterInstance.from_config(str(home)) as instance:
+        for handle in handles:
+            once = OnceRun(handle, instance, console)
+            try:
+                summary = once.run()
+            except RunOnceError as exc:
+                console.print(f"[red]tidemark run {handle.slug}: {exc}[/]")
+                status = max(status, exc.code)
+                continue
+            finally:
+                once.runner.close()
+            console.print(summary_table(handle, summary))
+    return status
+
+
+# -- dev -------------------------------------------------------------------------------------
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from orchestration.dev import run_dev
+
+    return run_dev(args.pipelines, host=args.host, port=args.port)
+
+
+# -- splits ----------------------------------------------------------------------------------
+
+
 def _splits(args: argparse.Namespace) -> int:
     from cdc_core.mysql.plan import splits_command
 
@@ -125,6 +174,18 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check pipeline files and report problems one per line")
     val.add_argument("pipelines", nargs="+")
     val.set_defaults(handler=_validate)
+
+    run = sub.add_parser("run", help="run pipelines in this process: the snapshot, then the binlog")
+    run.add_argument("pipelines", nargs="+", metavar="PIPELINE.yaml")
+    run.add_argument("--once", action="store_true",
+                     help="snapshot if not done, then the binlog up to the position seen at the start; then exit")
+    run.set_defaults(handler=_run)
+
+    ui = sub.add_parser("dev", help="the Dagster UI and daemon for these pipelines (sensor and schedule running)")
+    ui.add_argument("pipelines", nargs="+", metavar="PIPELINE.yaml")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(handler=_dev)
 
     spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) Flink CDC would make")
     spl.add_argument("pipeline")

@@ -1,0 +1,245 @@
+"""The pipeline's assets: split assignment, the chunked snapshot, and the binlog stream.
+
+Built per pipeline (``build_assets``) under the asset key prefix of the pipeline's name. Every
+asset that writes takes the pipeline's pool, so two runs of one pipeline never overlap (see
+dagster.yaml), and starts with ``resolve_pending``: whatever an earlier failed commit left
+behind is finished before new work is prepared.
+"""
+
+
+import json
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    BackfillPolicy,
+    BetaWarning,
+    DynamicPartitionsDefinition,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from jobs.runner import ChunkResult, PipelineRunner, ResolveReport
+from orchestration.hooks import PipelineHooks
+from orchestration.pipelines import PipelineHandle
+from orchestration.runs import StepLedger
+
+# BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
+warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")
+
+# Dagster's guidance: at most 100k partitions per asset (the UI slows down past it).
+MAX_PARTITIONS = 100_000
+# A backfill of N chunks becomes ceil(N / CHUNKS_PER_RUN) runs; each run starts Spark once.
+CHUNKS_PER_RUN = 500
+PAUSE_NAMESPACE, PAUSE_KEY = "flags", "binlog_paused"
+
+
+@dataclass(frozen=True)
+class PipelineAssets:
+    partitions: DynamicPartitionsDefinition
+    snapshot_splits: AssetsDefinition
+    snapshot_chunks: AssetsDefinition
+    binlog_stream: AssetsDefinition
+
+    @property
+    def all(self) -> list[AssetsDefinition]:
+        return [self.snapshot_splits, self.snapshot_chunks, self.binlog_stream]
+
+
+def pipeline_of(context: Any, handle: PipelineHandle) -> Any:
+    return getattr(context.resources, handle.resource_key)
+
+
+def step_key_of(context: AssetExecutionContext) -> str:
+    return context.op_execution_context.get_step_execution_context().step.key
+
+
+def resolve_first(context: Any, runner: PipelineRunner) -> dict[str, Any]:
+    """Finish what an earlier run left PREPARED; report it in the metadata."""
+    report: ResolveReport = runner.resolve_pending()
+    if report.committed or report.aborted:
+        context.log.warning(
+            f"Finished earlier work first: committed {len(report.committed)}, aborted {len(report.aborted)} "
+            "transaction(s) left by an earlier run"
+        )
+    if report.failed:
+        context.log.error(f"Could not resolve {len(report.failed)} pending transaction(s): {list(report.failed)[:5]}")
+    return {
+        "resolved_committed": len(report.committed),
+        "resolved_aborted": len(report.aborted),
+        "resolved_failed": len(report.failed),
+    }
+
+
+def binlog_paused(runner: PipelineRunner) -> Any:
+    """The pause flag the schema-change job sets (truthy = paused; its value says why)."""
+    return runner.store.get(PAUSE_NAMESPACE, PAUSE_KEY)
+
+
+def offset_text(offset: dict[str, Any] | None) -> str:
+    if not offset:
+        return "-"
+    return f"{offset.get('file')}:{offset.get('position')}"
+
+
+def chunk_metadata(result: ChunkResult) -> dict[str, Any]:
+    return {
+        "rows": result.rows,
+        "low_watermark": offset_text(result.low_watermark),
+        "high_watermark": offset_text(result.high_watermark),
+        "duration_s": round(result.duration_s, 3),
+        "rows_per_s": round(result.rows_per_s, 1),
+        "transactions": len(result.transactions),
+    }
+
+
+def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets:
+    resource_key = handle.resource_key
+    partitions = DynamicPartitionsDefinition(name=handle.partitions_name)
+
+    @asset(
+        key=handle.splits_key,
+        group_name=handle.slug,
+        kinds={"mysql"},
+        pool=handle.pool,
+        required_resource_keys={resource_key},
+        description=(
+            "Split assignment: discovers the captured tables, splits each into key-range chunks "
+            "(resumably: a huge table is split in rounds) and registers one snapshot_chunks "
+            "partition per chunk."
+        ),
+    )
+    def snapshot_splits(context: AssetExecutionContext) -> MaterializeResult:
+        runner = pipeline_of(context, handle).runner()
+        resolved = resolve_first(context, runner)
+        instance = context.instance
+        known = set(instance.get_dynamic_partitions(partitions.name))
+        rounds = 0
+        while True:
+            plan = runner.plan_splits(max_partitions=MAX_PARTITIONS)
+            rounds += 1
+            new = [k for k in plan.chunk_keys if k not in known]
+            if new:
+                instance.add_dynamic_partitions(partitions.name, new)
+                known.update(new)
+                context.log.info(f"Registered {len(new)} chunk partition(s) ({len(known)} in all)")
+            if plan.complete:
+                break
+        planned = set(plan.chunk_keys)
+        stale = sorted(known - planned)
+        for key in stale:
+            instance.delete_dynamic_partition(partitions.name, key)
+        per_table: dict[str, int] = {}
+        for key in plan.chunk_keys:
+            table = key.rpartition("#")[0]
+            per_table[table] = per_table.get(table, 0) + 1
+        notes = "\n".join(f"- {n}" for n in plan.notes) or "(none)"
+        return MaterializeResult(
+            metadata={
+                "tables": len(plan.tables),
+                "chunks": len(plan.chunk_keys),
+                "chunks_per_table": MetadataValue.json(per_table),
+                "planning_rounds": rounds,
+                "stale_partitions_removed": len(stale),
+                "notes": MetadataValue.md(notes),
+                **resolved,
+            }
+        )
+
+    @asset(
+        key=handle.chunks_key,
+        deps=[handle.splits_key],
+        group_name=handle.slug,
+        kinds={"spark", "doris"},
+        partitions_def=partitions,
+        backfill_policy=BackfillPolicy.multi_run(max_partitions_per_run=CHUNKS_PER_RUN),
+        pool=handle.pool,
+        hooks={hooks.commit_chunks, hooks.abort_chunks},
+        required_resource_keys={resource_key},
+        description=(
+            "The snapshot, one partition per chunk: each run reads its chunks between low and "
+            "high binlog watermarks on Spark and stream-loads them into Doris (prepared; the "
+            "commit hook makes them visible). Backfill a range or all of them from the UI."
+        ),
+    )
+    def snapshot_chunks(context: AssetExecutionContext) -> MaterializeResult:
+        pipeline = pipeline_of(context, handle)
+        runner = pipeline.runner()
+        keys = list(context.partition_keys)
+        resolved = resolve_first(context, runner)
+        ledger = StepLedger(runner.store)
+        step_key = step_key_of(context)
+        ledger.record(context.run.run_id, step_key, chunk_keys=keys)
+        pipeline.start_spark()
+        started = time.monotonic()
+        results = runner.run_chunks(keys)
+        ledger.record(context.run.run_id, step_key, prepared=[r.key for r in results])
+        elapsed = time.monotonic() - started
+        for result in results:
+            context.add_asset_metadata(chunk_metadata(result), partition_key=result.key)
+        total = sum(r.rows for r in results)
+        return MaterializeResult(
+            metadata={
+                "run_chunks": len(results),
+                "run_rows": total,
+                "run_duration_s": round(elapsed, 3),
+                "run_rows_per_s": round(total / elapsed, 1) if elapsed > 0 else 0.0,
+                **resolved,
+            }
+        )
+
+    @asset(
+        key=handle.binlog_key,
+        deps=[handle.chunks_key],
+        group_name=handle.slug,
+        kinds={"mysql", "doris"},
+        pool=handle.pool,
+        hooks={hooks.commit_batch, hooks.abort_batch},
+        required_resource_keys={resource_key},
+        description=(
+            "The binlog stream: each materialization applies one micro-batch from the committed "
+            "offset up to the server's position when it started (stopping at a DDL). Waits until "
+            "every snapshot chunk is committed. binlog_sensor and incremental_schedule drive it."
+        ),
+    )
+    def binlog_stream(context: AssetExecutionContext) -> MaterializeResult:
+        runner = pipeline_of(context, handle).runner()
+        resolved = resolve_first(context, runner)
+        paused = binlog_paused(runner)
+        if paused:
+            raise Failure(
+                description=f"The binlog of pipeline '{handle.slug}' is paused ({paused!r}): a schema change is "
+                "being applied. The stream resumes when the schema_change job clears the flag."
+            )
+        if not runner.binlog_ready():
+            raise Failure(
+                description=f"The snapshot of pipeline '{handle.slug}' is not finished: materialize "
+                f"{handle.slug}/snapshot_splits and backfill all partitions of {handle.slug}/snapshot_chunks "
+                "first; binlog_stream starts at the chunks' lowest high watermark once every chunk is committed."
+            )
+        batch = runner.run_binlog_batch()
+        StepLedger(runner.store).record(context.run.run_id, step_key_of(context), batch_id=batch.batch_id)
+        events = sum(batch.events_per_table.values())
+        metadata: dict[str, Any] = {
+            "batch_id": batch.batch_id,
+            "start_offset": offset_text(batch.start_offset),
+            "end_offset": offset_text(batch.end_offset),
+            "events": events,
+            "events_per_table": MetadataValue.json(dict(batch.events_per_table)),
+            "transactions": len(batch.transactions),
+            **resolved,
+        }
+        if batch.lag_s is not None:
+            metadata["lag_s"] = round(batch.lag_s, 3)
+        if batch.stopped_at_ddl:
+            metadata["stopped_at_ddl"] = MetadataValue.json(json.loads(json.dumps(batch.stopped_at_ddl, default=str)))
+            context.log.warning(f"Stopped at a DDL on a captured table: {batch.stopped_at_ddl}")
+        return MaterializeResult(metadata=metadata)
+
+    return PipelineAssets(partitions, snapshot_splits, snapshot_chunks, binlog_stream)

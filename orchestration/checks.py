@@ -1,0 +1,151 @@
+"""Asset checks: parity between MySQL and Doris, and no transaction left prepared.
+
+Parity is only *authoritative* when MySQL did not move while we compared and Doris had caught
+up with it (the committed binlog offset equals the server's position, or for a chunk, nothing
+was written since its high watermark). Otherwise a difference may just be changes the binlog
+has not applied yet, and the check reports it as a warning that says so instead of an error.
+"""
+
+
+from dataclasses import dataclass
+from typing import Any
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    MetadataValue,
+    asset_check,
+)
+
+from jobs.runner import ParityResult, PipelineRunner, chunk_key
+from orchestration.pipelines import PipelineHandle
+
+# A chunk_parity check run on its own (not after a materialization) looks at this many chunks.
+MAX_CHUNKS_PER_CHECK = 1000
+
+
+@dataclass(frozen=True)
+class PipelineChecks:
+    chunk_parity: AssetChecksDefinition
+    table_parity: AssetChecksDefinition
+    chunks_no_pending: AssetChecksDefinition
+    binlog_no_pending: AssetChecksDefinition
+
+    @property
+    def all(self) -> list[AssetChecksDefinition]:
+        return [self.chunk_parity, self.table_parity, self.chunks_no_pending, self.binlog_no_pending]
+
+
+def committed_chunk_keys(runner: PipelineRunner) -> list[str]:
+    with runner.store.transaction(readonly=True) as tx:
+        return [chunk_key(c["table_id"], c["chunk_index"]) for c in tx.chunks(status="COMMITTED")]
+
+
+def captured_tables(runner: PipelineRunner) -> list[str]:
+    with runner.store.transaction(readonly=True) as tx:
+        return sorted({c["table_id"] for c in tx.chunks()})
+
+
+def quiet_between(runner: PipelineRunner, compare: Any) -> tuple[Any, bool]:
+    """Run ``compare`` and tell whether the result is authoritative: the server's binlog did not
+    move meanwhile and Doris had applied everything up to it."""
+    before = runner.binlog_lag()
+    result = compare()
+    after = runner.binlog_lag()
+    quiet = before.server_offset == after.server_offset and not before.behind and not after.behind
+    return result, quiet
+
+
+def parity_result(results: list[ParityResult], authoritative: bool, what: str) -> AssetCheckResult:
+    bad = [r for r in results if not r.ok]
+    metadata: dict[str, Any] = {
+        "checked": len(results),
+        "mismatched": len(bad),
+        "mysql_rows": sum(r.mysql_rows for r in results),
+        "doris_rows": sum(r.doris_rows for r in results),
+        "authoritative": authoritative,
+    }
+    if bad:
+        metadata["mismatches"] = MetadataValue.json([
+            {
+                "table": r.table_id,
+                "key_range": [str(v) for v in r.key_range] if r.key_range else None,
+                "mysql_rows": r.mysql_rows,
+                "doris_rows": r.doris_rows,
+                "mysql_checksum": r.mysql_checksum,
+                "doris_checksum": r.doris_checksum,
+            }
+            for r in bad[:50]
+        ])
+    if not bad:
+        return AssetCheckResult(passed=True, metadata=metadata, description=f"{what}: MySQL and Doris agree")
+    if authoritative:
+        return AssetCheckResult(
+            passed=False, severity=AssetCheckSeverity.ERROR, metadata=metadata,
+            description=f"{what}: {len(bad)} of {len(results)} differ while MySQL was quiet and Doris caught up",
+        )
+    return AssetCheckResult(
+        passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
+        description=(f"{what}: {len(bad)} of {len(results)} differ, but MySQL was written meanwhile or the binlog "
+                     "is not applied yet; re-run this check when the stream has caught up"),
+    )
+
+
+def build_checks(handle: PipelineHandle) -> PipelineChecks:
+    resource_key = handle.resource_key
+
+    def runner_of(context: AssetCheckExecutionContext) -> PipelineRunner:
+        return getattr(context.resources, resource_key).runner()
+
+    @asset_check(
+        asset=handle.chunks_key, name="chunk_parity", required_resource_keys={resource_key}, blocking=False,
+        description="Row count and checksum of each chunk's key range, MySQL against Doris (after the commit hook).",
+    )
+    def chunk_parity(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        runner = runner_of(context)
+        op_context = context.op_execution_context
+        if op_context.has_partition_key or op_context.has_partition_key_range:
+            keys = list(op_context.partition_keys)
+        else:
+            keys = committed_chunk_keys(runner)[:MAX_CHUNKS_PER_CHECK]
+        results, quiet = quiet_between(runner, lambda: [runner.chunk_parity(k) for k in keys])
+        return parity_result(results, quiet, f"{len(keys)} chunk(s)")
+
+    @asset_check(
+        asset=handle.binlog_key, name="table_parity", required_resource_keys={resource_key}, blocking=False,
+        description="Row count and checksum of every captured table, MySQL against Doris.",
+    )
+    def table_parity(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        runner = runner_of(context)
+        tables = captured_tables(runner)
+        results, quiet = quiet_between(runner, lambda: [runner.table_parity(t) for t in tables])
+        return parity_result(results, quiet, f"{len(tables)} table(s)")
+
+    def no_pending(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        pending = runner_of(context).pending_transactions()
+        if not pending:
+            return AssetCheckResult(passed=True, metadata={"pending": 0})
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.ERROR,
+            metadata={"pending": len(pending),
+                      "transactions": MetadataValue.json(_json_safe(pending[:50]))},
+            description=(f"{len(pending)} Doris transaction(s) prepared but not committed (a commit hook failed?). "
+                         "The next run or sensor tick finishes them (resolve_pending)."),
+        )
+
+    checks = {}
+    for asset_key, fn_name in ((handle.chunks_key, "chunks"), (handle.binlog_key, "binlog")):
+        checks[fn_name] = asset_check(
+            asset=asset_key, name="no_pending_transactions", required_resource_keys={resource_key},
+            blocking=False, description="No Doris transaction of this pipeline is left prepared but uncommitted.",
+        )(no_pending)
+    return PipelineChecks(chunk_parity, table_parity, checks["chunks"], checks["binlog"])
+
+
+def _json_safe(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, default=str))

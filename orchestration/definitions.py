@@ -1,0 +1,55 @@
+"""The code location: one ``Definitions`` with every pipeline's assets under its name.
+
+``dagster dev -w workspace.yaml`` (or ``tidemark dev``) loads ``defs`` from here. Pipelines come
+from ``TIDEMARK_PIPELINES`` (default ``pipelines/*.yaml``); each is built by
+``build_pipeline_defs`` and the results are merged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import Definitions, definitions, in_process_executor
+
+from orchestration.assets import build_assets
+from orchestration.checks import build_checks
+from orchestration.hooks import build_hooks
+from orchestration.jobs import build_jobs
+from orchestration.pipelines import PipelineHandle, load_handles, pipeline_paths
+from orchestration.resources import TidemarkPipelineResource, pipeline_resource
+from orchestration.schedules import build_incremental_schedule
+from orchestration.sensors import build_binlog_sensor
+
+
+def build_pipeline_defs(handle: PipelineHandle, resource: TidemarkPipelineResource | None = None) -> Definitions:
+    """One pipeline's assets, checks, jobs, sensor, schedule and resource (no executor: see below)."""
+    hooks = build_hooks(handle)
+    assets = build_assets(handle, hooks)
+    checks = build_checks(handle)
+    jobs = build_jobs(handle, assets, checks)
+    return Definitions(
+        assets=assets.all,
+        asset_checks=checks.all,
+        jobs=jobs.all,
+        sensors=[build_binlog_sensor(handle, jobs.binlog_job)],
+        schedules=[build_incremental_schedule(handle, jobs.binlog_job)],
+        resources={handle.resource_key: resource or pipeline_resource(str(handle.path), handle.definition)},
+    )
+
+
+def build_definitions(handles: list[PipelineHandle],
+                      resources: dict[str, TidemarkPipelineResource] | None = None) -> Definitions:
+    """All pipelines in one Definitions. Every run executes in process, so UI materializations
+    (the implicit asset job) also run the commit hook before the checks, with one Spark session."""
+    resources = resources or {}
+    parts = [build_pipeline_defs(h, resources.get(h.slug)) for h in handles]
+    return Definitions.merge(*parts, Definitions(executor=in_process_executor))
+
+
+def definitions_for_paths(paths: list[Path]) -> Definitions:
+    return build_definitions(load_handles(paths))
+
+
+@definitions
+def defs() -> Definitions:
+    return definitions_for_paths(pipeline_paths())

@@ -1,0 +1,177 @@
+"""``tidemark dev PIPELINE.yaml...``: the Dagster webserver and daemon for these pipelines.
+
+``DagsterServices`` starts ``dagster-webserver`` and ``dagster-daemon run`` on the code location
+``orchestration.definitions``, each in its own process group with ordinary signal handling: a
+background job without job control inherits SIGINT=ignored and Dagster copies that onto SIGTERM
+(machine-notes §6), which would make it unstoppable. ``stop`` sends SIGTERM to each group,
+waits, and kills what is left, so no code server is orphaned. The end-to-end tests and the
+freshness bench use the same class.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from orchestration.instance import dagster_home_for, prepare_home
+from orchestration.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
+
+STOP_TIMEOUT_S = 20.0
+CODE_LOCATION = ["-m", "orchestration.definitions", "-a", "defs"]
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _script(name: str) -> str:
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
+def dev_environment(pipeline_paths: list[Path], home: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env["DAGSTER_HOME"] = str(home)
+    env[PIPELINES_ENV] = os.pathsep.join(str(Path(p).resolve()) for p in pipeline_paths)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+class DagsterServices:
+    """dagster-webserver and dagster-daemon for some pipeline files, started and stopped cleanly."""
+
+    def __init__(self, pipeline_paths: list[Path], home: Path, host: str = "127.0.0.1", port: int = 3000,
+                 webserver: bool = True, daemon: bool = True, log_dir: Path | None = None,
+                 env: dict[str, str] | None = None, working_dir: Path | None = None):
+        self.home = prepare_home(Path(home))
+        self.host, self.port = host, port
+        self.want_webserver, self.want_daemon = webserver, daemon
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.env = dev_environment(pipeline_paths, self.home, env)
+        self.working_dir = Path(working_dir or Path.cwd())
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _spawn(self, name: str, cmd: list[str]) -> None:
+        out: int | object = None
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
+        self.procs[name] = subprocess.Popen(
+            cmd, env=self.env, cwd=self.working_dir, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+            start_new_session=True, preexec_fn=_default_signals,
+        )
+        if out is not None:
+            out.close()
+
+    def start(self) -> DagsterServices:
+        location = [*CODE_LOCATION, "-d", str(self.working_dir)]
+        if self.want_daemon:
+            self._spawn("daemon", [_script("dagster-daemon"), "run", *location])
+        if self.want_webserver:
+            self._spawn("webserver", [_script("dagster-webserver"), "-h", self.host, "-p", str(self.port), *location])
+        return self
+
+    def wait_ready(self, timeout_s: float = 180.0) -> None:
+        """Until the webserver answers and its code location loaded (or a process died)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            dead = {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
+            if dead:
+                raise RuntimeError(f"dagster {', '.join(dead)} exited early ({dead}); "
+                                   + (f"see {self.log_dir}" if self.log_dir else "see its output above"))
+            if not self.want_webserver or self._location_loaded():
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"the Dagster webserver did not come up on {self.url} within {timeout_s:.0f} s")
+
+    def _location_loaded(self) -> bool:
+        query = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus " \
+                "locationOrLoadError { __typename ... on PythonError { message } } } } } }"
+        try:
+            body = requests.post(f"{self.url}/graphql", json={"query": query}, timeout=5).json()
+        except (requests.RequestException, ValueError):
+            return False
+        entries = body.get("data", {}).get("workspaceOrError", {}).get("locationEntries", [])
+        for entry in entries:
+            error = entry.get("locationOrLoadError") or {}
+            if error.get("__typename") == "PythonError":
+                raise RuntimeError(f"the code location failed to load: {error.get('message', '').strip()}")
+        return bool(entries) and all(e["loadStatus"] == "LOADED" and e.get("locationOrLoadError") for e in entries)
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for proc in self.procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(max(0.1, deadline - time.monotonic()))
+        for proc in self.procs.values():
+            # the group may still hold code servers even when the leader has exited
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+        self.procs.clear()
+
+    def __enter__(self) -> DagsterServices:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def print_guide(url: str, handles: list[PipelineHandle], home: Path) -> None:
+    print(f"\nDagster UI: {url}   (DAGSTER_HOME={home}; Ctrl-C stops it)", flush=True)
+    for h in handles:
+        print(f"  pipeline '{h.slug}' ({h.path}):", flush=True)
+        print(f"    1. {url}/assets/{h.slug}/snapshot_splits → Materialize: plans the chunks", flush=True)
+        print(f"    2. {url}/assets/{h.slug}/snapshot_chunks → Materialize → all partitions: the backfill", flush=True)
+        print(f"    3. the sensor {h.sensor_name} (running) then streams the binlog: watch "
+              f"{url}/assets/{h.slug}/binlog_stream and its checks", flush=True)
+        print(f"       ({url}/automation lists the sensor and {h.schedule_name})", flush=True)
+
+
+def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000) -> int:
+    handles = load_handles([Path(p) for p in paths])
+    home = dagster_home_for(handles)
+    services = DagsterServices([h.path for h in handles], home, host=host, port=port)
+    previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        services.start()
+        services.wait_ready()
+        print_guide(services.url, handles, services.home)
+        while all(p.poll() is None for p in services.procs.values()):
+            time.sleep(1.0)
+        dead = {n: p.returncode for n, p in services.procs.items() if p.poll() is not None}
+        print(f"tidemark dev: dagster {', '.join(dead)} exited ({dead}); stopping", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ntidemark dev: stopping the webserver and the daemon...", flush=True)
+        return 0
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        services.stop()
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt

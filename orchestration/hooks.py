@@ -1,0 +1,85 @@
+"""The commit hooks: a materialization's Doris transactions become visible only after it succeeded.
+
+The assets prepare (two-phase commit, nothing visible) and write down in the ``StepLedger`` what
+they prepared; the success hook commits exactly that and the failure hook aborts it. The hooks
+sit on the assets themselves (``@asset(hooks=...)``), so they run for every launch path: the UI's
+Materialize button (the implicit asset job), backfills, sensors, schedules and ``tidemark run``.
+
+Dagster reports a run as successful even when a hook raises (it logs HOOK_ERRORED). So a failed
+commit is never the end of the story: the PREPARED record stays in the state store, the
+``no_pending_transactions`` check shows it, and the next run or sensor tick calls
+``resolve_pending`` before doing anything else.
+"""
+
+
+from dataclasses import dataclass
+
+from dagster import HookContext, HookDefinition, failure_hook, success_hook
+
+from orchestration.pipelines import PipelineHandle
+from orchestration.runs import StepLedger
+
+
+@dataclass(frozen=True)
+class PipelineHooks:
+    commit_chunks: HookDefinition
+    abort_chunks: HookDefinition
+    commit_batch: HookDefinition
+    abort_batch: HookDefinition
+
+
+def build_hooks(handle: PipelineHandle) -> PipelineHooks:
+    resource_key = handle.resource_key
+
+    def runner_and_entry(context: HookContext):
+        runner = getattr(context.resources, resource_key).runner()
+        ledger = StepLedger(runner.store)
+        return runner, ledger, ledger.read(context.run_id, context.step_key)
+
+    @success_hook(name=f"{handle.slug}_commit_chunks_hook", required_resource_keys={resource_key})
+    def commit_chunks_hook(context: HookContext) -> None:
+        runner, ledger, entry = runner_and_entry(context)
+        keys = list(entry.get("prepared") or [])
+        if keys:
+            runner.commit_chunks(keys)
+            context.log.info(f"Committed the Doris loads of {len(keys)} chunk(s): {_preview(keys)}")
+        ledger.forget(context.run_id, context.step_key)
+
+    @failure_hook(name=f"{handle.slug}_abort_chunks_hook", required_resource_keys={resource_key})
+    def abort_chunks_hook(context: HookContext) -> None:
+        runner, ledger, entry = runner_and_entry(context)
+        keys = list(entry.get("prepared") or entry.get("chunk_keys") or [])
+        if keys:
+            runner.abort_chunks(keys)
+            context.log.warning(f"Aborted the Doris loads of {len(keys)} chunk(s) after the failure: {_preview(keys)}")
+        ledger.forget(context.run_id, context.step_key)
+
+    @success_hook(name=f"{handle.slug}_commit_batch_hook", required_resource_keys={resource_key})
+    def commit_batch_hook(context: HookContext) -> None:
+        runner, ledger, entry = runner_and_entry(context)
+        batch_id = entry.get("batch_id")
+        if batch_id:
+            runner.commit_batch(batch_id)
+            context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")
+        ledger.forget(context.run_id, context.step_key)
+
+    @failure_hook(name=f"{handle.slug}_abort_batch_hook", required_resource_keys={resource_key})
+    def abort_batch_hook(context: HookContext) -> None:
+        runner, ledger, entry = runner_and_entry(context)
+        batch_id = entry.get("batch_id")
+        if batch_id:
+            runner.abort_batch(batch_id)
+            context.log.warning(f"Aborted binlog batch {batch_id} after the failure; the offset stays where it was")
+        else:
+            context.log.warning(
+                "The binlog batch failed before it was recorded; whatever it prepared is aborted by the "
+                "next run's resolve_pending"
+            )
+        ledger.forget(context.run_id, context.step_key)
+
+    return PipelineHooks(commit_chunks_hook, abort_chunks_hook, commit_batch_hook, abort_batch_hook)
+
+
+def _preview(keys: list[str], limit: int = 5) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")

@@ -1,0 +1,181 @@
+"""Dagster resources: the MySQL source, the Doris sink, the state store, PySpark, and the
+pipeline resource that ties them to one pipeline file and hands out its ``PipelineRunner``.
+
+Connection settings come from the pipeline file (which already takes ``${VAR}``); a resource
+field overrides the file only when it is set, typically with ``EnvVar("...")`` in a deployment.
+Passwords are plain ``str | None`` fields meant to be given as ``EnvVar``: the Dagster UI then
+shows the variable's name, never its value, and nothing here puts a password in metadata or logs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Any
+
+from dagster import ConfigurableResource, InitResourceContext
+from dagster_pyspark import LazyPySparkResource
+from pydantic import PrivateAttr, SecretStr
+
+from cdc_core.config import PipelineDefinition, load_pipeline
+from cdc_core.state import StateStore
+from jobs.runner import PipelineRunner
+
+
+class MySqlSourceResource(ConfigurableResource):
+    """The MySQL (or MariaDB) server the pipeline captures. Unset fields come from the pipeline file."""
+
+    hostname: str | None = None
+    port: int | None = None
+    username: str | None = None
+    password: str | None = None  # give EnvVar("...") so the UI shows the name only
+
+    def apply(self, definition: PipelineDefinition) -> PipelineDefinition:
+        update: dict[str, Any] = {
+            k: v for k, v in (("hostname", self.hostname), ("port", self.port), ("username", self.username))
+            if v is not None
+        }
+        if self.password is not None:
+            update["password"] = SecretStr(self.password)
+        if not update:
+            return definition
+        return dataclasses.replace(definition, source=definition.source.model_copy(update=update))
+
+
+class DorisSinkResource(ConfigurableResource):
+    """The Doris cluster the pipeline loads into. Unset fields come from the pipeline file."""
+
+    fenodes: str | None = None
+    username: str | None = None
+    password: str | None = None  # give EnvVar("...")
+
+    def apply(self, definition: PipelineDefinition) -> PipelineDefinition:
+        update: dict[str, Any] = {
+            k: v for k, v in (("fenodes", self.fenodes), ("username", self.username)) if v is not None
+        }
+        if self.password is not None:
+            update["password"] = SecretStr(self.password)
+        if not update:
+            return definition
+        return dataclasses.replace(definition, sink=definition.sink.model_copy(update=update))
+
+
+class StateStoreResource(ConfigurableResource):
+    """Where the pipeline's state lives: embedded SQLite under the pipeline's state directory by
+    default, or a SQLAlchemy URL (MySQL, Postgres) when several machines share the pipeline."""
+
+    url: str | None = None  # give EnvVar("TIDEMARK_STATE_URL"); it carries a password
+    state_dir: str | None = None
+
+    def open(self, definition: PipelineDefinition) -> StateStore:
+        if self.url:
+            return StateStore.open(url=self.url)
+        if self.state_dir:
+            return StateStore.open(self.state_dir)
+        return StateStore.for_pipeline(definition)
+
+
+def spark_config_for(definition: PipelineDefinition) -> dict[str, str]:
+    """The pipeline's Spark settings (``tidemark.spark.*``) as dagster-pyspark ``spark_config``.
+
+    The runner's Spark code takes the process's active session (``getOrCreate``), so the session
+    the PySpark resource starts here is the one the chunks are read with.
+    """
+    from jobs.spark import session_settings
+
+    settings = session_settings(definition)
+    config = dict(settings["conf"])
+    if settings.get("remote"):
+        config["spark.remote"] = settings["remote"]
+    elif settings.get("master"):
+        config["spark.master"] = settings["master"]
+    config.setdefault("spark.app.name", f"tidemark-{definition.name}")
+    return config
+
+
+class TidemarkPySparkResource(LazyPySparkResource):
+    """dagster-pyspark's lazy session (nothing starts until a chunk needs Spark), with the
+    environment PySpark needs here: workers on this interpreter, the driver on loopback."""
+
+    @property
+    def spark_session(self) -> Any:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        return super().spark_session
+
+
+class TidemarkPipelineResource(ConfigurableResource):
+    """One pipeline file with its source, sink, state store and Spark; gives out the runner.
+
+    The runner is created on first use and closed when the step (or sensor tick) ends.
+    """
+
+    pipeline_file: str
+    mysql: MySqlSourceResource
+    doris: DorisSinkResource
+    state: StateStoreResource
+    pyspark: TidemarkPySparkResource
+
+    _definition: PipelineDefinition | None = PrivateAttr(default=None)
+    _runner: PipelineRunner | None = PrivateAttr(default=None)
+
+    def definition(self) -> PipelineDefinition:
+        if self._definition is None:
+            definition = load_pipeline(self.pipeline_file)
+            self._definition = self.doris.apply(self.mysql.apply(definition))
+        return self._definition
+
+    def runner(self) -> PipelineRunner:
+        if self._runner is None:
+            definition = self.definition()
+            self._runner = self.make_runner(definition, self.state.open(definition))
+        return self._runner
+
+    def make_runner(self, definition: PipelineDefinition, store: StateStore) -> PipelineRunner:
+        """The runner for this pipeline (tests substitute a recording double here)."""
+        return PipelineRunner(definition, store)
+
+    def start_spark(self) -> Any:
+        """Start (or reuse) the process's Spark session through dagster-pyspark."""
+        return self.pyspark.spark_session
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+
+def pipeline_resource(path: str, definition: PipelineDefinition, env_prefix: str | None = None,
+                      resource_class: type[TidemarkPipelineResource] = TidemarkPipelineResource,
+                      ) -> TidemarkPipelineResource:
+    """The default resource for a pipeline file.
+
+    Deployment overrides come from ``EnvVar``s named ``TIDEMARK_<PIPELINE>_<FIELD>`` when they
+    are set (e.g. ``TIDEMARK_DEMO_MYSQL_PASSWORD``, ``TIDEMARK_DEMO_STATE_URL``); otherwise the
+    pipeline file decides.
+    """
+    from dagster import EnvVar
+
+    prefix = env_prefix or f"TIDEMARK_{definition.name.upper()}_"
+
+    def env(name: str) -> Any:
+        var = prefix + name
+        return EnvVar(var) if os.environ.get(var) else None
+
+    def env_int(name: str) -> Any:
+        var = prefix + name
+        return EnvVar.int(var) if os.environ.get(var) else None
+
+    return resource_class(
+        pipeline_file=str(path),
+        mysql=MySqlSourceResource(
+            hostname=env("MYSQL_HOST"), port=env_int("MYSQL_PORT"), username=env("MYSQL_USER"),
+            password=env("MYSQL_PASSWORD"),
+        ),
+        doris=DorisSinkResource(fenodes=env("DORIS_FENODES"), username=env("DORIS_USER"),
+                                password=env("DORIS_PASSWORD")),
+        state=StateStoreResource(url=env("STATE_URL"), state_dir=env("STATE_DIR")),
+        pyspark=TidemarkPySparkResource(spark_config=spark_config_for(definition)),
+    )

@@ -1,0 +1,239 @@
+"""``tidemark run PIPELINE.yaml --once``: the Dagster definitions executed in this process.
+
+The same asset jobs the UI launches, run with ``execute_in_process`` against the pipeline's
+Dagster instance (so the UI shows them later): plan the snapshot, load the chunks that are not
+committed yet in partition ranges, then apply the binlog up to the server's position seen when
+the command started. Every materialization's commit hook runs before the next one starts, so
+when the command exits 0 everything is committed. Progress (chunks done / total, rows/s,
+binlog lag) is drawn with rich on stderr.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cdc_core.mysql.offsets import BinlogOffset
+from jobs.runner import chunk_key
+from orchestration.pipelines import PipelineHandle
+from orchestration.runs import runs_in_flight
+
+# Chunks per in-process run: small enough for a live progress bar, big enough for Spark.
+CHUNKS_PER_RUN = 16
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+MAX_BATCHES = 100_000
+
+
+class RunOnceError(RuntimeError):
+    """A step failed; ``str()`` is the message for the user, ``code`` the exit status."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Summary:
+    chunks_total: int = 0
+    chunks_loaded: int = 0
+    rows: int = 0
+    snapshot_s: float = 0.0
+    batches: int = 0
+    events: int = 0
+    binlog_s: float = 0.0
+    start_offset: str = "-"
+    final_offset: str = "-"
+    notes: list[str] = field(default_factory=list)
+
+
+def _offset(value: dict[str, Any] | None) -> BinlogOffset | None:
+    return BinlogOffset.from_dict(value) if value else None
+
+
+def _contiguous_ranges(ordered: list[str], wanted: set[str], limit: int) -> list[tuple[str, str, int]]:
+    """Group ``wanted`` keys into runs of neighbours in partition order, at most ``limit`` long."""
+    ranges: list[tuple[str, str, int]] = []
+    start = end = None
+    count = 0
+    for key in ordered:
+        if key in wanted and (start is None or count < limit):
+            start = start or key
+            end, count = key, count + 1
+            continue
+        if start is not None:
+            ranges.append((start, end, count))
+            start = end = None
+            count = 0
+        if key in wanted:
+            start, end, count = key, key, 1
+    if start is not None:
+        ranges.append((start, end, count))
+    return ranges
+
+
+def _first_error(result: Any) -> str:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            error = event.step_failure_data.error
+            message = error.message.strip().splitlines()[-1] if error.message else ""
+            cause = error.cause
+            while cause is not None:
+                message = cause.message.strip().splitlines()[-1] or message
+                cause = cause.cause
+            return f"{event.step_key}: {message}"
+    return "the run failed (see the Dagster UI for its log)"
+
+
+class OnceRun:
+    """One ``--once`` execution of one pipeline."""
+
+    def __init__(self, handle: PipelineHandle, instance: Any, console: Console | None = None,
+                 resource: Any = None):
+        from orchestration.definitions import build_definitions
+
+        self.handle = handle
+        self.instance = instance
+        self.console = console or Console(stderr=True)
+        self.defs = build_definitions([handle], resources={handle.slug: resource} if resource else None)
+        self.resource = self.defs.resources[handle.resource_key]
+        self.runner = self.resource.runner()
+        self.summary = Summary()
+
+    def _execute(self, job_name: str, tags: dict[str, str] | None = None) -> Any:
+        job = self.defs.resolve_job_def(job_name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = job.execute_in_process(instance=self.instance, tags=tags or {}, raise_on_error=False,
+                                            run_config=QUIET_LOGS)
+        if not result.success:
+            raise RunOnceError(f"{self.handle.slug}: {_first_error(result)}")
+        for event in result.all_events:
+            if event.event_type_value == "HOOK_ERRORED":
+                # The commit hook failed: the loads stay prepared. Try once more now, loudly.
+                report = self.runner.resolve_pending()
+                if report.failed:
+                    raise RunOnceError(
+                        f"{self.handle.slug}: committing the loads failed and {len(report.failed)} transaction(s) "
+                        "are still prepared; the next run resolves them (see the no_pending_transactions check)"
+                    )
+        return result
+
+    def run(self) -> Summary:
+        in_flight = runs_in_flight(self.instance, prefix=self.handle.owns_asset_prefix)
+        if in_flight:
+            raise RunOnceError(
+                f"run {in_flight[0].run_id[:8]} of pipeline '{self.handle.slug}' is in flight in {self.instance.root_directory}; "
+                "wait for it (or stop `tidemark dev`'s sensor and schedule) before `tidemark run`", code=1)
+        report = self.runner.resolve_pending()
+        if report.failed:
+            raise RunOnceError(f"{len(report.failed)} prepared transaction(s) of '{self.handle.slug}' cannot be "
+                               "resolved (is Doris reachable?)")
+        try:
+            target: dict[str, Any] | None = self.runner.binlog_lag().server_offset
+        except (AttributeError, NotImplementedError) as exc:  # a runner built without the binlog half
+            target, missing = None, exc
+        else:
+            missing = None
+            self.summary.start_offset = f"{target.get('file')}:{target.get('position')}"
+        if not self.runner.binlog_ready():
+            self._snapshot()
+        if missing is not None:
+            raise RunOnceError(f"the snapshot is committed, but this build's runner cannot read the binlog yet "
+                               f"({type(missing).__name__}: {missing})")
+        self._binlog(_offset(target))
+        pending = self.runner.pending_transactions()
+        if pending:
+            raise RunOnceError(f"{len(pending)} transaction(s) are still prepared after the run; see the "
+                               "no_pending_transactions check")
+        return self.summary
+
+    # -- snapshot ---------------------------------------------------------------------------
+
+    def _snapshot(self) -> None:
+        started = time.monotonic()
+        with self.console.status(f"[bold]{self.handle.slug}[/]: planning the snapshot chunks..."):
+            result = self._execute(self.handle.splits_job_name)
+        md = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_splits")[0].metadata
+        notes = md.get("notes")
+        if notes is not None and notes.value != "(none)":
+            self.summary.notes.append(notes.value)
+        ordered = self.instance.get_dynamic_partitions(self.handle.partitions_name)
+        with self.runner.store.transaction(readonly=True) as tx:
+            status = {chunk_key(c["table_id"], c["chunk_index"]): c["status"] for c in tx.chunks()}
+        todo = {k for k in ordered if status.get(k) != "COMMITTED"}
+        self.summary.chunks_total = len(ordered)
+        done = len(ordered) - len(todo)
+        progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("chunks  {task.fields[rows]:,} rows  {task.fields[rate]:,.0f} rows/s"), TimeElapsedColumn(),
+            console=self.console, transient=False,
+        )
+        with progress:
+            task = progress.add_task(f"{self.handle.slug} snapshot", total=len(ordered), completed=done, rows=0, rate=0.0)
+            for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN):
+                tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
+                        **self.handle.run_tags()}
+                result = self._execute(self.handle.snapshot_job_name, tags=tags)
+                mats = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_chunks")
+                self.summary.rows += sum(int(m.metadata["rows"].value) for m in mats if "rows" in m.metadata)
+                self.summary.chunks_loaded += count
+                elapsed = time.monotonic() - started
+                progress.update(task, advance=count, rows=self.summary.rows,
+                                rate=self.summary.rows / elapsed if elapsed else 0.0)
+        self.summary.snapshot_s = time.monotonic() - started
+        if not self.runner.snapshot_done():
+            raise RunOnceError(f"the snapshot of '{self.handle.slug}' is not complete after loading every chunk "
+                               "(a commit failed?); run again to resume")
+
+    # -- binlog -----------------------------------------------------------------------------
+
+    def _binlog(self, target: BinlogOffset | None) -> None:
+        started = time.monotonic()
+        flag = self.runner.store.get("flags", "binlog_paused")
+        if flag:
+            raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change ({flag!r}); "
+                               "run again once it is finished", code=3)
+        with self.console.status("") as status:
+            for _ in range(MAX_BATCHES):
+                lag = self.runner.binlog_lag()
+                committed = _offset(lag.committed_offset)
+                self.summary.final_offset = str(committed) if committed else "-"
+                if committed is not None and target is not None and committed >= target:
+                    break
+                status.update(f"[bold]{self.handle.slug}[/] binlog: committed {committed or '-'}, target {target}, "
+                              f"server {lag.server_offset.get('file')}:{lag.server_offset.get('position')}"
+                              + (f", {lag.bytes_behind:,} bytes behind" if lag.bytes_behind is not None else ""))
+                result = self._execute(self.handle.binlog_job_name, tags=self.handle.run_tags(stream=True))
+                md = result.asset_materializations_for_node(f"{self.handle.slug}__binlog_stream")[0].metadata
+                self.summary.batches += 1
+                self.summary.events += int(md["events"].value)
+                lag_s = md.get("lag_s")
+                self.console.log(f"batch {md['batch_id'].value}: {md['start_offset'].value} → {md['end_offset'].value}, "
+                                 f"{md['events'].value} events" + (f", lag {lag_s.value:.1f} s" if lag_s else ""))
+                if "stopped_at_ddl" in md:
+                    raise RunOnceError(
+                        f"the binlog of '{self.handle.slug}' stopped at a schema change ({md['stopped_at_ddl'].value}); "
+                        "the schema_change job applies it (from the Dagster UI), then run again", code=3)
+                after = _offset(self.runner.binlog_lag().committed_offset)
+                if committed is not None and after is not None and after <= committed:
+                    raise RunOnceError(f"binlog batch {md['batch_id'].value} did not move the committed offset "
+                                       f"past {committed}; see the run's log in the Dagster UI")
+        self.summary.binlog_s = time.monotonic() - started
+
+
+def summary_table(handle: PipelineHandle, summary: Summary) -> Table:
+    table = Table(title=f"tidemark run {handle.slug} --once", show_header=False)
+    table.add_row("snapshot", f"{summary.chunks_loaded} of {summary.chunks_total} chunks loaded, {summary.rows:,} rows"
+                  + (f" in {summary.snapshot_s:.1f} s ({summary.rows / summary.snapshot_s:,.0f} rows/s)"
+                     if summary.snapshot_s else ""))
+    table.add_row("binlog", f"{summary.batches} batch(es), {summary.events:,} events, up to {summary.final_offset} "
+                  f"(target {summary.start_offset})")
+    for note in summary.notes:
+        table.add_row("note", note)
+    return table

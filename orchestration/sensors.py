@@ -1,0 +1,98 @@
+"""``binlog_sensor``: launch a ``binlog_stream`` run whenever the server's binlog has moved on.
+
+The decision (shared with ``incremental_schedule``) is, in order:
+
+1. the pause flag (``flags/binlog_paused``, set by the schema-change job) → skip, saying why;
+2. a run of this pipeline still in flight (any launch path) → skip: never two at once;
+3. the snapshot not finished → skip: the stream starts once every chunk is committed;
+4. transactions left prepared by a failed commit hook → finish them now (``resolve_pending``;
+   safe, nothing of this pipeline is running);
+5. the binlog not past the committed offset → skip;
+6. otherwise request a run, keyed by the offset range, so a range is requested once. A range
+   whose run failed gets a numbered retry key, up to ``MAX_RETRIES`` times, then the sensor
+   stops asking and says so (the failed run's log has the cause).
+"""
+
+
+from typing import Any
+
+from dagster import (
+    DagsterInstance,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    JobDefinition,
+    RunRequest,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SkipReason,
+    sensor,
+)
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+from dagster._core.storage.tags import RUN_KEY_TAG
+
+from jobs.runner import PipelineRunner
+from orchestration.assets import binlog_paused, offset_text
+from orchestration.pipelines import PipelineHandle
+from orchestration.runs import runs_in_flight
+
+MAX_RETRIES = 3
+SENSOR_INTERVAL_S = 1  # the daemon evaluates sensors at most every ~5 s anyway
+
+
+def decide_binlog_run(handle: PipelineHandle, runner: PipelineRunner, instance: DagsterInstance,
+                      log: Any = None) -> RunRequest | SkipReason:
+    paused = binlog_paused(runner)
+    if paused:
+        return SkipReason(f"binlog of '{handle.slug}' is paused by a schema change ({paused!r})")
+    in_flight = runs_in_flight(instance, prefix=handle.owns_asset_prefix)
+    if in_flight:
+        run = in_flight[0]
+        return SkipReason(f"run {run.run_id[:8]} of '{handle.slug}' is {run.status.value.lower()}; "
+                          "never two runs of a pipeline at once")
+    if not runner.binlog_ready():
+        return SkipReason(f"the snapshot of '{handle.slug}' is not finished (backfill all snapshot_chunks partitions)")
+    if runner.pending_transactions():
+        report = runner.resolve_pending()
+        if log is not None:
+            log.warning(f"resolved transactions a failed commit left: committed {len(report.committed)}, "
+                        f"aborted {len(report.aborted)}, still failing {len(report.failed)}")
+        if report.failed:
+            return SkipReason(f"{len(report.failed)} prepared transaction(s) of '{handle.slug}' could not be "
+                              "resolved yet (Doris unreachable?); retrying next tick")
+    lag = runner.binlog_lag()
+    if not lag.behind:
+        return SkipReason(f"'{handle.slug}' is caught up at {offset_text(lag.committed_offset)}")
+    base = f"{handle.slug}:{offset_text(lag.committed_offset)}..{offset_text(lag.server_offset)}"
+    run_key = base
+    for attempt in range(1, MAX_RETRIES + 2):
+        previous = instance.get_runs(filters=RunsFilter(tags={RUN_KEY_TAG: run_key}), limit=1)
+        if not previous or previous[0].status not in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED):
+            break
+        if attempt > MAX_RETRIES:
+            return SkipReason(f"the binlog range {base} failed {MAX_RETRIES + 1} times (last run "
+                              f"{previous[0].run_id[:8]}); fix the cause, then materialize binlog_stream by hand")
+        run_key = f"{base}~retry{attempt}"
+    return RunRequest(
+        run_key=run_key,
+        tags={**handle.run_tags(stream=True), "tidemark/binlog_range": base},
+    )
+
+
+def build_binlog_sensor(handle: PipelineHandle, job: JobDefinition | UnresolvedAssetJobDefinition) -> SensorDefinition:
+    resource_key = handle.resource_key
+
+    @sensor(
+        name=handle.sensor_name,
+        job=job,
+        minimum_interval_seconds=SENSOR_INTERVAL_S,
+        default_status=DefaultSensorStatus.RUNNING,
+        required_resource_keys={resource_key},
+        description=(f"Requests a {handle.slug}/binlog_stream run when the MySQL binlog has moved past the "
+                     "committed offset (one at a time; skips while paused or while the snapshot runs)."),
+    )
+    def binlog_sensor(context: SensorEvaluationContext):
+        runner = getattr(context.resources, resource_key).runner()
+        return decide_binlog_run(handle, runner, context.instance, context.log)
+
+    return binlog_sensor

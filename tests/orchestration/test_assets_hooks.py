@@ -1,0 +1,190 @@
+"""Orchestration logic of the assets and their commit hooks, against the recording runner."""
+
+from __future__ import annotations
+
+import dagster as dg
+from dagster import DagsterEventType
+
+from orchestration.assets import CHUNKS_PER_RUN, MAX_PARTITIONS, PAUSE_KEY, PAUSE_NAMESPACE
+
+
+def partitions(h):
+    return h.instance.get_dynamic_partitions(h.handle.partitions_name)
+
+
+def test_definitions_shape(harness):
+    repo = harness.defs.get_repository_def()
+    p = harness.handle.slug
+    keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+    assert keys == {f"{p}/snapshot_splits", f"{p}/snapshot_chunks", f"{p}/binlog_stream"}
+    assert {s.name for s in repo.sensor_defs} == {f"{p}_binlog_sensor"}
+    assert {s.name for s in repo.schedule_defs} == {f"{p}_incremental_schedule"}
+    assert {f"{p}_splits_job", f"{p}_snapshot_job", f"{p}_binlog_job"} <= set(repo.job_names)
+    chunks = repo.assets_defs_by_key[harness.handle.chunks_key]
+    assert chunks.backfill_policy == dg.BackfillPolicy.multi_run(CHUNKS_PER_RUN)
+    # hooks sit on the assets, so UI launches (the implicit asset job) commit too
+    assert {h.name for h in chunks.hook_defs} == {f"{p}_commit_chunks_hook", f"{p}_abort_chunks_hook"}
+    binlog = repo.assets_defs_by_key[harness.handle.binlog_key]
+    assert {h.name for h in binlog.hook_defs} == {f"{p}_commit_batch_hook", f"{p}_abort_batch_hook"}
+    for assets_def in (chunks, binlog, repo.assets_defs_by_key[harness.handle.splits_key]):
+        assert assets_def.op.pool == f"tidemark_{p}"
+    # every run executes in process (the hook commits before the checks read Doris)
+    assert repo.get_implicit_global_asset_job_def().executor_def.name == "in_process"
+    binlog_job = harness.job(f"{p}_binlog_job")
+    assert binlog_job.tags["tidemark/stream"] == p
+
+
+def test_splits_register_one_partition_per_chunk(harness):
+    harness.runner.script.notes = ("shop.orders: chunk size grown to 20000 to stay under 100000 partitions",)
+    result = harness.run_splits()
+    assert result.success
+    assert partitions(harness) == ["shop.orders#00000", "shop.orders#00001", "shop.orders#00002",
+                                   "shop.items#00000", "shop.items#00001"]
+    assert ("plan_splits", MAX_PARTITIONS) in harness.runner.calls
+    assert harness.runner.names()[0] == "resolve_pending"
+    md = result.asset_materializations_for_node(f"{harness.handle.slug}__snapshot_splits")[0].metadata
+    assert md["chunks"].value == 5 and md["tables"].value == 2
+    assert "chunk size grown" in md["notes"].value
+    assert md["chunks_per_table"].value == {"shop.orders": 3, "shop.items": 2}
+
+
+def test_splits_resume_over_rounds_and_drop_stale_partitions(harness):
+    harness.runner.script.plan_rounds = 3
+    harness.instance.add_dynamic_partitions(harness.handle.partitions_name, ["shop.gone#00000"])
+    result = harness.run_splits()
+    assert harness.runner.names().count("plan_splits") == 3
+    md = result.asset_materializations_for_node(f"{harness.handle.slug}__snapshot_splits")[0].metadata
+    assert md["planning_rounds"].value == 3 and md["stale_partitions_removed"].value == 1
+    assert "shop.gone#00000" not in partitions(harness)
+    assert len(partitions(harness)) == 5
+
+
+def test_chunk_range_runs_in_one_run_then_hook_commits_then_checks(harness):
+    harness.run_splits()
+    runner = harness.runner
+    runner.calls.clear()
+    result = harness.run_chunks("shop.orders#00000", "shop.orders#00002")
+    assert result.success
+    keys = ["shop.orders#00000", "shop.orders#00001", "shop.orders#00002"]
+    names = runner.names()
+    assert names[0] == "resolve_pending"
+    assert runner.calls[names.index("run_chunks")] == ("run_chunks", keys)
+    assert runner.calls[names.index("commit_chunks")] == ("commit_chunks", keys)
+    # the commit hook ran before the parity check read Doris
+    assert names.index("run_chunks") < names.index("commit_chunks") < names.index("chunk_parity")
+    assert "abort_chunks" not in names
+    mats = result.asset_materializations_for_node(f"{harness.handle.slug}__snapshot_chunks")
+    assert sorted(m.partition for m in mats) == keys
+    for m in mats:
+        assert m.metadata["rows"].value == 10
+        assert m.metadata["high_watermark"].value.startswith("binlog.000001:")
+        assert m.metadata["rows_per_s"].value == 20.0
+        assert "duration_s" in m.metadata and "low_watermark" in m.metadata
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks["chunk_parity"].passed and checks["no_pending_transactions"].passed
+    assert checks["chunk_parity"].metadata["checked"].value == 3
+
+
+def test_failed_chunk_run_aborts_and_commits_nothing(harness):
+    harness.run_splits()
+    runner = harness.runner
+    runner.calls.clear()
+    runner.script.fail_run_chunks = True
+    result = harness.run_chunks("shop.items#00000", "shop.items#00001", raise_on_error=False)
+    assert not result.success
+    assert ("abort_chunks", ["shop.items#00000", "shop.items#00001"]) in runner.calls
+    assert "commit_chunks" not in runner.names()
+
+
+def test_failed_commit_is_not_silent(harness):
+    """Dagster keeps the run green when a hook raises: the pending check and the next run catch it."""
+    harness.run_splits()
+    runner = harness.runner
+    runner.script.fail_commit = True
+    result = harness.run_chunks("shop.items#00000", "shop.items#00000")
+    assert result.success  # Dagster's rule: a failing hook does not fail the run
+    assert any(e.event_type == DagsterEventType.HOOK_ERRORED for e in result.all_events)
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not checks["no_pending_transactions"].passed
+    assert checks["no_pending_transactions"].metadata["pending"].value == 1
+    # the next run finishes it before doing anything else
+    runner.script.fail_commit = False
+    runner.calls.clear()
+    harness.run_chunks("shop.items#00001", "shop.items#00001")
+    assert runner.names()[0] == "resolve_pending"
+    assert runner.pending_transactions(log=False) == []
+
+
+def test_binlog_waits_for_the_snapshot(harness):
+    harness.run_splits()
+    runner = harness.runner
+    runner.calls.clear()
+    result = harness.run_binlog(raise_on_error=False)
+    assert not result.success
+    failure = [e for e in result.all_events if e.event_type == DagsterEventType.STEP_FAILURE][0]
+    assert f"snapshot of pipeline '{harness.handle.slug}' is not finished" in failure.step_failure_data.error.message
+    assert "run_binlog_batch" not in runner.names()
+
+
+def all_chunks_committed(harness):
+    harness.run_splits()
+    for start, end in (("shop.orders#00000", "shop.orders#00002"), ("shop.items#00000", "shop.items#00001")):
+        harness.run_chunks(start, end)
+    assert harness.runner.snapshot_done()
+
+
+def test_binlog_batch_commits_after_success_and_reports_metadata(harness):
+    all_chunks_committed(harness)
+    runner = harness.runner
+    runner.calls.clear()
+    result = harness.run_binlog()
+    assert result.success
+    names = runner.names()
+    assert names.index("resolve_pending") < names.index("run_binlog_batch") < names.index("commit_batch")
+    assert runner.script.committed_offset == {"file": "binlog.000001", "position": 400}
+    md = result.asset_materializations_for_node(f"{harness.handle.slug}__binlog_stream")[0].metadata
+    assert md["start_offset"].value == "binlog.000001:100"
+    assert md["end_offset"].value == "binlog.000001:400"
+    assert md["events"].value == 5 and md["events_per_table"].value == {"shop.orders": 4, "shop.items": 1}
+    assert md["lag_s"].value == 1.5
+
+
+def test_binlog_failure_aborts_nothing_committed(harness):
+    all_chunks_committed(harness)
+    runner = harness.runner
+    runner.script.fail_batch = True
+    runner.calls.clear()
+    result = harness.run_binlog(raise_on_error=False)
+    assert not result.success
+    assert "commit_batch" not in runner.names()
+    assert runner.script.committed_offset is None
+
+
+def test_binlog_respects_the_pause_flag(harness):
+    all_chunks_committed(harness)
+    runner = harness.runner
+    runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, {"reason": "ALTER TABLE shop.orders"})
+    runner.calls.clear()
+    result = harness.run_binlog(raise_on_error=False)
+    assert not result.success
+    assert "run_binlog_batch" not in runner.names()
+
+
+def test_table_parity_is_authoritative_only_when_quiet(harness):
+    all_chunks_committed(harness)
+    harness.run_binlog()  # caught up: committed == server
+    runner = harness.runner
+    runner.script.parity_ok = False
+    job = harness.defs.get_implicit_global_asset_job_def()
+    check_key = dg.AssetCheckKey(harness.handle.binlog_key, "table_parity")
+    result = job.get_subset(asset_check_selection={check_key}, asset_selection=set()).execute_in_process(
+        instance=harness.instance, raise_on_error=False)
+    evaluation = result.get_asset_check_evaluations()[0]
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
+    assert evaluation.metadata["mismatched"].value == 2
+    # MySQL moved on: a difference is not (yet) an error
+    runner.script.server_offset = {"file": "binlog.000001", "position": 900}
+    result = job.get_subset(asset_check_selection={check_key}, asset_selection=set()).execute_in_process(
+        instance=harness.instance, raise_on_error=False)
+    evaluation = result.get_asset_check_evaluations()[0]
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN

@@ -1,0 +1,121 @@
+"""binlog_sensor and incremental_schedule decisions, against the recording runner."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import dagster as dg
+from dagster._core.storage.tags import RUN_KEY_TAG
+
+from orchestration.assets import PAUSE_KEY, PAUSE_NAMESPACE
+from tests.orchestration.test_assets_hooks import all_chunks_committed
+
+
+def sensor_of(h):
+    return h.defs.get_sensor_def(h.handle.sensor_name)
+
+
+def tick(h):
+    with dg.build_sensor_context(instance=h.instance, resources=resources_of(h)) as context:
+        data = sensor_of(h).evaluate_tick(context)  # what the sensor daemon calls
+    if data.run_requests:
+        assert len(data.run_requests) == 1
+        return data.run_requests[0]
+    return dg.SkipReason(data.skip_message)
+
+
+def resources_of(h):
+    key = h.handle.resource_key
+    return {key: h.defs.resources[key]}
+
+
+def test_sensor_and_schedule_run_by_default_and_target_the_binlog_job(harness):
+    sensor = sensor_of(harness)
+    schedule = harness.defs.get_schedule_def(harness.handle.schedule_name)
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    assert sensor.job_name == harness.handle.binlog_job_name == schedule.job_name
+    assert sensor.minimum_interval_seconds <= 5
+
+
+def test_sensor_waits_for_the_snapshot(harness):
+    harness.run_splits()
+    result = tick(harness)
+    assert isinstance(result, dg.SkipReason)
+    assert "snapshot" in result.skip_message and "not finished" in result.skip_message
+
+
+def test_sensor_requests_a_run_keyed_by_the_offset_range(harness):
+    all_chunks_committed(harness)
+    runner = harness.runner
+    runner.script.committed_offset = {"file": "binlog.000001", "position": 100}
+    request = tick(harness)
+    assert isinstance(request, dg.RunRequest)
+    slug = harness.handle.slug
+    assert request.run_key == f"{slug}:binlog.000001:100..binlog.000001:400"
+    assert request.tags["tidemark/stream"] == slug and request.tags["tidemark/pipeline"] == slug
+    # caught up: nothing to do
+    runner.script.committed_offset = dict(runner.script.server_offset)
+    skip = tick(harness)
+    assert isinstance(skip, dg.SkipReason) and "caught up at binlog.000001:400" in skip.skip_message
+
+
+def test_sensor_never_requests_while_a_run_of_the_pipeline_is_in_flight(harness):
+    all_chunks_committed(harness)
+    job = harness.job(harness.handle.binlog_job_name)
+    run = harness.instance.create_run_for_job(job_def=job, asset_selection=frozenset({harness.handle.binlog_key}))
+    assert run.status == dg.DagsterRunStatus.NOT_STARTED
+    skip = tick(harness)
+    assert isinstance(skip, dg.SkipReason) and "never two runs" in skip.skip_message
+    harness.instance.report_run_canceled(run)
+    assert isinstance(tick(harness), dg.RunRequest)
+
+
+def test_sensor_retries_a_failed_range_under_a_new_key_a_few_times(harness):
+    all_chunks_committed(harness)
+    job = harness.job(harness.handle.binlog_job_name)
+    base = f"{harness.handle.slug}:-..binlog.000001:400"
+    keys = []
+    for _ in range(4):
+        request = tick(harness)
+        assert isinstance(request, dg.RunRequest)
+        keys.append(request.run_key)
+        run = harness.instance.create_run_for_job(
+            job_def=job, asset_selection=frozenset({harness.handle.binlog_key}), tags={RUN_KEY_TAG: request.run_key})
+        harness.instance.report_run_failed(run)
+    assert keys == [base, f"{base}~retry1", f"{base}~retry2", f"{base}~retry3"]
+    skip = tick(harness)
+    assert isinstance(skip, dg.SkipReason) and "failed 4 times" in skip.skip_message
+
+
+def test_sensor_resolves_pending_commits_before_anything_else(harness):
+    all_chunks_committed(harness)
+    runner = harness.runner
+    runner.script.fail_commit = True
+    harness.run_binlog()  # the hook fails: the batch stays PREPARED, the run is green
+    assert runner.pending_transactions(log=False)
+    runner.script.fail_commit = False
+    runner.calls.clear()
+    result = tick(harness)
+    assert "resolve_pending" in runner.names()
+    assert runner.pending_transactions(log=False) == []
+    assert isinstance(result, dg.SkipReason) and "caught up" in result.skip_message
+
+
+def test_sensor_and_schedule_respect_the_pause_flag(harness):
+    all_chunks_committed(harness)
+    harness.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "schema change on shop.orders")
+    skip = tick(harness)
+    assert isinstance(skip, dg.SkipReason) and "paused" in skip.skip_message
+    schedule = harness.defs.get_schedule_def(harness.handle.schedule_name)
+    when = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+    with dg.build_schedule_context(instance=harness.instance, resources=resources_of(harness),
+                                   scheduled_execution_time=when) as context:
+        data = schedule.evaluate_tick(context)
+    assert not data.run_requests and "paused" in data.skip_message
+    harness.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, None)
+    with dg.build_schedule_context(instance=harness.instance, resources=resources_of(harness),
+                                   scheduled_execution_time=when) as context:
+        data = schedule.evaluate_tick(context)
+    assert len(data.run_requests) == 1
+    assert data.run_requests[0].run_key.startswith(f"{harness.handle.slug}:-..binlog.000001:400")
