@@ -141,6 +141,7 @@ class SchemaChangeSteps:
             raise RuntimeError("the snapshot is not finished: a schema change is carried over by the stream, which "
                                "starts once every snapshot chunk is committed")
         requested = _offset(cur.get("requested_offset"))
+        self._pin_stream_tables()
         batches = events = 0
         for _ in range(MAX_FLUSH_BATCHES):
             committed = self.committed_offset()
@@ -167,6 +168,37 @@ class SchemaChangeSteps:
         return {"status": RequestStatus.APPLYING.value, "batches": batches, "events": events,
                 "flushed_to": flushed_to.to_dict(), "resume_after": resume_after.to_dict(),  # type: ignore[union-attr]
                 "ddl": ddl_events[0].ddl, "event_types": [e.type_name for e in ddl_events]}
+
+    def _pin_stream_tables(self) -> None:
+        """Without a snapshot the runner streams the captured tables the server lists *now*; a
+        table this DDL drops or renames away would have its last changes before the DDL filtered
+        out. Each captured table the schema history knows gets a finished whole-table "chunk" at
+        the committed offset, so its changes after it are streamed whatever the server lists."""
+        runner = self.runner
+        if runner.definition.source.startup_mode in ("initial", "snapshot"):
+            return
+        committed = self.committed_offset()
+        if committed is None:
+            return
+        selector = runner.definition.source.selector
+        with runner.store.transaction() as tx:
+            for name in tx.schema_tables():
+                table_id = TableId.parse(name)
+                schema = schema_from_history(tx.schema_at(name, committed.sequence))
+                if schema is None or not selector.matches(table_id.database, table_id.table):
+                    continue
+                if tx.chunks(table_id=name):
+                    continue
+                self._add_stream_chunk(tx, table_id, schema, committed, committed, "streamed without a snapshot")
+
+    @staticmethod
+    def _add_stream_chunk(tx: Any, table_id: TableId, schema: TableSchema, low: BinlogOffset, high: BinlogOffset,
+                          why: str) -> None:
+        key = (schema.primary_key or (schema.columns[0].name,))[0]
+        tx.add_chunks([{"table_id": str(table_id), "chunk_index": 0, "start": None, "end": None}])
+        tx.update_chunk(str(table_id), 0, status="COMMITTED", low_watermark=low.to_dict(),
+                        high_watermark=high.to_dict(), transactions=[], rows=0,
+                        detail={"key_columns": [key], "schema_change": why})
 
     def _schema_lookup(self, at: BinlogOffset) -> Callable[[TableId], TableSchema | None]:
         from cdc_core.mysql.discovery import read_table_schema
@@ -368,11 +400,8 @@ class SchemaChangeSteps:
             schema = self._new_schema(table_id, upstream, events)
             if schema is None or not schema.columns:
                 continue
-            key = (schema.primary_key or (schema.columns[0].name,))[0]
-            tx.add_chunks([{"table_id": str(table_id), "chunk_index": 0, "start": None, "end": None}])
-            tx.update_chunk(str(table_id), 0, status="COMMITTED", low_watermark=flushed_to.to_dict(),
-                            high_watermark=ddl_offset.to_dict(), transactions=[], rows=0,
-                            detail={"key_columns": [key], "schema_change": f"table new to the stream at {ddl_offset}"})
+            self._add_stream_chunk(tx, table_id, schema, flushed_to, ddl_offset,
+                                   f"table new to the stream at {ddl_offset}")
 
     def _snapshot_new_tables(self, tables: Sequence[TableId], upstream: dict[TableId, TableSchema | None],
                              events: Sequence[SchemaChangeEvent]) -> None:
