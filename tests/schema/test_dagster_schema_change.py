@@ -188,3 +188,24 @@ def test_several_ddls_in_a_row_in_binlog_order(tmp_path, mysql_server, doris_sta
     cols = doris_columns(doris_standin, db, "t")
     assert list(cols) == ["id", "a", "b", "c", "b2"] and cols["c"] == "bigint"
     assert_rows_match(doris_standin, root_conn, db, "t")
+
+
+def test_run_once_carries_ddl_over(tmp_path, mysql_server, doris_standin, root_conn, fresh_db, instance):
+    """``tidemark run --once`` goes through the same schema_change job when its range holds DDL."""
+    from rich.console import Console
+
+    from orchestration.run_once import OnceRun
+
+    p = Pipeline(tmp_path, mysql_server, doris_standin, root_conn, fresh_db, instance)
+    db = fresh_db
+    sql(root_conn, f"INSERT INTO `{db}`.t VALUES (4, 4, 'd')", f"ALTER TABLE `{db}`.t ADD COLUMN c INT",
+        f"UPDATE `{db}`.t SET c = id", f"ALTER TABLE `{db}`.t DROP COLUMN b", f"INSERT INTO `{db}`.t VALUES (5, 5, 5)")
+    once = OnceRun(p.handle, instance, Console(stderr=True, quiet=True))
+    try:
+        summary = once.run()
+    finally:
+        once.runner.close()
+    assert summary.schema_changes == 2
+    cols = doris_columns(doris_standin, db, "t")
+    assert "c" in cols and "b" not in cols
+    assert_rows_match(doris_standin, root_conn, db, "t")
