@@ -286,17 +286,25 @@ class SchemaChangeSteps:
                 "changes": [{"change": c.describe(), **(o or {})} for c, o in zip(derived, outcomes, strict=True)],
                 "new_tables": [str(t) for t in new_tables]}
 
-    def resume(self) -> dict[str, Any]:
+    def resume(self, *, first_batch: bool = False) -> dict[str, Any]:
         """FINISHED → IDLE: the committed offset moves past the DDL and the pause ends (one
-        transaction). The stream's next batch reads rows of the new schema."""
+        transaction). The stream's next batch reads rows of the new schema; with ``first_batch``
+        this step applies it right away (as Flink's operator releases the records it held), so the
+        rows written since the DDL do not wait for the next stream run to be launched."""
         status = self.registry.status
         if status is RequestStatus.IDLE:
             return {"status": status.value, "skipped": True}
         if status is not RequestStatus.FINISHED:
             raise RuntimeError(f"the schema change is {status.value}; run its earlier steps first")
         record = self.registry.release()
-        return {"status": RequestStatus.IDLE.value, "resumed_at": record["resume_after"],
-                "ddl_offset": record["ddl_offset"]}
+        out: dict[str, Any] = {"status": RequestStatus.IDLE.value, "resumed_at": record["resume_after"],
+                               "ddl_offset": record["ddl_offset"]}
+        if first_batch and not self.runner.store.get("flags", "binlog_paused"):
+            batch = self.runner.run_binlog_batch()
+            self.runner.commit_batch(batch.batch_id)
+            out["first_batch"] = {"batch_id": batch.batch_id, "events": sum(batch.events_per_table.values()),
+                                  "end_offset": batch.end_offset, "stopped_at_ddl": batch.stopped_at_ddl}
+        return out
 
     def run(self, ddl_offset: BinlogOffset | None = None) -> dict[str, Any]:
         """All four steps (what ``tidemark run --once`` does in process)."""

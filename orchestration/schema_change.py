@@ -55,6 +55,9 @@ from orchestration.pipelines import PipelineHandle
 from orchestration.runs import runs_in_flight
 
 MAX_RETRIES = 3
+EXECUTING = (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING)
+# Dequeued before the binlog_stream runs queued earlier: the stream is paused until it is done.
+PRIORITY_TAG, PRIORITY = "dagster/priority", "10"
 SENSOR_INTERVAL_S = 1  # the daemon evaluates sensors at most every few seconds anyway
 DDL_TAG = "tidemark/ddl_offset"
 
@@ -90,8 +93,10 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
         runner = getattr(context.resources, resource_key).runner()
 
         def in_flight() -> list[str]:
+            # Only runs that are executing: a queued binlog_stream run cannot start before this run
+            # ends (dagster.yaml: one stream-tagged run per pipeline), so waiting for it would deadlock.
             runs = runs_in_flight(context.instance, asset_keys={handle.binlog_key}, exclude_run_id=context.run_id)
-            return [r.run_id for r in runs]
+            return [r.run_id for r in runs if r.status in EXECUTING]
 
         return SchemaChangeSteps(runner, run_id=context.run_id, in_flight=in_flight, log_fn=context.log.info)
 
@@ -114,12 +119,13 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @op(name="resume", ins={"after": In(Nothing)}, required_resource_keys={resource_key},
-        description="Move the committed offset past the DDL and lift the pause.")
+        description="Move the committed offset past the DDL, lift the pause and apply the first batch after it.")
     def resume(context: OpExecutionContext):
-        result = steps(context).resume()
+        result = steps(context).resume(first_batch=True)
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
-    @job(name=schema_change_job_name(handle), executor_def=in_process_executor, tags=handle.run_tags(stream=True),
+    @job(name=schema_change_job_name(handle), executor_def=in_process_executor,
+         tags={**handle.run_tags(stream=True), PRIORITY_TAG: PRIORITY},
          description=(f"Carry a DDL of {handle.slug}'s source over to Doris: quiesce → flush → apply → resume "
                       "(resumable: re-execute a failed run, it continues where it stopped)."))
     def schema_change():
@@ -167,7 +173,7 @@ def decide_schema_change_run(handle: PipelineHandle, runner: Any, instance: Any)
             return SkipReason(f"schema_change for {base} failed {MAX_RETRIES + 1} times (last run "
                               f"{previous[0].run_id[:8]}: see its log); fix the cause and re-execute it")
         run_key = f"{base}~retry{attempt}"
-    tags = {**handle.run_tags(stream=True)}
+    tags = {**handle.run_tags(stream=True), PRIORITY_TAG: PRIORITY}
     if offset is not None:
         tags[DDL_TAG] = f"{offset.file}:{offset.position}"
     return RunRequest(run_key=run_key, run_config=run_config_for(offset), tags=tags)
