@@ -36,9 +36,9 @@ def make_tables(root_conn, db: str) -> None:
         f"CREATE TABLE `{db}`.x (id INT PRIMARY KEY, v INT)")
 
 
-def start(pipeline_factory, root_conn, db: str, behavior: str, **extra) -> PipelineRunner:
+def start(pipeline_factory, root_conn, db: str, behavior: str, source: dict | None = None, **extra) -> PipelineRunner:
     make_tables(root_conn, db)
-    runner = PipelineRunner(pipeline_factory(f"{db}.\\.*", source={"scan.startup.mode": "latest-offset"},
+    runner = PipelineRunner(pipeline_factory(f"{db}.\\.*", source=source or {"scan.startup.mode": "latest-offset"},
                                              pipeline={"schema.change.behavior": behavior}, **extra))
     runner.binlog_lag()  # fixes the latest offset as the stream's start
     sql(root_conn,
@@ -194,3 +194,38 @@ def test_exception_behavior_refuses_all_but_create_table(pipeline_factory, root_
     assert [r[0] for r in doris_rows(standin, db, "t", ["id"])] == [1, 2, 3, 4, 9]
     assert SchemaRegistry(runner.store).current()["error"].startswith("schema.change.behavior is 'exception'")
     assert runner.store.get("flags", "binlog_paused")
+
+
+def test_sink_type_filters(pipeline_factory, root_conn, fresh_db, doris_standin):
+    """``exclude.schema.changes`` on the sink (families, exclude wins) under evolve."""
+    db, standin = fresh_db, doris_standin
+    runner = start(pipeline_factory, root_conn, db, "evolve",
+                   sink={"include.schema.changes": ["column", "truncate.table"], "exclude.schema.changes": ["drop"]})
+    step(runner, root_conn, standin, db, [], f"ALTER TABLE `{db}`.t DROP COLUMN d", [f"UPDATE `{db}`.t SET a = -a"])
+    step(runner, root_conn, standin, db, [], f"ALTER TABLE `{db}`.t ADD COLUMN e INT", [f"UPDATE `{db}`.t SET e = id"])
+    step(runner, root_conn, standin, db, [], f"DROP TABLE `{db}`.x", [], flushed_tables=("x",))
+    step(runner, root_conn, standin, db, [], f"TRUNCATE TABLE `{db}`.u", [], flushed_tables=("u",))
+    cols = doris_columns(standin, db, "t")
+    assert "d" in cols and "e" in cols  # drop.column excluded, add.column included
+    assert doris_columns(standin, db, "x") is not None  # drop.table excluded
+    assert doris_rows(standin, db, "u", ["id"]) == []  # truncate.table included
+    assert_rows_match(standin, root_conn, db, "t")
+
+
+@pytest.mark.slow
+def test_newly_added_table_is_snapshotted_first(pipeline_factory, root_conn, fresh_db, doris_standin, spark_session):
+    """``scan.newly-added-table.enabled``: a table created in the binlog is created in Doris, then
+    snapshotted (between watermarks, on Spark) before the stream carries its changes."""
+    db, standin = fresh_db, doris_standin
+    runner = start(pipeline_factory, root_conn, db, "lenient",
+                   source={"scan.startup.mode": "latest-offset", "scan.newly-added-table.enabled": True})
+    sql(root_conn, f"CREATE TABLE `{db}`.n (id INT PRIMARY KEY, v INT)",
+        f"INSERT INTO `{db}`.n VALUES (1, 1), (2, 2), (3, 3)")
+    out = carry_next_ddl(runner)
+    assert out["apply"]["new_tables"] == [f"{db}.n"]
+    with runner.store.transaction(readonly=True) as tx:
+        chunks = tx.chunks(table_id=f"{db}.n")
+    assert [c["status"] for c in chunks] == ["COMMITTED"] and chunks[0]["rows"] == 3
+    sql(root_conn, f"UPDATE `{db}`.n SET v = v * 10", f"INSERT INTO `{db}`.n VALUES (4, 40)")
+    assert catch_up(runner) is None
+    assert_rows_match(standin, root_conn, db, "n")
