@@ -176,27 +176,7 @@ def decide_schema_change_run(handle: PipelineHandle, runner: Any, instance: Any)
     tags = {**handle.run_tags(stream=True), PRIORITY_TAG: PRIORITY}
     if offset is not None:
         tags[DDL_TAG] = f"{offset.file}:{offset.position}"
-    if current is None:
-        # Pause now (idempotent; the run's quiesce joins the request): binlog_sensor stops queueing
-        # runs, and a stream run still queued would only stop before the DDL after a process launch
-        # of its own, which the schema change would wait for: it is cancelled instead.
-        registry.request(offset)
-    cancel_queued_stream_runs(handle, instance)
     return RunRequest(run_key=run_key, run_config=run_config_for(offset), tags=tags)
-
-
-def cancel_queued_stream_runs(handle: PipelineHandle, instance: Any) -> list[str]:
-    """Cancel this pipeline's binlog_stream runs that are queued, not started (nothing prepared)."""
-    cancelled = []
-    for run in runs_in_flight(instance, asset_keys={handle.binlog_key}):
-        if run.status != DagsterRunStatus.QUEUED:
-            continue
-        try:
-            if instance.run_coordinator.cancel_run(run.run_id):
-                cancelled.append(run.run_id)
-        except Exception:  # noqa: BLE001 - a coordinator that cannot cancel: the run just waits its turn
-            continue
-    return cancelled
 
 
 def build_ddl_sensor(handle: PipelineHandle, schema_change_job: JobDefinition) -> SensorDefinition:
