@@ -57,7 +57,8 @@ demo: setup
 	$(PY) -m orchestration.demo compare
 	@echo
 	@echo "Next: the Dagster UI. The binlog sensor is running: change rows in MySQL, e.g."
-	@echo "  mariadb -h127.0.0.1 -P$(DEMO_MYSQL_PORT) -ucdc -pcdc  (as root: tidemark devstack status shows the socket)"
+	@echo "  mariadb -uroot --socket=.tidemark/devstack/mysql/mariadb.sock tidemark_demo \\"
+	@echo "    -e \"UPDATE customers SET balance = balance + 10 WHERE id <= 100\""
 	@echo "and watch binlog_stream materialize. Ctrl-C stops the UI; 'make clean-stack' stops MariaDB and Doris."
 	$(VENV)/bin/tidemark dev pipelines/demo.yaml --host $(DAGSTER_HOST) --port $(DAGSTER_PORT)
 

@@ -76,6 +76,9 @@ class MariaDBServer:
         self.datadir = self.base_dir / "data"
         self.pid_file = self.base_dir / "mariadb.pid"
         self.error_log = self.base_dir / "mariadb.err"
+        # Private temporary files: servers sharing /tmp have been seen to trip over each other's
+        # #sql-temptable files (install-db failures, a crash under parallel tests).
+        self.tmpdir = self.base_dir / "tmp"
         self.socket = self._socket_path()
 
     def _socket_path(self) -> Path:
@@ -106,6 +109,7 @@ class MariaDBServer:
             self._bootstrap()
             return self.endpoint
         self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(exist_ok=True)
         if not (self.datadir / "mysql").is_dir():
             self._install_datadir()
         cmd = [
@@ -118,6 +122,7 @@ class MariaDBServer:
             f"--socket={self.socket}",
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
+            f"--tmpdir={self.tmpdir}",
             f"--log-bin={self.datadir / 'binlog'}",
             f"--server-id={self.server_id}",
             "--binlog-format=ROW",
@@ -154,11 +159,13 @@ class MariaDBServer:
 
     def _install_datadir(self) -> None:
         self.datadir.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         result = subprocess.run(
             [
                 _binary("mariadb-install-db", "mysql_install_db"),
                 "--no-defaults",
                 f"--datadir={self.datadir}",
+                f"--tmpdir={self.tmpdir}",
                 "--auth-root-authentication-method=normal",
                 "--user=root",
                 "--skip-test-db",

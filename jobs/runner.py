@@ -504,7 +504,6 @@ class PipelineRunner:
         from cdc_core.mysql.hybrid_assigner import BinlogSplit
         from cdc_core.mysql.purge import ensure_offset_available
         from cdc_core.mysql.schema_history import SchemaHistory
-        from cdc_core.mysql.types import DorisValueConverter
         from jobs.binlog_job import change_rows, load_in_process, load_with_spark
 
         self.resolve_pending()
@@ -518,9 +517,7 @@ class PipelineRunner:
         if start is None or stop <= start:
             return BatchResult("", {} if start is None else start.to_dict(),
                                {} if start is None else start.to_dict(), {}, ())
-        from cdc_core.mysql.binlog_reader import ConnectionSettings
-
-        ensure_offset_available(ConnectionSettings.of(self.settings), start)
+        ensure_offset_available(self.settings, start)
         source = self.definition.source
         history = SchemaHistory(self.store)
         captured_tables = self._captured_tables()
@@ -542,16 +539,13 @@ class PipelineRunner:
             event_filter = split.event_filter(
                 schemas, captured=lambda t: selector.matches(t.database, t.table), source=source, weigher=weigher
             )
-            reader = BinlogSplitReader(
-                self.settings, source.server_id_range()[0], schemas,
-                DorisValueConverter(source.server_time_zone or "UTC", source.tinyint1_as_boolean),
-                heartbeat_interval=source.heartbeat_interval,
-                is_captured=lambda t: selector.matches(t.database, t.table),
-            )
-            batch = reader.read_batch(
-                start, stop, max_events=max_events or self.definition.pipeline.binlog_max_events,
-                stop_at_schema_change=True, event_filter=event_filter,
-            )
+            # The stream's reader: the first server id of the range, closed after the batch so that
+            # no dump thread lingers on the server under that id.
+            with BinlogSplitReader.from_source(source, schemas) as reader:
+                batch = reader.read_batch(
+                    start, stop, max_events=max_events or self.definition.pipeline.binlog_max_events,
+                    stop_at_schema_change=True, event_filter=event_filter,
+                )
         finally:
             weigher.close()
         end = batch.end
@@ -676,6 +670,83 @@ class PipelineRunner:
                 for txn in batch["transactions"] or []:
                     out.append({**txn, "owner": batch["batch_id"]})
         return out
+
+    def chunk_parity(self, key: str) -> ParityResult:
+        """Row count and checksum of the chunk's key range, MySQL against Doris."""
+        from cdc_core.mysql.discovery import chunk_key_column
+        from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
+        from cdc_core.mysql.splits import SnapshotSplit
+
+        record = self._records([key])[0]
+        table_id = TableId.parse(record["table_id"])
+        conn = self._connect()
+        try:
+            schema = self._live_schema(conn, table_id)
+        finally:
+            conn.close()
+        key_column = chunk_key_column(schema, self.definition.source.chunk_key_column)
+        split = SnapshotSplit(table_id, record["chunk_index"],
+                              None if record["start"] is None else tuple(record["start"]),
+                              None if record["end"] is None else tuple(record["end"]), (key_column.name,))
+        start = None if record["start"] is None else record["start"][0]
+        end = None if record["end"] is None else record["end"][0]
+        with SnapshotSplitReader.from_source(self.definition.source) as reader:
+            return self._parity(schema, reader, split, key_column, (start, end))
+
+    def table_parity(self, table_id: str) -> ParityResult:
+        """Row count and checksum of the whole table, MySQL against Doris."""
+        from cdc_core.mysql.discovery import chunk_key_column
+        from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
+        from cdc_core.mysql.splits import SnapshotSplit
+
+        tid = TableId.parse(table_id)
+        conn = self._connect()
+        try:
+            schema = self._live_schema(conn, tid)
+        finally:
+            conn.close()
+        key_column = chunk_key_column(schema, self.definition.source.chunk_key_column)
+        split = SnapshotSplit(tid, 0, None, None, (key_column.name,))
+        with SnapshotSplitReader.from_source(self.definition.source) as reader:
+            return self._parity(schema, reader, split, key_column, None)
+
+    def _parity(self, schema: TableSchema, reader: Any, split: Any, key_column: Any,
+                key_range: tuple[Any, Any] | None) -> ParityResult:
+        from jobs.parity import RowSet, doris_rows_by_keys, doris_rows_in_range, is_text_key, mysql_rows
+        from jobs.transforms import transform_for
+
+        tinyint = self.definition.source.tinyint1_as_boolean
+        targets = self._targets(str(schema.table_id))
+        if transform_for(self.definition, schema.table_id) is not None or len(targets) != 1:
+            why = "the table has a transform" if len(targets) == 1 else "the table is routed to several targets"
+            return ParityResult(str(schema.table_id), key_range, 0, 0, "", "", {"skipped": why})
+        target = targets[0]
+        if self.sink.router.is_merged(target, self._captured_tables()):
+            return ParityResult(str(schema.table_id), key_range, 0, 0, "", "",
+                                {"skipped": f"{target} merges several source tables"})
+        columns = list(schema.columns)
+        names = [c.name for c in columns]
+        mine, theirs = RowSet(columns, tinyint), RowSet(columns, tinyint)
+        keys: list[Any] = []
+        key_index = names.index(key_column.name)
+        for row in mysql_rows(reader, schema, split):
+            mine.add(row)
+            keys.append(row[key_index])
+        text_key = is_text_key(key_column, tinyint)
+        if text_key and key_range is not None:
+            doris = doris_rows_by_keys(self.sink.catalog, target, names, key_column.name, keys)
+        else:
+            start, end = key_range if key_range is not None else (None, None)
+            unique = tuple(schema.primary_key) == (key_column.name,)
+            doris = doris_rows_in_range(self.sink.catalog, target, names, key_column.name, start, end,
+                                        unique_key=unique)
+        for row in doris:
+            theirs.add(row)
+        detail = {"target": str(target)}
+        if text_key and key_range is not None:
+            detail["note"] = "character chunk key: Doris rows looked up by the chunk's MySQL keys"
+        return ParityResult(str(schema.table_id), key_range, mine.count, theirs.count, mine.checksum,
+                            theirs.checksum, detail)
 
     def close(self) -> None:
         if self._sink is not None:

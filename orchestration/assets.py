@@ -37,6 +37,9 @@ warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_pol
 MAX_PARTITIONS = 100_000
 # A backfill of N chunks becomes ceil(N / CHUNKS_PER_RUN) runs; each run starts Spark once.
 CHUNKS_PER_RUN = 500
+# Splitting steps per planning round: partitions appear in the UI round by round, and a crash
+# mid-plan loses at most one round (the splitter's cursor is committed with every step).
+PLAN_STEPS_PER_ROUND = 2_000
 PAUSE_NAMESPACE, PAUSE_KEY = "flags", "binlog_paused"
 
 
@@ -122,7 +125,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         known = set(instance.get_dynamic_partitions(partitions.name))
         rounds = 0
         while True:
-            plan = runner.plan_splits(max_partitions=MAX_PARTITIONS)
+            plan = runner.plan_splits(max_partitions=MAX_PARTITIONS, max_steps=PLAN_STEPS_PER_ROUND)
             rounds += 1
             new = [k for k in plan.chunk_keys if k not in known]
             if new:

@@ -213,6 +213,25 @@ def doris_summary(fe_http: str, user: str = "root", password: str = "") -> dict[
     return out
 
 
+def drop_doris_database(fe_http: str, user: str = "root", password: str = "") -> None:
+    body = requests.post(f"http://{fe_http}/api/query/default_cluster/{DATABASE}", auth=(user, password), timeout=30,
+                         json={"stmt": f"DROP DATABASE IF EXISTS {DATABASE}"}).json()
+    if body.get("code") != 0:
+        raise RuntimeError(f"could not drop {DATABASE} in Doris: {body.get('msg')}")
+
+
+def reset_pipeline_state(pipeline_file: Path) -> Path:
+    """Delete the demo pipeline's state (and its Dagster home under it): a fresh database needs a
+    fresh pipeline, or its deterministic load labels would meet the old ones in Doris."""
+    import shutil
+
+    from cdc_core.config import load_pipeline
+
+    state_dir = load_pipeline(pipeline_file).state_dir
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return state_dir
+
+
 def _norm(value: object) -> str:
     number = Decimal(str(value))
     return format(number.normalize(), "f") if number else "0"
@@ -251,8 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["load", "compare"])
     parser.add_argument("--stack-dir", default=".tidemark/devstack")
     parser.add_argument("--reset", action="store_true",
-                        help="load: drop and recreate the sample database even if it exists (then also delete "
-                        "the pipeline's state, .tidemark/state/demo, and the Doris tables)")
+                        help="load: start over: drop the sample database in MySQL and Doris, delete the demo "
+                        "pipeline's state, and recreate the sample data")
+    parser.add_argument("--pipeline", default="pipelines/demo.yaml", help="the demo pipeline (for --reset)")
     args = parser.parse_args(argv)
     endpoints = _stack_endpoints(Path(args.stack_dir))
     mysql = endpoints["mysql"]
@@ -262,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
             if demo_exists(conn) and not args.reset:
                 print(f"{DATABASE} already exists; keeping it (and the pipeline's progress). --reset recreates it.")
                 return 0
+            if args.reset:
+                if endpoints["doris"] is not None:
+                    drop_doris_database(endpoints["doris"]["fe_http"])
+                print(f"Reset: deleted the pipeline state in {reset_pipeline_state(Path(args.pipeline))}")
             counts = load_demo(conn)
             print(f"Created {DATABASE}: " + ", ".join(f"{t} {n:,}" for t, n in counts.items()) + " rows")
             return 0

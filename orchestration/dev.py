@@ -81,7 +81,18 @@ class DagsterServices:
         if out is not None:
             out.close()
 
+    def init_storage(self) -> None:
+        """Create the instance's SQLite databases once, here: the daemon and the webserver each
+        create missing ones on start, and racing each other they fail ("alembic_version already exists")."""
+        from dagster import DagsterInstance
+
+        with DagsterInstance.from_config(str(self.home)) as instance:
+            instance.get_runs(limit=1)
+            instance.get_dynamic_partitions("tidemark_init")
+            instance.all_instigator_state()
+
     def start(self) -> DagsterServices:
+        self.init_storage()
         location = [*CODE_LOCATION, "-d", str(self.working_dir)]
         if self.want_daemon:
             self._spawn("daemon", [_script("dagster-daemon"), "run", *location])
@@ -139,15 +150,31 @@ class DagsterServices:
         self.stop()
 
 
+def _snapshot_done(handle: PipelineHandle) -> bool:
+    from jobs.runner import PipelineRunner
+
+    try:
+        runner = PipelineRunner(handle.definition)
+    except Exception:  # noqa: BLE001 - only a hint for the guide; the UI shows the real state
+        return False
+    try:
+        return runner.snapshot_done()
+    finally:
+        runner.close()
+
+
 def print_guide(url: str, handles: list[PipelineHandle], home: Path) -> None:
     print(f"\nDagster UI: {url}   (DAGSTER_HOME={home}; Ctrl-C stops it)", flush=True)
     for h in handles:
         print(f"  pipeline '{h.slug}' ({h.path}):", flush=True)
-        print(f"    1. {url}/assets/{h.slug}/snapshot_splits → Materialize: plans the chunks", flush=True)
-        print(f"    2. {url}/assets/{h.slug}/snapshot_chunks → Materialize → all partitions: the backfill", flush=True)
-        print(f"    3. the sensor {h.sensor_name} (running) then streams the binlog: watch "
+        if _snapshot_done(h):
+            print(f"    the snapshot is committed: {url}/assets/{h.slug}/snapshot_chunks shows its chunks", flush=True)
+        else:
+            print(f"    1. {url}/assets/{h.slug}/snapshot_splits → Materialize: plans the chunks", flush=True)
+            print(f"    2. {url}/assets/{h.slug}/snapshot_chunks → Materialize → all partitions: the backfill", flush=True)
+        print(f"    the sensor {h.sensor_name} (running) streams the binlog: change rows in MySQL and watch "
               f"{url}/assets/{h.slug}/binlog_stream and its checks", flush=True)
-        print(f"       ({url}/automation lists the sensor and {h.schedule_name})", flush=True)
+        print(f"    ({url}/automation: the sensor and {h.schedule_name}; {url}/runs: every run)", flush=True)
 
 
 def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000) -> int:

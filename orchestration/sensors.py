@@ -14,6 +14,7 @@ The decision (shared with ``incremental_schedule``) is, in order:
 """
 
 
+import os
 from typing import Any
 
 from dagster import (
@@ -33,26 +34,41 @@ from dagster._core.storage.tags import RUN_KEY_TAG
 
 from jobs.runner import PipelineRunner
 from orchestration.assets import binlog_paused, offset_text
-from orchestration.pipelines import PipelineHandle
+from orchestration.pipelines import STREAM_TAG, PipelineHandle
 from orchestration.runs import runs_in_flight
 
 MAX_RETRIES = 3
 SENSOR_INTERVAL_S = 1  # the daemon evaluates sensors at most every ~5 s anyway
+# Opt-in (=1): while one binlog run of the pipeline is executing, queue the next one, which the
+# stream tag limit and the pool start only when the first has finished. Saves the sensor tick
+# and the dequeue wait per cycle (freshness), at the price of "one running + one queued".
+QUEUE_AHEAD_ENV = "TIDEMARK_BINLOG_QUEUE_AHEAD"
+
+
+def _may_queue_behind(handle: PipelineHandle, in_flight: list[Any]) -> bool:
+    """One sensor/schedule binlog run executing and nothing else of the pipeline in flight."""
+    if len(in_flight) != 1:
+        return False
+    run = in_flight[0]
+    return run.status == DagsterRunStatus.STARTED and run.tags.get(STREAM_TAG) == handle.slug
 
 
 def decide_binlog_run(handle: PipelineHandle, runner: PipelineRunner, instance: DagsterInstance,
-                      log: Any = None) -> RunRequest | SkipReason:
+                      log: Any = None, queue_ahead: bool | None = None) -> RunRequest | SkipReason:
+    if queue_ahead is None:
+        queue_ahead = os.environ.get(QUEUE_AHEAD_ENV) == "1"
     paused = binlog_paused(runner)
     if paused:
         return SkipReason(f"binlog of '{handle.slug}' is paused by a schema change ({paused!r})")
     in_flight = runs_in_flight(instance, prefix=handle.owns_asset_prefix)
-    if in_flight:
+    if in_flight and not (queue_ahead and _may_queue_behind(handle, in_flight)):
         run = in_flight[0]
         return SkipReason(f"run {run.run_id[:8]} of '{handle.slug}' is {run.status.value.lower()}; "
                           "never two runs of a pipeline at once")
     if not runner.binlog_ready():
         return SkipReason(f"the snapshot of '{handle.slug}' is not finished (backfill all snapshot_chunks partitions)")
-    if runner.pending_transactions():
+    # Resolving is safe only when nothing of the pipeline runs (it would finish a live run's work).
+    if not in_flight and runner.pending_transactions():
         report = runner.resolve_pending()
         if log is not None:
             log.warning(f"resolved transactions a failed commit left: committed {len(report.committed)}, "

@@ -78,10 +78,16 @@ class DorisCatalog:
     def __init__(self, client: DorisHttpClient):
         self.client = client
 
-    def execute(self, database: str, statement: str) -> QueryResult:
-        """Run one statement; a failure raises :class:`QueryError` with Doris's reason."""
+    def execute(self, database: str, statement: str, *, limit: int | None = None) -> QueryResult:
+        """Run one statement; a failure raises :class:`QueryError` with Doris's reason.
+
+        ``limit``: the most rows the FE returns (its default is 1000, its maximum 10000).
+        """
+        body_json: dict[str, Any] = {"stmt": statement}
+        if limit is not None:
+            body_json["limit"] = limit
         resp = self.client.request(
-            "POST", f"/api/query/default_cluster/{database}", json_body={"stmt": statement},
+            "POST", f"/api/query/default_cluster/{database}", json_body=body_json,
             headers={"X-Doris-Stream": "false"},
         )
         body = self.client.json_of(resp, "SQL statement")

@@ -19,6 +19,7 @@ already be inside a chunk: the chunk's rows are the table as it was at the chunk
   the filter with :meth:`BinlogEventFilter.add_chunks`); dropped otherwise.
 
 Key order is MySQL's: numbers and temporal values compare as values; binary strings byte-wise;
+ENUM by member index and SET by bitmask (as ``SnapshotSplitReader``'s backfill compares them);
 character strings by the chunk-key column's collation, using the server's ``WEIGHT_STRING``
 (with PAD SPACE semantics) so case- and accent-insensitive collations order exactly as the chunk
 query did. Event values are the converted (Doris) values, bounds are the splitter's bound values;
@@ -38,7 +39,7 @@ from typing import Any
 
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
 from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
+from cdc_core.mysql.types import TypeKind, _members, kind_of, parse_tz
 from cdc_core.schema import Column, TableId, TableSchema
 
 ChangeEvent = DataChangeEvent | SchemaChangeEvent
@@ -173,7 +174,9 @@ class ChunkKeyOrder:
         self.kind = kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean)
         self.tz = parse_tz(tz)
         self.weigher = weigher
-        self.is_text = self.kind in (TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.JSON)
+        self.is_text = self.kind in (TypeKind.STRING, TypeKind.JSON)
+        self._members = [m.lower() for m in _members(column.column_type)] if self.kind in (
+            TypeKind.ENUM, TypeKind.SET) else []
         self._charset: str | None = None
         self._collation: str | None = None
 
@@ -228,6 +231,12 @@ class ChunkKeyOrder:
                 return Decimal(0)
         if kind in (TypeKind.DATE, TypeKind.DATETIME):
             return self._datetime(str(value), utc=True)
+        if kind == TypeKind.ENUM:  # MySQL orders ENUM by member index ('' = 0), not by text
+            text = str(value).lower()
+            return self._members.index(text) + 1 if text in self._members else 0
+        if kind == TypeKind.SET:  # ... and SET by its bitmask
+            parts = [p for p in str(value).lower().split(",") if p]
+            return sum(1 << self._members.index(p) for p in parts if p in self._members)
         if kind == TypeKind.TIME:
             m = _TIME.match(str(value))
             if not m:

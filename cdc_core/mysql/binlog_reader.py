@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -45,6 +45,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
 from cdc_core.mysql.binlog_values import RowImageConverter
+from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser, is_shadow_table
 from cdc_core.mysql.gtid import GtidState
 from cdc_core.mysql.offsets import BinlogOffset
@@ -66,46 +67,6 @@ _MARIADB_FL_STANDALONE = 0x01
 
 class BinlogReadError(RuntimeError):
     """The binlog cannot be read as asked (bad range, purged file, unparseable DDL...)."""
-
-
-@dataclass(frozen=True)
-class ConnectionSettings:
-    """Where the binlog comes from. Built from any object or dict with host/port/user/password
-    (``hostname``/``username`` and pydantic ``SecretStr`` passwords are accepted too)."""
-
-    host: str
-    port: int
-    user: str
-    password: str = field(repr=False)
-    connect_timeout: float = 30.0
-
-    @classmethod
-    def of(cls, settings: Any) -> ConnectionSettings:
-        if isinstance(settings, ConnectionSettings):
-            return settings
-
-        def get(*names: str, default: Any = None) -> Any:
-            for name in names:
-                if isinstance(settings, dict):
-                    if name in settings and settings[name] is not None:
-                        return settings[name]
-                elif getattr(settings, name, None) is not None:
-                    return getattr(settings, name)
-            return default
-
-        password = get("password", "passwd", default="")
-        if hasattr(password, "get_secret_value"):
-            password = password.get_secret_value()
-        host = get("host", "hostname")
-        user = get("user", "username")
-        if not host or not user:
-            raise ValueError("binlog connection settings need a host and a user (host/hostname, user/username)")
-        return cls(str(host), int(get("port", default=3306)), str(user), str(password),
-                   float(get("connect_timeout", default=30.0)))
-
-    def pymysql_kwargs(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
-                "connect_timeout": int(max(1, self.connect_timeout)), "charset": "utf8mb4"}
 
 
 @dataclass(frozen=True)
@@ -236,7 +197,7 @@ class BinlogSplitReader:
         is_captured: Callable[[TableId], bool] | None = None,
         fast_decoder: bool = True,
     ) -> None:
-        self.settings = ConnectionSettings.of(settings)
+        self.settings = MySqlConnectionSettings.of(settings)
         if not isinstance(server_id, int) or server_id <= 0:
             raise ValueError(f"server_id must be a positive integer, got {server_id!r}")
         self.server_id = server_id
@@ -273,6 +234,13 @@ class BinlogSplitReader:
         )
 
     # -- public API ------------------------------------------------------------------------------
+
+    def offset_for_gtid(self, gtid_set: str) -> BinlogOffset:
+        """Where a GTID set resumes, as a file and position this reader can start from (the GTID
+        dump itself cannot start at a file position: ``machine-notes.md`` §3)."""
+        from cdc_core.mysql.startup import resolve_gtid
+
+        return resolve_gtid(self.settings, gtid_set, self.server_id)
 
     def read_range(
         self, start: BinlogOffset, stop: BinlogOffset, tables: set[TableId] | None = None

@@ -36,6 +36,37 @@ class MySqlConnectionSettings:
     connect_timeout: float = 30.0
 
     @classmethod
+    def of(cls, settings: Any) -> MySqlConnectionSettings:
+        """From any object or dict with host/port/user/password (``hostname``/``username``,
+        ``passwd`` and pydantic ``SecretStr`` passwords are accepted too)."""
+        if isinstance(settings, MySqlConnectionSettings):
+            return settings
+
+        def get(*names: str, default: Any = None) -> Any:
+            for name in names:
+                if isinstance(settings, dict):
+                    if settings.get(name) is not None:
+                        return settings[name]
+                elif getattr(settings, name, None) is not None:
+                    return getattr(settings, name)
+            return default
+
+        password = get("password", "passwd", default="")
+        if hasattr(password, "get_secret_value"):
+            password = password.get_secret_value()
+        host = get("host", "hostname")
+        user = get("user", "username")
+        if not host or not user:
+            raise ValueError("MySQL connection settings need a host and a user (host/hostname, user/username)")
+        return cls(str(host), int(get("port", default=3306)), str(user), str(password),
+                   float(get("connect_timeout", default=30.0)))
+
+    def pymysql_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``pymysql.connect`` (and pymysqlreplication's connection settings)."""
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
+                "connect_timeout": int(max(1, self.connect_timeout)), "charset": "utf8mb4"}
+
+    @classmethod
     def from_options(cls, options: Any) -> MySqlConnectionSettings:
         """From ``MySqlSourceOptions`` (the pipeline's ``source:`` block)."""
         password = options.password.get_secret_value() if hasattr(options.password, "get_secret_value") \

@@ -13,6 +13,7 @@ from typing import Any
 import pymysql
 from pymysqlreplication.gtid import Gtid, GtidSet
 
+from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.offsets import BinlogOffset
 
 
@@ -66,7 +67,7 @@ class GtidState:
         MySQL has no such function; the state then starts empty and fills as GTID events pass.
         """
         try:
-            conn = pymysql.connect(**settings.pymysql_kwargs())
+            conn = pymysql.connect(**MySqlConnectionSettings.of(settings).pymysql_kwargs())
         except pymysql.MySQLError:
             return cls()
         try:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pymysql
 
+from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.offsets import BinlogOffset
 
 
@@ -53,7 +54,7 @@ def check_offset_available(cursor: Any, offset: BinlogOffset) -> None:
 
 def ensure_offset_available(settings: Any, offset: BinlogOffset) -> None:
     """Raise :class:`BinlogPurgedError` if ``offset.file`` is not in ``SHOW BINARY LOGS``."""
-    conn = pymysql.connect(**settings.pymysql_kwargs())
+    conn = pymysql.connect(**MySqlConnectionSettings.of(settings).pymysql_kwargs())
     try:
         with conn.cursor() as cur:
             check_offset_available(cur, offset)

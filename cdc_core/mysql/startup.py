@@ -27,7 +27,7 @@ import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
 
-from cdc_core.mysql.binlog_reader import ConnectionSettings
+from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.gtid import GtidState, is_mariadb_gtid
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.mysql.purge import binary_logs, check_offset_available
@@ -57,7 +57,7 @@ class StartupPlan:
                    bool(data.get("stop_at_max_high_watermark")), int(data.get("skip_rows") or 0))
 
 
-def _connect(settings: ConnectionSettings) -> Any:
+def _connect(settings: MySqlConnectionSettings) -> Any:
     return pymysql.connect(**settings.pymysql_kwargs())
 
 
@@ -71,7 +71,7 @@ def _with_gtid(cur: Any, offset: BinlogOffset) -> BinlogOffset:
     return BinlogOffset(offset.file, offset.position, gtid or offset.gtid_set)
 
 
-def _stream(settings: ConnectionSettings, server_id: int, **kwargs: Any) -> BinLogStreamReader:
+def _stream(settings: MySqlConnectionSettings, server_id: int, **kwargs: Any) -> BinLogStreamReader:
     return BinLogStreamReader(connection_settings=settings.pymysql_kwargs(), server_id=server_id, blocking=False,
                               enable_logging=False, **kwargs)
 
@@ -83,7 +83,7 @@ def resolve_gtid(settings: Any, gtid_set: str, server_id: int) -> BinlogOffset:
     first GTID event's start position is the resume point. MySQL: the same with
     ``COM_BINLOG_DUMP_GTID``. If nothing follows the set, the server's current end is the answer.
     """
-    settings = ConnectionSettings.of(settings)
+    settings = MySqlConnectionSettings.of(settings)
     mariadb = is_mariadb_gtid(gtid_set)
     stream = _stream(settings, server_id, auto_position=gtid_set, is_mariadb=mariadb,
                      only_events=[RotateEvent, MariadbGtidEvent, GtidEvent])
@@ -110,7 +110,7 @@ def resolve_gtid(settings: Any, gtid_set: str, server_id: int) -> BinlogOffset:
     return current
 
 
-def _skip_events(settings: ConnectionSettings, start: BinlogOffset, count: int, server_id: int) -> BinlogOffset:
+def _skip_events(settings: MySqlConnectionSettings, start: BinlogOffset, count: int, server_id: int) -> BinlogOffset:
     if count <= 0:
         return start
     stream = _stream(settings, server_id, resume_stream=True, log_file=start.file, log_pos=start.position,
@@ -132,7 +132,7 @@ def _skip_events(settings: ConnectionSettings, start: BinlogOffset, count: int, 
     return BinlogOffset(file, position)
 
 
-def _first_timestamp(settings: ConnectionSettings, file: str, server_id: int) -> int | None:
+def _first_timestamp(settings: MySqlConnectionSettings, file: str, server_id: int) -> int | None:
     stream = _stream(settings, server_id, resume_stream=True, log_file=file, log_pos=4,
                      only_events=[MariadbGtidEvent, GtidEvent, QueryEvent])
     try:
@@ -145,7 +145,7 @@ def _first_timestamp(settings: ConnectionSettings, file: str, server_id: int) ->
 
 def offset_for_timestamp(settings: Any, timestamp_ms: int, server_id: int) -> BinlogOffset:
     """The start of the first transaction (GTID event) whose time is at or after ``timestamp_ms``."""
-    settings = ConnectionSettings.of(settings)
+    settings = MySqlConnectionSettings.of(settings)
     conn = _connect(settings)
     try:
         with conn.cursor() as cur:
@@ -192,7 +192,7 @@ def resolve_startup(source: Any, settings: Any = None, *, server_id: int | None 
         return StartupPlan(mode, True, None)
     if mode == "snapshot":
         return StartupPlan(mode, True, None, stop_at_max_high_watermark=True)
-    settings = ConnectionSettings.of(settings if settings is not None else source)
+    settings = MySqlConnectionSettings.of(settings if settings is not None else source)
     sid = server_id if server_id is not None else source.server_id_range()[0]
     conn = _connect(settings)
     try:

@@ -159,3 +159,16 @@ def test_binary_collation_chunk_key(ci_table):
     kept = [e.after["b"] for e in f.apply(
         [DataChangeEvent(t, Op.INSERT, None, {"k": "x", "b": v}, off(400)) for v in ("a", "Z", "m", "A", "L")])]
     assert kept == ["a", "Z", "m"]  # utf8mb4_bin: 'A' < 'L' < 'M' <= 'Z' < 'a' < 'm' (code points)
+
+
+def test_enum_chunk_key_orders_by_member_index():
+    t = TableId("db", "e")
+    schema = TableSchema(t, (Column("k", "enum('zeta','alpha','mid')", "enum", False),), ("k",))
+    chunks = [FinishedChunk(t, 0, None, ("alpha",), off(500)), FinishedChunk(t, 1, ("alpha",), None, off(300))]
+    f = BinlogEventFilter(chunks, {t: schema}.get)
+
+    def at(v):
+        return DataChangeEvent(t, Op.INSERT, None, {"k": v}, off(400))
+
+    # member order zeta(1) < alpha(2) < mid(3): 'zeta' is in chunk 0 (HW 500), 'mid' in chunk 1 (HW 300)
+    assert [e.after["k"] for e in f.apply([at("zeta"), at("alpha"), at("mid")])] == ["alpha", "mid"]

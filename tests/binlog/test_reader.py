@@ -214,3 +214,14 @@ def test_statement_dml_of_other_tables_does_not_cut_a_transaction(settings, sche
     query_ends = {e[4] for e in events if e[2] == "Query" and "INSERT INTO" in e[5]}
     assert not query_ends & {e.position for e in ends}
     assert pos == stop
+
+
+def test_resume_from_a_gtid(settings, schema_lookup, root_conn, fresh_db):
+    t = TableId(fresh_db, "g2")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.g2 (id int primary key)", f"INSERT INTO `{fresh_db}`.g2 VALUES (1)")
+    mark = current_offset(root_conn)
+    _exec(root_conn, f"INSERT INTO `{fresh_db}`.g2 VALUES (2)", f"INSERT INTO `{fresh_db}`.g2 VALUES (3)")
+    reader = BinlogSplitReader(settings, next_server_id(), schema_lookup, None)
+    start = reader.offset_for_gtid(mark.gtid_set)
+    assert start.file == mark.file and start.position >= mark.position
+    assert [e.after["id"] for e in reader.read_batch(start, tables={t}).events] == [2, 3]

@@ -85,7 +85,7 @@ class RecordingRunner(PipelineRunner):
 
     # -- snapshot ---------------------------------------------------------------------------
 
-    def plan_splits(self, max_partitions: int = 100_000) -> PlanResult:
+    def plan_splits(self, max_partitions: int = 100_000, max_steps: int | None = None) -> PlanResult:
         self._log("plan_splits", max_partitions)
         self._plan_calls += 1
         complete = self._plan_calls >= self.script.plan_rounds

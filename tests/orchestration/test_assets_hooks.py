@@ -127,10 +127,12 @@ def test_binlog_waits_for_the_snapshot(harness):
 
 
 def all_chunks_committed(harness):
-    harness.run_splits()
-    for start, end in (("shop.orders#00000", "shop.orders#00002"), ("shop.items#00000", "shop.items#00001")):
-        harness.run_chunks(start, end)
-    assert harness.runner.snapshot_done()
+    """The snapshot done, straight through the double (tests above run it through Dagster)."""
+    runner = harness.runner
+    keys = list(runner.plan_splits().chunk_keys)
+    runner.run_chunks(keys)
+    runner.commit_chunks(keys)
+    assert runner.snapshot_done()
 
 
 def test_binlog_batch_commits_after_success_and_reports_metadata(harness):
@@ -188,3 +190,39 @@ def test_table_parity_is_authoritative_only_when_quiet(harness):
         instance=harness.instance, raise_on_error=False)
     evaluation = result.get_asset_check_evaluations()[0]
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+
+
+def test_materialize_splits_directly(harness):
+    """The plain ``materialize`` API, as a user would call it in a notebook."""
+    from orchestration.assets import build_assets
+    from orchestration.hooks import build_hooks
+
+    splits = build_assets(harness.handle, build_hooks(harness.handle)).snapshot_splits
+    key = harness.handle.resource_key
+    result = dg.materialize([splits], instance=harness.instance, resources={key: harness.defs.resources[key]})
+    assert result.success
+    assert len(partitions(harness)) == 5
+
+
+def test_hooks_invoked_directly_commit_and_abort_what_the_ledger_names(harness):
+    from orchestration.hooks import build_hooks, step_key_of
+    from orchestration.runs import StepLedger
+
+    harness.run_splits()
+    runner = harness.runner
+    runner.run_chunks(["shop.items#00000"])
+    hooks = build_hooks(harness.handle)
+    key = harness.handle.resource_key
+    op = dg.OpDefinition(name="step_a", compute_fn=lambda context: None)
+    ledger = StepLedger(runner.store)
+    resources = {key: harness.defs.resources[key]}
+    with dg.build_hook_context(resources=resources, op=op, run_id="run-1") as context:
+        ledger.record("run-1", step_key_of(context), chunk_keys=["shop.items#00000"], prepared=["shop.items#00000"])
+        runner.calls.clear()
+        hooks.commit_chunks(context)
+        assert runner.calls == [("commit_chunks", ["shop.items#00000"])]
+        assert ledger.read("run-1", step_key_of(context)) == {}  # forgotten once done
+    with dg.build_hook_context(resources=resources, op=op, run_id="run-2", op_exception=RuntimeError("x")) as context:
+        ledger.record("run-2", step_key_of(context), chunk_keys=["shop.items#00001"])
+        hooks.abort_chunks(context)
+        assert runner.calls[-1] == ("abort_chunks", ["shop.items#00001"])

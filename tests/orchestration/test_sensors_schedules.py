@@ -119,3 +119,25 @@ def test_sensor_and_schedule_respect_the_pause_flag(harness):
         data = schedule.evaluate_tick(context)
     assert len(data.run_requests) == 1
     assert data.run_requests[0].run_key.startswith(f"{harness.handle.slug}:-..binlog.000001:400")
+
+
+def test_queue_ahead_allows_one_queued_behind_one_running_stream_run(harness):
+    """Opt-in: the next binlog run may wait in the queue behind the running one (the stream tag
+    limit and the pool start it afterwards); never behind a snapshot run, never two queued."""
+    from orchestration.sensors import decide_binlog_run
+
+    all_chunks_committed(harness)
+    job = harness.job(harness.handle.binlog_job_name)
+    running = harness.instance.create_run_for_job(job_def=job, asset_selection=frozenset({harness.handle.binlog_key}),
+                                                  tags=harness.handle.run_tags(stream=True))
+    harness.instance.handle_run_event(running.run_id, dg.DagsterEvent(
+        event_type_value="PIPELINE_START", job_name=job.name, message="started"))
+    assert harness.instance.get_run_by_id(running.run_id).status == dg.DagsterRunStatus.STARTED
+    runner = harness.runner
+    assert isinstance(decide_binlog_run(harness.handle, runner, harness.instance, queue_ahead=False), dg.SkipReason)
+    request = decide_binlog_run(harness.handle, runner, harness.instance, queue_ahead=True)
+    assert isinstance(request, dg.RunRequest) and request.tags["tidemark/stream"] == harness.handle.slug
+    queued = harness.instance.create_run_for_job(job_def=job, asset_selection=frozenset({harness.handle.binlog_key}),
+                                                 tags=harness.handle.run_tags(stream=True))
+    assert queued.status == dg.DagsterRunStatus.NOT_STARTED
+    assert isinstance(decide_binlog_run(harness.handle, runner, harness.instance, queue_ahead=True), dg.SkipReason)

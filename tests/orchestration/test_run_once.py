@@ -1,0 +1,71 @@
+"""``tidemark run --once`` logic (OnceRun) against the recording runner."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from orchestration.assets import PAUSE_KEY, PAUSE_NAMESPACE
+from orchestration.run_once import OnceRun, RunOnceError, _contiguous_ranges, summary_table
+from tests.orchestration.fakes import recording_resource
+
+
+def once(harness, **kwargs) -> OnceRun:
+    return OnceRun(harness.handle, harness.instance, Console(file=open("/dev/null", "w")),  # noqa: SIM115
+                   resource=recording_resource(harness.handle), **kwargs)
+
+
+def test_contiguous_ranges():
+    keys = [f"t#{i:05d}" for i in range(10)]
+    assert _contiguous_ranges(keys, {keys[0], keys[1], keys[2], keys[5], keys[9]}, 2) == [
+        ("t#00000", "t#00001", 2), ("t#00002", "t#00002", 1), ("t#00005", "t#00005", 1), ("t#00009", "t#00009", 1)]
+    assert _contiguous_ranges(keys, set(), 4) == []
+
+
+def test_snapshot_then_binlog_up_to_the_start_offset(harness):
+    run = once(harness)
+    runner = run.runner
+    runner.script.server_offset = {"file": "binlog.000001", "position": 400}
+    summary = run.run()
+    assert runner.snapshot_done()
+    assert summary.chunks_total == 5 and summary.chunks_loaded == 5 and summary.rows == 50
+    assert summary.batches == 1 and summary.events == 5
+    assert runner.script.committed_offset == {"file": "binlog.000001", "position": 400}
+    names = runner.names()
+    assert names.index("plan_splits") < names.index("run_chunks") < names.index("run_binlog_batch")
+    assert runner.pending_transactions(log=False) == []
+    assert "5 of 5 chunks" in str(summary_table(harness.handle, summary).columns[1]._cells)
+    # a second run finds everything done: no snapshot, no batch
+    runner.calls.clear()
+    again = once(harness).run()
+    assert again.chunks_loaded == 0 and again.batches == 0
+    assert "run_chunks" not in runner.names() and "run_binlog_batch" not in runner.names()
+
+
+def test_resumes_only_the_chunks_not_committed(harness):
+    harness.run_splits()
+    runner = harness.runner
+    runner.run_chunks(["shop.orders#00001"])
+    runner.commit_chunks(["shop.orders#00001"])
+    runner.calls.clear()
+    summary = once(harness).run()
+    loaded = [k for name, keys in runner.calls if name == "run_chunks" for k in keys]
+    assert "shop.orders#00001" not in loaded and len(loaded) == 4
+    assert summary.chunks_loaded == 4
+
+
+def test_paused_binlog_stops_with_a_clear_message(harness):
+    run = once(harness)
+    run.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "ALTER TABLE shop.orders ADD COLUMN x INT")
+    with pytest.raises(RunOnceError, match="paused by a schema change") as caught:
+        run.run()
+    assert caught.value.code == 3
+    assert run.runner.snapshot_done()  # the snapshot still went through
+
+
+def test_failed_chunk_load_is_a_clear_error(harness):
+    run = once(harness)
+    run.runner.script.fail_run_chunks = True
+    with pytest.raises(RunOnceError, match="boom: the chunk read failed"):
+        run.run()
+    assert "abort_chunks" in run.runner.names()
