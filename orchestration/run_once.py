@@ -207,7 +207,12 @@ class OnceRun:
         started = time.monotonic()
         flag = self.runner.store.get("flags", "binlog_paused")
         if flag:
-            self._schema_change(None)  # an unfinished schema change: finish it first
+            from cdc_core.schema_registry import RequestStatus, SchemaRegistry
+
+            if SchemaRegistry(self.runner.store).status is RequestStatus.IDLE:  # paused by hand, not by a DDL
+                raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change ({flag!r}); "
+                                   "run again once it is finished", code=3)
+            self._schema_change(None)  # an unfinished schema change (a failed run): finish it first
         with self.console.status("") as status:
             for _ in range(MAX_BATCHES):
                 lag = self.runner.binlog_lag()
@@ -247,9 +252,9 @@ class OnceRun:
                                             tags=self.handle.run_tags(stream=True),
                                             run_config={**QUIET_LOGS, **run_config_for(offset)})
         if not result.success:
-            raise RunOnceError(f"{self.handle.slug}: schema change at {offset or 'the pending DDL'} failed: "
-                               f"{_first_error(result)} (the stream stays paused before it; fix the cause and "
-                               "run again)", code=3)
+            raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change at "
+                               f"{offset or 'the pending DDL'} that failed: {_first_error(result)} (the stream stays "
+                               "paused before it; fix the cause and run again)", code=3)
         self.summary.schema_changes += 1
         self.console.log(f"schema change at {offset or 'the pending DDL'} carried over to Doris")
 
