@@ -18,6 +18,7 @@ from orchestration.jobs import build_jobs
 from orchestration.pipelines import PipelineHandle, load_handles, pipeline_paths
 from orchestration.resources import TidemarkPipelineResource, pipeline_resource
 from orchestration.schedules import build_incremental_schedule
+from orchestration.schema_change import build_schema_change_defs
 from orchestration.sensors import build_binlog_sensor
 
 
@@ -27,14 +28,14 @@ def build_pipeline_defs(handle: PipelineHandle, resource: TidemarkPipelineResour
     assets = build_assets(handle, hooks)
     checks = build_checks(handle)
     jobs = build_jobs(handle, assets, checks)
-    return Definitions(
+    return Definitions.merge(Definitions(
         assets=assets.all,
         asset_checks=checks.all,
         jobs=jobs.all,
         sensors=[build_binlog_sensor(handle, jobs.binlog_job)],
         schedules=[build_incremental_schedule(handle, jobs.binlog_job)],
         resources={handle.resource_key: resource or pipeline_resource(str(handle.path), handle.definition)},
-    )
+    ), build_schema_change_defs(handle))
 
 
 def build_definitions(handles: list[PipelineHandle],

@@ -50,6 +50,7 @@ class Summary:
     binlog_s: float = 0.0
     start_offset: str = "-"
     final_offset: str = "-"
+    schema_changes: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -206,8 +207,12 @@ class OnceRun:
         started = time.monotonic()
         flag = self.runner.store.get("flags", "binlog_paused")
         if flag:
-            raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change ({flag!r}); "
-                               "run again once it is finished", code=3)
+            from cdc_core.schema_registry import RequestStatus, SchemaRegistry
+
+            if SchemaRegistry(self.runner.store).status is RequestStatus.IDLE:  # paused by hand, not by a DDL
+                raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change ({flag!r}); "
+                                   "run again once it is finished", code=3)
+            self._schema_change(None)  # an unfinished schema change (a failed run): finish it first
         with self.console.status("") as status:
             for _ in range(MAX_BATCHES):
                 lag = self.runner.binlog_lag()
@@ -226,14 +231,32 @@ class OnceRun:
                 self.console.log(f"batch {md['batch_id'].value}: {md['start_offset'].value} → {md['end_offset'].value}, "
                                  f"{md['events'].value} events" + (f", lag {lag_s.value:.1f} s" if lag_s else ""))
                 if "stopped_at_ddl" in md:
-                    raise RunOnceError(
-                        f"the binlog of '{self.handle.slug}' stopped at a schema change ({md['stopped_at_ddl'].value}); "
-                        "the schema_change job applies it (from the Dagster UI), then run again", code=3)
+                    ddl = md["stopped_at_ddl"].value
+                    self._schema_change(_offset(ddl.get("offset")))
+                    continue
                 after = _offset(self.runner.binlog_lag().committed_offset)
                 if committed is not None and after is not None and after <= committed:
                     raise RunOnceError(f"binlog batch {md['batch_id'].value} did not move the committed offset "
                                        f"past {committed}; see the run's log in the Dagster UI")
         self.summary.binlog_s = time.monotonic() - started
+
+    def _schema_change(self, offset: BinlogOffset | None) -> None:
+        """The binlog stopped before a DDL: the schema_change job carries it over (same ops as the
+        ddl_sensor's runs), then the stream goes on."""
+        from orchestration.schema_change import run_config_for, schema_change_job_name
+
+        job = self.defs.resolve_job_def(schema_change_job_name(self.handle))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = job.execute_in_process(instance=self.instance, raise_on_error=False,
+                                            tags=self.handle.run_tags(stream=True),
+                                            run_config={**QUIET_LOGS, **run_config_for(offset)})
+        if not result.success:
+            raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change at "
+                               f"{offset or 'the pending DDL'} that failed: {_first_error(result)} (the stream stays "
+                               "paused before it; fix the cause and run again)", code=3)
+        self.summary.schema_changes += 1
+        self.console.log(f"schema change at {offset or 'the pending DDL'} carried over to Doris")
 
 
 def summary_table(handle: PipelineHandle, summary: Summary) -> Table:
@@ -242,7 +265,8 @@ def summary_table(handle: PipelineHandle, summary: Summary) -> Table:
                   + (f" in {summary.snapshot_s:.1f} s ({summary.rows / summary.snapshot_s:,.0f} rows/s)"
                      if summary.snapshot_s else ""))
     table.add_row("binlog", f"{summary.batches} batch(es), {summary.events:,} events, up to {summary.final_offset} "
-                  f"(target {summary.start_offset})")
+                  f"(target {summary.start_offset})"
+                  + (f", {summary.schema_changes} schema change(s)" if summary.schema_changes else ""))
     for note in summary.notes:
         table.add_row("note", note)
     return table

@@ -1,0 +1,229 @@
+"""The pause window of a schema change, with the daemon-driven sensors: from the DDL's commit in
+MySQL to the stream running again.
+
+Starts a private MariaDB and the Doris stand-in on free ports and ``dagster-daemon`` alone (no
+webserver), streams a table under a steady write load (``binlog_sensor``), then commits DDLs on it
+one at a time. For each DDL, from Dagster's run records and a Doris poller:
+
+* ``schema_change`` launched (``ddl_sensor``) and finished: created / started / ended;
+* **pause window** = the first row committed after the DDL visible in Doris − the DDL's commit
+  (what a user sees; the limit: ≤ 30 s);
+* the start of the next ``binlog_stream`` run (the sensor-driven stream after the pause).
+
+    PYTHONPATH=. .venv/bin/python bench/schema_pause.py [--ddls 3] [--rate 20] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pymysql
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from devstack.mysql import MariaDBServer  # noqa: E402
+from devstack.procs import free_port  # noqa: E402
+from devstack.stack import DorisStandIn  # noqa: E402
+
+PAUSE_LIMIT_S = 30.0
+DB = "pause_bench"
+
+PIPELINE = """
+source:
+  type: mysql
+  hostname: 127.0.0.1
+  port: {port}
+  username: cdc
+  password: cdc
+  tables: {db}.\\.*
+  server-id: 5700-5704
+  server-time-zone: UTC
+  scan.startup.mode: latest-offset
+sink:
+  type: doris
+  fenodes: {fe}
+  username: root
+  password: ""
+  table.create.properties.replication_num: 1
+pipeline:
+  name: schema_pause
+  schema.change.behavior: {behavior}
+  tidemark.state.dir: {state}
+"""
+
+
+class DorisPoller(threading.Thread):
+    """Records when each id of ``ticks`` first appears in Doris."""
+
+    def __init__(self, fe: str, interval_s: float = 0.2):
+        super().__init__(daemon=True, name="doris-poller")
+        self.fe, self.interval_s = fe, interval_s
+        self.seen: dict[int, float] = {}
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        last = 0
+        session = requests.Session()
+        while not self.halt.is_set():
+            try:
+                body = session.post(f"http://{self.fe}/api/query/default_cluster/{DB}", auth=("root", ""), timeout=10,
+                                    json={"stmt": f"SELECT id FROM {DB}.ticks WHERE id > {last}"}).json()
+                if body.get("code") == 0:
+                    now = time.time()
+                    for (row_id,) in body["data"]["data"]:
+                        self.seen.setdefault(int(row_id), now)
+                        last = max(last, int(row_id))
+            except (requests.RequestException, ValueError):
+                pass
+            self.halt.wait(self.interval_s)
+
+
+def runs_of(instance, job_name: str, since: float) -> list:
+    from dagster import RunsFilter
+
+    records = instance.get_run_records(filters=RunsFilter(job_name=job_name), limit=1000)
+    return sorted((r for r in records if r.create_timestamp.timestamp() >= since),
+                  key=lambda r: r.create_timestamp.timestamp())
+
+
+def measure_one(instance, handle, root, writer, poller, k: int, timeout_s: float) -> dict:
+    from orchestration.schema_change import schema_change_job_name
+
+    with root.cursor() as cur:
+        cur.execute(f"ALTER TABLE {DB}.ticks ADD COLUMN c{k} INT")
+    t0 = time.time()
+    deadline = time.monotonic() + timeout_s
+    sc = resumed = None
+    while time.monotonic() < deadline:
+        scs = [r for r in runs_of(instance, schema_change_job_name(handle), t0) if r.end_time]
+        if scs:
+            sc = scs[0]
+            after = [r for r in runs_of(instance, handle.binlog_job_name, t0)
+                     if r.start_time and r.start_time >= sc.end_time]
+            if after:
+                resumed = after[0]
+                break
+        time.sleep(0.2)
+    if sc is None or resumed is None:
+        raise RuntimeError(f"DDL {k}: the stream did not resume within {timeout_s:.0f} s")
+    first_after = min((i for i, t in writer.stats.commit_times.items() if t > t0), default=None)
+    while first_after is not None and first_after not in poller.seen and time.monotonic() < deadline:
+        time.sleep(0.2)
+    visible = poller.seen.get(first_after) if first_after is not None else None
+    if visible is None:
+        raise RuntimeError(f"DDL {k}: no row written after it became visible in Doris within {timeout_s:.0f} s")
+    return {
+        "ddl": f"ALTER TABLE ticks ADD COLUMN c{k} INT",
+        "schema_change_status": sc.dagster_run.status.value,
+        "schema_change_created_s": round(sc.create_timestamp.timestamp() - t0, 2),
+        "schema_change_started_s": round(sc.start_time - t0, 2),
+        "schema_change_ended_s": round(sc.end_time - t0, 2),
+        "next_binlog_run_started_s": round(resumed.start_time - t0, 2),
+        # the pause a user sees: the first row committed after the DDL, visible in Doris
+        "pause_window_s": None if visible is None else round(visible - t0, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ddls", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=20.0, help="rows per second written while measuring")
+    parser.add_argument("--behavior", default="lenient")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    from dagster import DagsterInstance
+    from rich.console import Console
+
+    from cdc_core.config import load_pipeline
+    from jobs.runner import PipelineRunner
+    from orchestration.dev import DagsterServices
+    from orchestration.instance import prepare_home
+    from orchestration.pipelines import PipelineHandle
+    from orchestration.workload import SteadyWriter
+
+    console = Console(stderr=True)
+    work = Path(tempfile.mkdtemp(prefix="tidemark-schema-pause-"))
+    mysql = MariaDBServer(work / "mysql", port=free_port())
+    doris = DorisStandIn(work / "doris", fe_port=free_port(), be_port=free_port())
+    services = writer = None
+    poller = DorisPoller(doris.fe_http)
+    try:
+        mysql.start()
+        doris.start()
+        root = pymysql.connect(unix_socket=mysql.endpoint.root_socket, user="root", autocommit=True)
+        with root.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {DB}")
+            cur.execute(f"CREATE TABLE {DB}.ticks (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL)")
+        path = work / "schema_pause.yaml"
+        path.write_text(PIPELINE.format(port=mysql.endpoint.port, db=DB, fe=doris.fe_http, state=work / "state",
+                                        behavior=args.behavior))
+        handle = PipelineHandle.load(path)
+        runner = PipelineRunner(load_pipeline(path))
+        runner.binlog_lag()  # latest-offset: the stream starts here
+        runner.close()
+        home = prepare_home(work / "dagster")
+        services = DagsterServices([path], home, webserver=False, daemon=True, log_dir=work / "logs",
+                                   working_dir=ROOT).start()
+
+        def connect():
+            return pymysql.connect(unix_socket=mysql.endpoint.root_socket, user="root", database=DB, autocommit=False)
+
+        writer = SteadyWriter(connect, "ticks", ("payload",), lambda i, rng: (f"tick {i}",), rate=args.rate,
+                              ticks_per_s=10, first_id=1)
+        poller.start()
+        writer.start()
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and len(poller.seen) < 10:
+            time.sleep(0.5)
+        if len(poller.seen) < 10:
+            raise RuntimeError(f"the stream did not start within 180 s; see {work / 'logs'}")
+        console.log(f"streaming ({len(poller.seen)} rows in Doris); committing {args.ddls} DDL(s)")
+        results = []
+        with DagsterInstance.from_config(str(home)) as instance:
+            for k in range(1, args.ddls + 1):
+                time.sleep(3)
+                results.append(measure_one(instance, handle, root, writer, poller, k, timeout_s=180))
+                console.log(results[-1])
+        writer.stop()
+        pauses = [r["pause_window_s"] for r in results]
+        worst = max(pauses)
+        out = {
+            "behavior": args.behavior, "write_rate_rows_per_s": args.rate, "ddls": results,
+            "pause_window_s": {"median": round(statistics.median(pauses), 2), "max": worst},
+            "ratio_to_limit_max": round(worst / PAUSE_LIMIT_S, 2),
+            "limit_s": PAUSE_LIMIT_S,
+        }
+        print(json.dumps(out, indent=2))
+        ok = worst <= PAUSE_LIMIT_S and all(r["schema_change_status"] == "SUCCESS" for r in results)
+        console.print(f"pause window max {worst:.2f} s = {worst / PAUSE_LIMIT_S:.2f} of the {PAUSE_LIMIT_S:.0f} s limit: "
+                      f"{'[green]within[/]' if ok else '[red]OVER[/]'}")
+        return 0 if ok else 1
+    finally:
+        poller.halt.set()
+        if writer is not None and writer.is_alive():
+            writer.stop()
+        if services is not None:
+            services.stop()
+        doris.stop()
+        mysql.stop()
+        if args.keep:
+            console.log(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Schema-change events to and from JSON-able dicts, so the schema registry can persist them.
+
+The event classes in ``cdc_core.events`` are frozen dataclasses without serialization of their
+own; the registry stores the events of a DDL (and the changes derived from them) in the state
+store so that a crashed ``schema_change`` job resumes with exactly the same work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc_core.events import (
+    AddColumnEvent,
+    AlterColumnCommentEvent,
+    AlterColumnTypeEvent,
+    AlterTableCommentEvent,
+    CreateTableEvent,
+    DropColumnEvent,
+    DropTableEvent,
+    RenameColumnEvent,
+    RenameTableEvent,
+    SchemaChangeEvent,
+    TruncateTableEvent,
+)
+from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.schema import Column, TableId, TableSchema
+
+_CLASSES: dict[str, type[SchemaChangeEvent]] = {
+    cls.type_name: cls
+    for cls in (CreateTableEvent, AddColumnEvent, DropColumnEvent, RenameColumnEvent, AlterColumnTypeEvent,
+                AlterColumnCommentEvent, AlterTableCommentEvent, TruncateTableEvent, DropTableEvent,
+                RenameTableEvent)
+}
+
+
+def event_to_dict(event: SchemaChangeEvent) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": event.type_name, "table_id": str(event.table_id)}
+    if event.offset is not None:
+        out["offset"] = event.offset.to_dict()
+    if event.ddl is not None:
+        out["ddl"] = event.ddl
+    for name in ("position", "after", "column_name", "old_name", "new_name", "comment"):
+        if hasattr(event, name):
+            out[name] = getattr(event, name)
+    column = getattr(event, "column", None)
+    if column is not None:
+        out["column"] = column.to_dict()
+    schema = getattr(event, "schema", None)
+    if schema is not None:
+        out["schema"] = schema.to_dict()
+    new_table = getattr(event, "new_table_id", None)
+    if new_table is not None:
+        out["new_table_id"] = str(new_table)
+    return out
+
+
+def event_from_dict(data: dict[str, Any]) -> SchemaChangeEvent:
+    kind = data["type"]
+    cls = _CLASSES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown schema change type {kind!r} in the state store")
+    kwargs: dict[str, Any] = {"table_id": TableId.parse(data["table_id"]), "ddl": data.get("ddl")}
+    if data.get("offset"):
+        kwargs["offset"] = BinlogOffset.from_dict(data["offset"])
+    for name in ("position", "after", "column_name", "old_name", "new_name", "comment"):
+        if name in data and name in cls.__dataclass_fields__:
+            kwargs[name] = data[name]
+    if data.get("column") is not None:
+        kwargs["column"] = Column.from_dict(data["column"])
+    if data.get("schema") is not None:
+        kwargs["schema"] = TableSchema.from_dict(data["schema"])
+    if data.get("new_table_id"):
+        kwargs["new_table_id"] = TableId.parse(data["new_table_id"])
+    return cls(**kwargs)
+
+
+__all__ = ["event_from_dict", "event_to_dict"]

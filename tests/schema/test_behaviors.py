@@ -1,0 +1,231 @@
+"""Every DDL type under every ``schema.change.behavior``, end to end: real MariaDB binlog, the
+runner's stream, the schema-change steps, the Doris stand-in's SQL API.
+
+One test per behavior walks one pipeline through the DDL types in binlog order — AddColumn,
+DropColumn, RenameColumn, AlterColumnType (widening), CreateTable, TruncateTable, RenameTable,
+DropTable, then an AlterColumnType Doris refuses — with DML before each DDL (flushed with the old
+schema: checked right after the flush step) and after it (every row rewritten, so the rules for
+the columns a behavior keeps are exact: they are NULL).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_core.schema_registry import RequestStatus, SchemaChangeRefused, SchemaRegistry
+from jobs.runner import PipelineRunner
+from jobs.schema_change import SchemaChangeApplyError, SchemaChangeSteps
+from tests.schema.helpers import (
+    assert_rows_match,
+    carry_next_ddl,
+    catch_up,
+    doris_columns,
+    doris_rows,
+    mysql_rows,
+    sql,
+)
+
+EVOLVING = ("evolve", "try_evolve")
+
+
+def make_tables(root_conn, db: str) -> None:
+    sql(root_conn,
+        f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(10), d INT)",
+        f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY, v INT)",
+        f"CREATE TABLE `{db}`.r (id INT PRIMARY KEY, v INT)",
+        f"CREATE TABLE `{db}`.x (id INT PRIMARY KEY, v INT)")
+
+
+def start(pipeline_factory, root_conn, db: str, behavior: str, source: dict | None = None, **extra) -> PipelineRunner:
+    make_tables(root_conn, db)
+    runner = PipelineRunner(pipeline_factory(f"{db}.\\.*", source=source or {"scan.startup.mode": "latest-offset"},
+                                             pipeline={"schema.change.behavior": behavior}, **extra))
+    runner.binlog_lag()  # fixes the latest offset as the stream's start
+    sql(root_conn,
+        f"INSERT INTO `{db}`.t VALUES (1, 1, 'a', 10), (2, 2, 'b', 20), (3, 3, 'c', 30), (4, 4, 'd', 40)",
+        f"INSERT INTO `{db}`.u VALUES (1, 1), (2, 2), (3, 3)",
+        f"INSERT INTO `{db}`.r VALUES (1, 1), (2, 2), (3, 3)",
+        f"INSERT INTO `{db}`.x VALUES (1, 1), (2, 2), (3, 3)")
+    assert catch_up(runner) is None
+    return runner
+
+
+def step(runner, root_conn, standin, db: str, before: list[str], ddl: str, after: list[str],
+         flushed_tables: tuple[str, ...] = ("t",)) -> dict:
+    """DML, the DDL, more DML; then the job's steps, checking Doris after the flush holds exactly
+    MySQL's rows as they were when the DDL ran (old schema)."""
+    sql(root_conn, *before)
+    at_ddl = {t: mysql_rows(root_conn, db, t) for t in flushed_tables}
+    sql(root_conn, ddl, *after)
+
+    def check_flushed(out: dict) -> None:
+        assert out["flush"]["status"] == "APPLYING", out["flush"]
+        for table, (names, rows) in at_ddl.items():
+            shared = [n for n in names if n in doris_columns(standin, db, table)]
+            got = doris_rows(standin, db, table, shared)
+            want = [tuple(str_or_none(r[names.index(n)]) for n in shared) for r in rows]
+            assert [tuple(map(str_or_none, r)) for r in got] == want
+
+    out = carry_next_ddl(runner, after_flush=check_flushed)
+    assert out["resume"]["status"] == "IDLE"
+    assert catch_up(runner) is None
+    return out
+
+
+def str_or_none(v):
+    return None if v is None else str(v)
+
+
+@pytest.mark.parametrize("behavior", ["evolve", "try_evolve", "lenient", "ignore"])
+def test_every_ddl_type(behavior, pipeline_factory, root_conn, fresh_db, doris_standin):
+    db, standin = fresh_db, doris_standin
+    runner = start(pipeline_factory, root_conn, db, behavior)
+    cols = lambda t: doris_columns(standin, db, t)  # noqa: E731
+
+    # AddColumn (NOT NULL, positioned): evolve/try_evolve add it; lenient adds it nullable at the end; ignore not.
+    step(runner, root_conn, standin, db,
+         [f"UPDATE `{db}`.t SET a = a + 10 WHERE id = 1", f"INSERT INTO `{db}`.t VALUES (5, 5, 'e', 50)"],
+         f"ALTER TABLE `{db}`.t ADD COLUMN c INT NOT NULL DEFAULT 7 AFTER a",
+         [f"UPDATE `{db}`.t SET c = id * 100", f"INSERT INTO `{db}`.t VALUES (6, 6, 600, 'f', 60)",
+          f"DELETE FROM `{db}`.t WHERE id = 2"])
+    assert ("c" in cols("t")) == (behavior != "ignore")
+    if behavior == "lenient":
+        assert list(cols("t"))[-1] == "c", "lenient appends the column at the end"
+    assert_rows_match(standin, root_conn, db, "t")
+
+    # DropColumn: evolving behaviors drop it; lenient keeps it (nullable); ignore keeps it.
+    step(runner, root_conn, standin, db, [f"UPDATE `{db}`.t SET d = d + 1"],
+         f"ALTER TABLE `{db}`.t DROP COLUMN d", [f"UPDATE `{db}`.t SET b = CONCAT(b, '!')"])
+    assert ("d" in cols("t")) == (behavior not in EVOLVING)
+    assert_rows_match(standin, root_conn, db, "t")
+
+    # RenameColumn: evolving rename; lenient adds the new name and keeps the old; ignore keeps the old only.
+    step(runner, root_conn, standin, db, [f"INSERT INTO `{db}`.t (id, a, b) VALUES (7, 7, 'g')"],
+         f"ALTER TABLE `{db}`.t RENAME COLUMN b TO b2", [f"UPDATE `{db}`.t SET b2 = CONCAT('r', id)"])
+    names = cols("t")
+    assert ("b2" in names, "b" in names) == {
+        "evolve": (True, False), "try_evolve": (True, False), "lenient": (True, True), "ignore": (False, True)}[behavior]
+    assert_rows_match(standin, root_conn, db, "t")
+
+    # AlterColumnType, widening INT → BIGINT: applied except under ignore (whose rows must then fit an INT).
+    bump = 1000 if behavior == "ignore" else 3_000_000_000
+    step(runner, root_conn, standin, db, [f"UPDATE `{db}`.t SET a = a + 1"],
+         f"ALTER TABLE `{db}`.t MODIFY a BIGINT NOT NULL", [f"UPDATE `{db}`.t SET a = a + {bump}"])
+    assert cols("t")["a"] == ("int" if behavior == "ignore" else "bigint")
+    assert_rows_match(standin, root_conn, db, "t")
+
+    # CreateTable: passes under every behavior; the new table is created in Doris, then streamed.
+    step(runner, root_conn, standin, db, [f"INSERT INTO `{db}`.t (id, a) VALUES (8, 8)"],
+         f"CREATE TABLE `{db}`.n (id INT PRIMARY KEY, v VARCHAR(20))",
+         [f"INSERT INTO `{db}`.n VALUES (1, 'one'), (2, 'two')", f"UPDATE `{db}`.n SET v = 'TWO' WHERE id = 2"])
+    assert cols("n") == {"id": "int", "v": "varchar(80)"}
+    assert_rows_match(standin, root_conn, db, "n")
+
+    # TruncateTable: evolving truncate Doris; lenient (excluded by default) and ignore keep the old rows.
+    step(runner, root_conn, standin, db, [f"UPDATE `{db}`.u SET v = v * 10"], f"TRUNCATE TABLE `{db}`.u",
+         [f"INSERT INTO `{db}`.u VALUES (10, 100), (11, 110)"], flushed_tables=("u",))
+    got_u = doris_rows(standin, db, "u", ["id", "v"])
+    if behavior in EVOLVING:
+        assert got_u == [[10, 100], [11, 110]] or got_u == [(10, 100), (11, 110)]
+    else:
+        assert [tuple(r) for r in got_u] == [(1, 10), (2, 20), (3, 30), (10, 100), (11, 110)]
+
+    # RenameTable into a captured name: evolving and lenient rename the Doris table; ignore keeps the
+    # old one and the stream fills the new name (every row is rewritten after the rename).
+    step(runner, root_conn, standin, db, [f"UPDATE `{db}`.r SET v = v + 1"], f"RENAME TABLE `{db}`.r TO `{db}`.r2",
+         [f"UPDATE `{db}`.r2 SET v = v * 2", f"INSERT INTO `{db}`.r2 VALUES (9, 9)"], flushed_tables=("r",))
+    assert (cols("r") is None) == (behavior != "ignore")
+    assert_rows_match(standin, root_conn, db, "r2")
+
+    # DropTable: evolving drop the Doris table; lenient (excluded by default) and ignore keep it.
+    step(runner, root_conn, standin, db, [f"DELETE FROM `{db}`.x WHERE id = 3"], f"DROP TABLE `{db}`.x", [],
+         flushed_tables=("x",))
+    if behavior in EVOLVING:
+        assert cols("x") is None
+    else:
+        assert [tuple(r) for r in doris_rows(standin, db, "x", ["id", "v"])] == [(1, 1), (2, 2)]
+
+    # AlterColumnType Doris refuses (a shorter VARCHAR): try_evolve tolerates it and keeps loading into
+    # the old type; evolve and lenient fail and the stream stays paused before the DDL; ignore skips it.
+    column = "b" if behavior == "ignore" else "b2"
+    sql(root_conn, f"UPDATE `{db}`.t SET a = a + 1")
+    sql(root_conn, f"ALTER TABLE `{db}`.t MODIFY b2 VARCHAR(5)", f"UPDATE `{db}`.t SET b2 = CONCAT('s', id)")
+    steps = SchemaChangeSteps(runner, run_id="refused")
+    found = steps.next_ddl()
+    steps.quiesce(found.offset)
+    steps.flush()
+    if behavior in ("evolve", "lenient"):
+        with pytest.raises(SchemaChangeApplyError, match="Cannot shorten string length"):
+            steps.apply()
+        registry = SchemaRegistry(runner.store)
+        assert registry.status is RequestStatus.APPLYING
+        assert runner.store.get("flags", "binlog_paused")
+        assert cols("t")[column] == "varchar(40)"
+        # the stream never reads past the DDL: a batch stops before it, with nothing read
+        batch = runner.run_binlog_batch()
+        runner.commit_batch(batch.batch_id)
+        assert batch.stopped_at_ddl and not batch.events_per_table
+        return
+    apply = steps.apply()
+    if behavior == "try_evolve":
+        assert [c["outcome"] for c in apply["changes"]] == ["tolerated"]
+    steps.resume()
+    assert catch_up(runner) is None
+    assert cols("t")[column] == "varchar(40)"
+    assert_rows_match(standin, root_conn, db, "t")
+
+
+def test_exception_behavior_refuses_all_but_create_table(pipeline_factory, root_conn, fresh_db, doris_standin):
+    db, standin = fresh_db, doris_standin
+    runner = start(pipeline_factory, root_conn, db, "exception")
+    # CreateTable is applied even in exception mode.
+    step(runner, root_conn, standin, db, [f"UPDATE `{db}`.t SET a = 0 WHERE id = 4"],
+         f"CREATE TABLE `{db}`.n (id INT PRIMARY KEY, v INT)", [f"INSERT INTO `{db}`.n VALUES (1, 1)"])
+    assert_rows_match(standin, root_conn, db, "n")
+    # Any other change raises; rows before the DDL are committed, none after it.
+    sql(root_conn, f"INSERT INTO `{db}`.t VALUES (9, 9, 'i', 90)", f"ALTER TABLE `{db}`.t ADD COLUMN c INT",
+        f"INSERT INTO `{db}`.t VALUES (10, 10, 'j', 100, 1)")
+    steps = SchemaChangeSteps(runner, run_id="x")
+    steps.quiesce(steps.next_ddl().offset)
+    assert steps.flush()["status"] == "APPLYING"
+    with pytest.raises(SchemaChangeRefused, match="exception"):
+        steps.apply()
+    assert "c" not in doris_columns(standin, db, "t")
+    assert [r[0] for r in doris_rows(standin, db, "t", ["id"])] == [1, 2, 3, 4, 9]
+    assert SchemaRegistry(runner.store).current()["error"].startswith("schema.change.behavior is 'exception'")
+    assert runner.store.get("flags", "binlog_paused")
+
+
+def test_sink_type_filters(pipeline_factory, root_conn, fresh_db, doris_standin):
+    """``exclude.schema.changes`` on the sink (families, exclude wins) under evolve."""
+    db, standin = fresh_db, doris_standin
+    runner = start(pipeline_factory, root_conn, db, "evolve",
+                   sink={"include.schema.changes": ["column", "truncate.table"], "exclude.schema.changes": ["drop"]})
+    step(runner, root_conn, standin, db, [], f"ALTER TABLE `{db}`.t DROP COLUMN d", [f"UPDATE `{db}`.t SET a = -a"])
+    step(runner, root_conn, standin, db, [], f"ALTER TABLE `{db}`.t ADD COLUMN e INT", [f"UPDATE `{db}`.t SET e = id"])
+    step(runner, root_conn, standin, db, [], f"DROP TABLE `{db}`.x", [], flushed_tables=("x",))
+    step(runner, root_conn, standin, db, [], f"TRUNCATE TABLE `{db}`.u", [], flushed_tables=("u",))
+    cols = doris_columns(standin, db, "t")
+    assert "d" in cols and "e" in cols  # drop.column excluded, add.column included
+    assert doris_columns(standin, db, "x") is not None  # drop.table excluded
+    assert doris_rows(standin, db, "u", ["id"]) == []  # truncate.table included
+    assert_rows_match(standin, root_conn, db, "t")
+
+
+@pytest.mark.slow
+def test_newly_added_table_is_snapshotted_first(pipeline_factory, root_conn, fresh_db, doris_standin, spark_session):
+    """``scan.newly-added-table.enabled``: a table created in the binlog is created in Doris, then
+    snapshotted (between watermarks, on Spark) before the stream carries its changes."""
+    db, standin = fresh_db, doris_standin
+    runner = start(pipeline_factory, root_conn, db, "lenient",
+                   source={"scan.startup.mode": "latest-offset", "scan.newly-added-table.enabled": True})
+    sql(root_conn, f"CREATE TABLE `{db}`.n (id INT PRIMARY KEY, v INT)",
+        f"INSERT INTO `{db}`.n VALUES (1, 1), (2, 2), (3, 3)")
+    out = carry_next_ddl(runner)
+    assert out["apply"]["new_tables"] == [f"{db}.n"]
+    with runner.store.transaction(readonly=True) as tx:
+        chunks = tx.chunks(table_id=f"{db}.n")
+    assert [c["status"] for c in chunks] == ["COMMITTED"] and chunks[0]["rows"] == 3
+    sql(root_conn, f"UPDATE `{db}`.n SET v = v * 10", f"INSERT INTO `{db}`.n VALUES (4, 40)")
+    assert catch_up(runner) is None
+    assert_rows_match(standin, root_conn, db, "n")

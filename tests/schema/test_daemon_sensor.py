@@ -1,0 +1,102 @@
+"""The sensor path, daemon-driven: ``dagster-daemon`` alone runs ``binlog_sensor`` and ``ddl_sensor``;
+a DDL committed under a write load is detected, carried over by a ``schema_change`` run, and the
+stream goes on; Doris ends with the new column and MySQL's rows."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pymysql
+import pytest
+from dagster import DagsterInstance, RunsFilter
+from dagster._core.storage.tags import SENSOR_NAME_TAG
+
+from cdc_core.config import load_pipeline
+from devstack.procs import free_port
+from devstack.stack import DorisStandIn
+from jobs.runner import PipelineRunner
+from orchestration.dev import DagsterServices
+from orchestration.pipelines import PipelineHandle
+from orchestration.schema_change import ddl_sensor_name
+from orchestration.workload import SteadyWriter
+from tests.schema.helpers import assert_rows_match, doris_columns, sql
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PIPELINE = """
+source:
+  type: mysql
+  hostname: 127.0.0.1
+  port: {port}
+  username: cdc
+  password: cdc
+  tables: {db}.\\.*
+  server-id: 5800-5804
+  server-time-zone: UTC
+  scan.startup.mode: latest-offset
+sink:
+  type: doris
+  fenodes: {fe}
+  username: root
+  password: ""
+pipeline:
+  name: {name}
+  schema.change.behavior: evolve
+  tidemark.state.dir: {state}
+"""
+
+
+@pytest.fixture(scope="module")
+def private_standin(tmp_path_factory):
+    standin = DorisStandIn(tmp_path_factory.mktemp("doris"), fe_port=free_port(), be_port=free_port())
+    standin.start()
+    yield standin
+    standin.stop()
+
+
+@pytest.mark.slow
+def test_ddl_sensor_carries_a_ddl_over_under_load(mysql_server, root_conn, fresh_db, private_standin, tmp_path):
+    db, standin = fresh_db, private_standin
+    sql(root_conn, f"CREATE TABLE `{db}`.ticks (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL)")
+    path = tmp_path / "p.yaml"
+    path.write_text(PIPELINE.format(port=mysql_server.endpoint.port, db=db, fe=standin.fe_http, name=f"d_{db}",
+                                    state=tmp_path / "state"))
+    handle = PipelineHandle.load(path)
+    runner = PipelineRunner(load_pipeline(path))
+    runner.binlog_lag()
+
+    def connect():
+        return pymysql.connect(unix_socket=mysql_server.endpoint.root_socket, user="root", database=db,
+                               autocommit=False)
+
+    writer = SteadyWriter(connect, "ticks", ("payload",), lambda i, rng: (f"tick {i}",), rate=20, ticks_per_s=10,
+                          first_id=1)
+    services = DagsterServices([path], tmp_path / "dagster", webserver=False, daemon=True,
+                               log_dir=tmp_path / "logs", working_dir=ROOT)
+    try:
+        services.start()
+        writer.start()
+        time.sleep(15)
+        sql(root_conn, f"ALTER TABLE `{db}`.ticks ADD COLUMN c INT")
+        time.sleep(5)
+        writer.stop()
+        sql(root_conn, f"UPDATE `{db}`.ticks SET c = id")
+        deadline = time.monotonic() + 300
+        with DagsterInstance.from_config(str(services.home)) as instance:
+            while time.monotonic() < deadline:
+                done = instance.get_runs(filters=RunsFilter(tags={SENSOR_NAME_TAG: ddl_sensor_name(handle)}))
+                cols = doris_columns(standin, db, "ticks") or {}
+                if done and all(r.status.value == "SUCCESS" for r in done) and "c" in cols \
+                        and not runner.binlog_lag().behind:
+                    break
+                time.sleep(1)
+            else:
+                pytest.fail(f"the DDL was not carried over; logs in {tmp_path / 'logs'}")
+            assert len(done) == 1
+        assert_rows_match(standin, root_conn, db, "ticks")
+    finally:
+        if writer.is_alive():
+            writer.stop()
+        services.stop()
+        runner.close()
