@@ -527,7 +527,18 @@ class PipelineRunner:
                                if history.schema_at(t, start) is None], start)
         finally:
             conn.close()
-        schemas = history.lookup_at(start)
+        def live_schema(table_id: TableId) -> TableSchema | None:
+            # A table the history does not know (renamed into a captured name, created before a
+            # no-snapshot start): its schema as the server has it now.
+            conn = self._connect()
+            try:
+                return self._live_schema(conn, table_id)
+            except Exception:  # noqa: BLE001 - gone from the server: the stream decides what that means
+                return None
+            finally:
+                conn.close()
+
+        schemas = history.lookup_at(start, fallback=live_schema)
         plan = self._startup()
         chunks = self._finished_chunks()
         stream_tables = tuple(t for t in captured_tables if not any(c.table_id == t for c in chunks)) \

@@ -17,7 +17,7 @@ def test_definitions_shape(harness):
     p = harness.handle.slug
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert keys == {f"{p}/snapshot_splits", f"{p}/snapshot_chunks", f"{p}/binlog_stream"}
-    assert {s.name for s in repo.sensor_defs} == {f"{p}_binlog_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {f"{p}_binlog_sensor", f"{p}_ddl_sensor"}
     assert {s.name for s in repo.schedule_defs} == {f"{p}_incremental_schedule"}
     assert {f"{p}_splits_job", f"{p}_snapshot_job", f"{p}_binlog_job"} <= set(repo.job_names)
     chunks = repo.assets_defs_by_key[harness.handle.chunks_key]

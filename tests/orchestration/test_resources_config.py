@@ -79,7 +79,8 @@ def test_several_pipelines_one_definitions(tmp_path):
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert {"alpha/snapshot_chunks", "beta/snapshot_chunks", "alpha/binlog_stream", "beta/binlog_stream"} <= keys
-    assert {s.name for s in repo.sensor_defs} == {"alpha_binlog_sensor", "beta_binlog_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {"alpha_binlog_sensor", "beta_binlog_sensor",
+                                                  "alpha_ddl_sensor", "beta_ddl_sensor"}
     pools = {repo.assets_defs_by_key[dg.AssetKey([p, "binlog_stream"])].op.pool for p in ("alpha", "beta")}
     assert pools == {"tidemark_alpha", "tidemark_beta"}
     # the same name twice is a clear error
