@@ -11,16 +11,14 @@ We track the server by its pid file and stop exactly that process; the data stay
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devstack.procs import pid_alive, process_mentions, read_pid, wait_gone
+from devstack.procs import pid_alive, process_mentions, read_pid, terminate
 
 CDC_USER = "cdc"
 CDC_PASSWORD = "cdc"
@@ -149,10 +147,7 @@ class MariaDBServer:
         pid = self.pid()
         if pid is None:
             return False
-        os.kill(pid, signal.SIGTERM)
-        if not wait_gone(pid, timeout_s):
-            os.kill(pid, signal.SIGKILL)
-            wait_gone(pid, 10)
+        terminate(pid, timeout_s)
         return True
 
     # -- helpers -----------------------------------------------------------------------------

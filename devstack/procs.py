@@ -7,6 +7,7 @@ command line: a pid file left behind after a reboot may name somebody else's pro
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -51,6 +52,14 @@ def wait_gone(pid: int, timeout_s: float) -> bool:
             return True
         time.sleep(0.1)
     return not pid_alive(pid)
+
+
+def terminate(pid: int, timeout_s: float) -> None:
+    """SIGTERM, wait, then SIGKILL if it is still there."""
+    os.kill(pid, signal.SIGTERM)
+    if not wait_gone(pid, timeout_s):
+        os.kill(pid, signal.SIGKILL)
+        wait_gone(pid, 10)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 import requests
 
 from devstack.mysql import MariaDBServer
-from devstack.procs import pid_alive, process_mentions, read_pid, wait_gone
+from devstack.procs import pid_alive, process_mentions, read_pid, terminate
 
 DEFAULT_DIR = Path(".tidemark/devstack")
 DORIS_USER = "root"
@@ -40,6 +39,8 @@ class DorisStandIn:
     fe_port: int = 8030
     be_port: int = 8040
     host: str = "127.0.0.1"
+    user: str = DORIS_USER
+    password: str = DORIS_PASSWORD
 
     def __post_init__(self) -> None:
         self.base_dir = Path(self.base_dir).resolve()
@@ -76,6 +77,8 @@ class DorisStandIn:
                 "--fe-port", str(self.fe_port),
                 "--be-port", str(self.be_port),
                 "--data-dir", str(self.data_dir),
+                "--user", self.user,
+                "--password", self.password,
             ]
             log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
             proc = subprocess.Popen(
@@ -98,10 +101,7 @@ class DorisStandIn:
         pid = self.pid()
         if pid is None:
             return False
-        os.kill(pid, signal.SIGTERM)
-        if not wait_gone(pid, timeout_s):
-            os.kill(pid, signal.SIGKILL)
-            wait_gone(pid, 10)
+        terminate(pid, timeout_s)
         return True
 
 

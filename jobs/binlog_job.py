@@ -17,8 +17,6 @@ Two paths give the same rows:
 
 from __future__ import annotations
 
-import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,10 +27,7 @@ from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.events import DataChangeEvent, Op
 from cdc_core.mysql.types import doris_arrow_type
 from cdc_core.schema import TableId, TableSchema
-from cdc_core.state import StateStore
-from jobs.doris_writer import FORMAT as DORIS_FORMAT
-from jobs.doris_writer import RESULTS_NAMESPACE
-from jobs.snapshot_job import results_spec, sink_spec
+from jobs.doris_writer import write_to_doris
 from jobs.transforms import transform_for
 
 ORDER = "__tidemark_order"
@@ -145,30 +140,6 @@ def load_with_spark(spark: Any, definition: PipelineDefinition, targets: tuple[T
         df = transform.apply(df, (DELETE_SIGN, SEQUENCE_COLUMN))
     # One load per table per batch, under the same label the in-process path uses (…:p0).
     df = df.coalesce(1)
-    token = f"binlog-{uuid.uuid4().hex}"
-    spec = {
-        "mode": "binlog",
-        "source_table": str(schema.table_id),
-        "targets": [str(t) for t in targets],
-        "sink": sink_spec(definition),
-        "label_prefix": definition.label_prefix,
-        "token": token,
-        "results": results_spec(definition),
-        "batch_id": batch_id,
-    }
-    (
-        df.write.format(DORIS_FORMAT)
-        .option("spec", json.dumps(spec))
-        .option("password", definition.sink.password.get_secret_value())
-        .mode("append")
-        .save()
-    )
-    results = spec["results"]
-    store = StateStore.open(results.get("state_dir"), results.get("state_url"))
-    try:
-        with store.transaction() as tx:
-            messages = tx.get(RESULTS_NAMESPACE, token, [])
-            tx.delete(RESULTS_NAMESPACE, token)
-    finally:
-        store.close()
+    messages = write_to_doris(df, definition, "binlog", str(schema.table_id), [str(t) for t in targets],
+                              batch_id=batch_id)
     return [c for m in messages for c in m["committables"]]

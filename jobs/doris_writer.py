@@ -165,6 +165,55 @@ def _maybe_fail_once(spec: dict[str, Any]) -> None:
         raise RuntimeError("injected failure after precommit (fail_after_load_once)")
 
 
+# -- driver side --------------------------------------------------------------------------------
+
+
+def sink_spec(definition: Any) -> dict[str, Any]:
+    """The sink block as its alias-keyed options, without the password and the durations."""
+    return definition.sink.model_dump(by_alias=True, exclude={"password", "flush_interval"}, exclude_none=True)
+
+
+def results_spec(definition: Any) -> dict[str, Any]:
+    """Where ``commit`` leaves the job's results: the pipeline's state store."""
+    url = definition.pipeline.state_url
+    if url is not None:
+        return {"state_url": url.get_secret_value()}
+    return {"state_dir": str(definition.state_dir)}
+
+
+def write_to_doris(df: Any, definition: Any, mode: str, source_table: str, targets: list[str],
+                   **extra: Any) -> list[dict[str, Any]]:
+    """Run the Spark write of ``df`` into Doris and return the tasks' messages (precommitted loads
+    and chunk bookkeeping), taken back out of the state store."""
+    import uuid
+
+    spec = {
+        "mode": mode,
+        "source_table": source_table,
+        "targets": targets,
+        "sink": sink_spec(definition),
+        "label_prefix": definition.label_prefix,
+        "token": f"{mode}-{uuid.uuid4().hex}",
+        "results": results_spec(definition),
+        **extra,
+    }
+    (
+        df.write.format(FORMAT)
+        .option("spec", json.dumps(spec))
+        .option("password", definition.sink.password.get_secret_value())
+        .mode("append")
+        .save()
+    )
+    store = _open_store(spec)
+    try:
+        with store.transaction() as tx:
+            messages = tx.get(RESULTS_NAMESPACE, spec["token"], [])
+            tx.delete(RESULTS_NAMESPACE, spec["token"])
+    finally:
+        store.close()
+    return messages
+
+
 class DorisDataSource(DataSource):
     """``df.write.format("tidemark_doris").option("spec", json).option("password", pw).mode("append").save()``.
 

@@ -673,18 +673,12 @@ class PipelineRunner:
 
     def chunk_parity(self, key: str) -> ParityResult:
         """Row count and checksum of the chunk's key range, MySQL against Doris."""
-        from cdc_core.mysql.discovery import chunk_key_column
         from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
         from cdc_core.mysql.splits import SnapshotSplit
 
         record = self._records([key])[0]
         table_id = TableId.parse(record["table_id"])
-        conn = self._connect()
-        try:
-            schema = self._live_schema(conn, table_id)
-        finally:
-            conn.close()
-        key_column = chunk_key_column(schema, self.definition.source.chunk_key_column)
+        schema, key_column = self._schema_and_chunk_key(table_id)
         split = SnapshotSplit(table_id, record["chunk_index"],
                               None if record["start"] is None else tuple(record["start"]),
                               None if record["end"] is None else tuple(record["end"]), (key_column.name,))
@@ -695,20 +689,24 @@ class PipelineRunner:
 
     def table_parity(self, table_id: str) -> ParityResult:
         """Row count and checksum of the whole table, MySQL against Doris."""
-        from cdc_core.mysql.discovery import chunk_key_column
         from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
         from cdc_core.mysql.splits import SnapshotSplit
 
         tid = TableId.parse(table_id)
-        conn = self._connect()
-        try:
-            schema = self._live_schema(conn, tid)
-        finally:
-            conn.close()
-        key_column = chunk_key_column(schema, self.definition.source.chunk_key_column)
+        schema, key_column = self._schema_and_chunk_key(tid)
         split = SnapshotSplit(tid, 0, None, None, (key_column.name,))
         with SnapshotSplitReader.from_source(self.definition.source) as reader:
             return self._parity(schema, reader, split, key_column, None)
+
+    def _schema_and_chunk_key(self, table_id: TableId) -> tuple[TableSchema, Any]:
+        from cdc_core.mysql.discovery import chunk_key_column
+
+        conn = self._connect()
+        try:
+            schema = self._live_schema(conn, table_id)
+        finally:
+            conn.close()
+        return schema, chunk_key_column(schema, self.definition.source.chunk_key_column)
 
     def _parity(self, schema: TableSchema, reader: Any, split: Any, key_column: Any,
                 key_range: tuple[Any, Any] | None) -> ParityResult:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,9 +18,7 @@ from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.schema import TableId, TableSchema
-from cdc_core.state import StateStore
-from jobs.doris_writer import FORMAT as DORIS_FORMAT
-from jobs.doris_writer import RESULTS_NAMESPACE
+from jobs.doris_writer import write_to_doris
 from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
@@ -63,20 +60,6 @@ def source_spec(definition: PipelineDefinition) -> dict[str, Any]:
         "backfill_skip": source.backfill_skip,
         "connect_timeout": source.connect_timeout,
     }
-
-
-def sink_spec(definition: PipelineDefinition) -> dict[str, Any]:
-    """The sink block as its alias-keyed options, without the password and the durations."""
-    return definition.sink.model_dump(
-        by_alias=True, exclude={"password", "flush_interval"}, exclude_none=True
-    )
-
-
-def results_spec(definition: PipelineDefinition) -> dict[str, Any]:
-    url = definition.pipeline.state_url
-    if url is not None:
-        return {"state_url": url.get_secret_value()}
-    return {"state_dir": str(definition.state_dir)}
 
 
 def target_schema(spark: Any, schema: TableSchema, transform: TableTransform | None, df: Any) -> TableSchema:
@@ -123,33 +106,10 @@ def run_table(
     targets = sink.route(schema.table_id)
     for target in targets:
         sink.create_table(out_schema, target)
-    token = f"snapshot-{uuid.uuid4().hex}"
-    write_spec = {
-        "mode": "snapshot",
-        "source_table": str(schema.table_id),
-        "targets": [str(t) for t in targets],
-        "sink": sink_spec(definition),
-        "label_prefix": definition.label_prefix,
-        "token": token,
-        "results": results_spec(definition),
-        "generations": {str(t.index): t.generation for t in tasks},
-    }
+    extra: dict[str, Any] = {"generations": {str(t.index): t.generation for t in tasks}}
     if fail_after_load_once:
-        write_spec["fail_after_load_once"] = fail_after_load_once
-    (
-        df.write.format(DORIS_FORMAT)
-        .option("spec", json.dumps(write_spec))
-        .option("password", definition.sink.password.get_secret_value())
-        .mode("append")
-        .save()
-    )
-    store = StateStore.open(**_store_args(write_spec["results"]))
-    try:
-        with store.transaction() as tx:
-            messages = tx.get(RESULTS_NAMESPACE, token, [])
-            tx.delete(RESULTS_NAMESPACE, token)
-    finally:
-        store.close()
+        extra["fail_after_load_once"] = fail_after_load_once
+    messages = write_to_doris(df, definition, "snapshot", str(schema.table_id), [str(t) for t in targets], **extra)
     elapsed = time.monotonic() - started
     outcomes = []
     for message in messages:
@@ -168,10 +128,6 @@ def run_table(
             "their loads (if any) are left for recovery to abort"
         )
     return outcomes
-
-
-def _store_args(results: dict[str, Any]) -> dict[str, Any]:
-    return {"state_dir": results.get("state_dir"), "url": results.get("state_url")}
 
 
 def run_snapshot(

@@ -21,6 +21,7 @@ import re
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -34,6 +35,36 @@ from cdc_core.config.durations import parse_duration
 from cdc_core.config.selectors import SelectorError, TableSelector, parse_chunk_key_columns
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def _selector(value: str) -> str:
+    try:
+        TableSelector.parse(value)
+    except SelectorError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _exclusions(value: str) -> str:
+    try:
+        TableSelector.parse("x.y", value)
+    except SelectorError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _chunk_keys(value: str) -> str:
+    try:
+        parse_chunk_key_columns(value)
+    except SelectorError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+# Flink CDC's ``db.table`` regex lists, checked when the file is read.
+TablePatterns = Annotated[str, AfterValidator(_selector)]
+TableExclusions = Annotated[str, AfterValidator(_exclusions)]
+ChunkKeyColumns = Annotated[str, AfterValidator(_chunk_keys)]
 
 
 def _lower(value: object) -> object:
@@ -59,15 +90,15 @@ class MySqlSourceOptions(_Block):
     port: int = Field(3306, ge=1, le=65535)
     username: str
     password: SecretStr
-    tables: str
-    tables_exclude: str | None = Field(None, alias="tables.exclude")
+    tables: TablePatterns
+    tables_exclude: TableExclusions | None = Field(None, alias="tables.exclude")
     schema_change_enabled: bool = Field(True, alias="schema-change.enabled")
     server_id: str | None = Field(None, alias="server-id")
     server_time_zone: str | None = Field(None, alias="server-time-zone")
     incremental_snapshot_enabled: bool = Field(True, alias="scan.incremental.snapshot.enabled")
     chunk_size: int = Field(8096, gt=1, alias="scan.incremental.snapshot.chunk.size")
     fetch_size: int = Field(1024, gt=0, alias="scan.snapshot.fetch.size")
-    chunk_key_column: str | None = Field(None, alias="scan.incremental.snapshot.chunk.key-column")
+    chunk_key_column: ChunkKeyColumns | None = Field(None, alias="scan.incremental.snapshot.chunk.key-column")
     backfill_skip: bool = Field(False, alias="scan.incremental.snapshot.backfill.skip")
     unbounded_chunk_first: bool = Field(False, alias="scan.incremental.snapshot.unbounded-chunk-first.enabled")
     close_idle_reader: bool = Field(False, alias="scan.incremental.close-idle-reader.enabled")
@@ -120,35 +151,6 @@ class MySqlSourceOptions(_Block):
         if hi and int(hi) < int(lo):
             raise ValueError(f"range {v!r} ends before it starts")
         return str(v).replace(" ", "")
-
-    @field_validator("tables")
-    @classmethod
-    def _tables(cls, v: str) -> str:
-        try:
-            TableSelector.parse(v)
-        except SelectorError as exc:
-            raise ValueError(str(exc)) from None
-        return v
-
-    @field_validator("tables_exclude")
-    @classmethod
-    def _tables_exclude(cls, v: str | None) -> str | None:
-        if v:
-            try:
-                TableSelector.parse("x.y", v)
-            except SelectorError as exc:
-                raise ValueError(str(exc)) from None
-        return v
-
-    @field_validator("chunk_key_column")
-    @classmethod
-    def _chunk_key_column(cls, v: str | None) -> str | None:
-        if v:
-            try:
-                parse_chunk_key_columns(v)
-            except SelectorError as exc:
-                raise ValueError(str(exc)) from None
-        return v
 
     @model_validator(mode="after")
     def _startup(self) -> MySqlSourceOptions:
@@ -260,25 +262,17 @@ class DorisSinkOptions(_Block):
 class RouteRule(_Block):
     """One ``route:`` entry: source tables (regex) into one sink table."""
 
-    source_table: str = Field(alias="source-table")
+    source_table: TablePatterns = Field(alias="source-table")
     sink_table: str = Field(alias="sink-table")
     replace_symbol: str | None = Field(None, alias="replace-symbol")
     description: str | None = None
 
-    @field_validator("source_table")
-    @classmethod
-    def _source(cls, v: str) -> str:
-        try:
-            TableSelector.parse(v)
-        except SelectorError as exc:
-            raise ValueError(str(exc)) from None
-        return v
 
 
 class TransformRule(_Block):
     """One ``transform:`` entry: projection and filter for the matching source tables."""
 
-    source_table: str = Field(alias="source-table")
+    source_table: TablePatterns = Field(alias="source-table")
     projection: str | None = None
     filter: str | None = None
     primary_keys: str | None = Field(None, alias="primary-keys")
@@ -288,14 +282,6 @@ class TransformRule(_Block):
     converter_after_transform: str | None = Field(None, alias="converter-after-transform")
     description: str | None = None
 
-    @field_validator("source_table")
-    @classmethod
-    def _source(cls, v: str) -> str:
-        try:
-            TableSelector.parse(v)
-        except SelectorError as exc:
-            raise ValueError(str(exc)) from None
-        return v
 
 
 class PipelineOptions(_Block):

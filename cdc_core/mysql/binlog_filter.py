@@ -267,10 +267,25 @@ class _TableChunks:
         self.order = order
         self.key_column = order.column.name
         self.max_hw = max(c.high_watermark for c in chunks)
+        for c in chunks:
+            if c.start is not None and c.end is not None and order.bound_key(c.start[0]) > order.bound_key(c.end[0]):
+                raise ChunkPlanError(
+                    f"chunk {c.table_id}#{c.index} [{c.start[0]!r}, {c.end[0]!r}) ends before it starts in the order "
+                    f"of {c.table_id}.{order.column.name}: the split plan is corrupt; plan the snapshot anew"
+                )
         # an empty range (start == end in the collation, e.g. ['B', 'b') under a _ci collation) holds no key
         chunks = [c for c in chunks if c.start is None or c.end is None
                   or order.bound_key(c.start[0]) < order.bound_key(c.end[0])]
         chunks = sorted(chunks, key=lambda c: (c.start is not None, order.bound_key(c.start[0]) if c.start else 0))
+        for before, after in zip(chunks, chunks[1:], strict=False):
+            # Chunks may leave gaps (a filter can hold some of a table's chunks) but never overlap:
+            # a key in two chunks would be judged against either high watermark, and rows would
+            # come back or double.
+            if before.end is None or order.bound_key(before.end[0]) > order.bound_key(after.start[0]):
+                raise ChunkPlanError(
+                    f"chunks {before.table_id}#{before.index} and #{after.index} overlap in the order of "
+                    f"{before.table_id}.{order.column.name}: the split plan is corrupt; plan the snapshot anew"
+                )
         self.chunks = chunks
         self.starts = [order.bound_key(c.start[0]) for c in chunks if c.start is not None]
         self.offset = 1 if chunks and chunks[0].start is None else 0
@@ -289,6 +304,10 @@ class _TableChunks:
         if chunk.end is not None and not k < self.order.bound_key(chunk.end[0]):
             return None  # a gap in the chunk list: no chunk holds this key
         return chunk
+
+
+class ChunkPlanError(ValueError):
+    """A table's finished chunks cannot be a split plan (a range ends before it starts, or two overlap)."""
 
 
 @dataclass

@@ -172,3 +172,17 @@ def test_enum_chunk_key_orders_by_member_index():
 
     # member order zeta(1) < alpha(2) < mid(3): 'zeta' is in chunk 0 (HW 500), 'mid' in chunk 1 (HW 300)
     assert [e.after["k"] for e in f.apply([at("zeta"), at("alpha"), at("mid")])] == ["alpha", "mid"]
+
+
+def test_a_corrupt_chunk_plan_is_refused_not_guessed():
+    from cdc_core.mysql.binlog_filter import ChunkPlanError
+
+    overlapping = [FinishedChunk(T, 0, None, (150,), off(500)), FinishedChunk(T, 1, (100,), None, off(300))]
+    with pytest.raises(ChunkPlanError, match="overlap"):
+        BinlogEventFilter(overlapping, {T: SCHEMA}.get)
+    backwards = [FinishedChunk(T, 0, None, (100,), off(500)), FinishedChunk(T, 1, (200,), (100,), off(300))]
+    with pytest.raises(ChunkPlanError, match="ends before it starts"):
+        BinlogEventFilter(backwards, {T: SCHEMA}.get)
+    # A gap is allowed (a filter may hold only some of a table's chunks); keys in it belong to no chunk.
+    gapped = [FinishedChunk(T, 0, None, (100,), off(500)), FinishedChunk(T, 2, (200,), None, off(300))]
+    assert BinlogEventFilter(gapped, {T: SCHEMA}.get).start_offset == off(300)

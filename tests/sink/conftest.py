@@ -6,13 +6,7 @@ It runs with a password, so every test also checks that the password never leaks
 from __future__ import annotations
 
 import itertools
-import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,27 +16,22 @@ from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.sink import DorisSink
 from cdc_core.schema import Column, TableId, TableSchema
 from devstack.procs import free_port
+from devstack.stack import DorisStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "s3cr3t-Pw!"
 
 
-@dataclass
-class StandIn:
-    host: str
-    fe_port: int
-    be_port: int
-    user: str
-    password: str
-    process: subprocess.Popen
+class StandIn(DorisStandIn):
+    """The devstack's stand-in launcher, with the fault-injection admin calls the tests use."""
 
     @property
     def fe(self) -> str:
-        return f"{self.host}:{self.fe_port}"
+        return self.fe_http
 
     @property
     def be(self) -> str:
-        return f"{self.host}:{self.be_port}"
+        return self.be_http
 
     def faults(self, *specs: dict) -> None:
         resp = requests.post(f"http://{self.fe}/_standin/faults", json=list(specs), timeout=5)
@@ -57,35 +46,11 @@ class StandIn:
 
 @pytest.fixture(scope="session")
 def doris(tmp_path_factory) -> StandIn:
-    data = tmp_path_factory.mktemp("doris-standin")
-    fe, be = free_port(), free_port()
-    while be == fe:
-        be = free_port()
-    log = open(data / "standin.log", "wb")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "devstack.doris", "--host", "127.0.0.1", "--fe-port", str(fe), "--be-port", str(be),
-         "--data-dir", str(data / "data"), "--password", PASSWORD],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(f"http://127.0.0.1:{fe}/api/health", timeout=1).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"Doris stand-in did not start; see {data / 'standin.log'}")
-        time.sleep(0.1)
-    yield StandIn("127.0.0.1", fe, be, "root", PASSWORD, proc)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
-    log.close()
+    standin = StandIn(tmp_path_factory.mktemp("doris-standin"), fe_port=free_port(), be_port=free_port(),
+                      password=PASSWORD)
+    standin.start()
+    yield standin
+    standin.stop()
 
 
 @pytest.fixture(autouse=True)
