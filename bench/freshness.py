@@ -229,12 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     finally:
         poller.halt.set()
-        if writer is not None and writer.is_alive():
-            writer.stop()
         if services is not None:
             services.stop()
         doris.stop()
         mysql.stop()
+        if writer is not None and writer.is_alive():
+            writer.stop()
         if args.keep:
             console.log(f"kept {work}")
         else:

@@ -150,7 +150,9 @@ def test_backfill_and_sensor_stream_a_live_workload(mysql_server, root_conn, fre
                 cur.execute(f"SELECT COUNT(*) FROM `{fresh_db}`.{table}")
                 assert _doris_count(doris_standin.fe_http, fresh_db, table) == cur.fetchone()[0]
     finally:
-        if writer.is_alive():
-            writer.stop()
-        services.stop()
-        runner.close()
+        try:
+            services.stop()  # first: never leave a daemon or webserver behind
+        finally:
+            runner.close()
+            if writer.is_alive():
+                writer.stop()
