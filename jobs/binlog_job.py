@@ -117,8 +117,8 @@ def load_in_process(sink: Any, targets: tuple[TableId, ...], batch_id: str, rows
     return [sink.load(target, f"{schema.table_id}:{batch_id}:p0", compacted).to_dict() for target in targets]
 
 
-def load_with_spark(spark: Any, definition: PipelineDefinition, targets: tuple[TableId, ...], batch_id: str,
-                    rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
+def load_with_spark(spark: Any, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
+                    batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
     """The table's changes as a DataFrame, compacted by a window over the key, transformed, loaded."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -140,6 +140,6 @@ def load_with_spark(spark: Any, definition: PipelineDefinition, targets: tuple[T
         df = transform.apply(df, (DELETE_SIGN, SEQUENCE_COLUMN))
     # One load per table per batch, under the same label the in-process path uses (…:p0).
     df = df.coalesce(1)
-    messages = write_to_doris(df, definition, "binlog", str(schema.table_id), [str(t) for t in targets],
-                              batch_id=batch_id)
+    messages = write_to_doris(df, definition, label_prefix, "binlog", str(schema.table_id),
+                              [str(t) for t in targets], batch_id=batch_id)
     return [c for m in messages for c in m["committables"]]

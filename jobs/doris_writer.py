@@ -181,7 +181,7 @@ def results_spec(definition: Any) -> dict[str, Any]:
     return {"state_dir": str(definition.state_dir)}
 
 
-def write_to_doris(df: Any, definition: Any, mode: str, source_table: str, targets: list[str],
+def write_to_doris(df: Any, definition: Any, label_prefix: str, mode: str, source_table: str, targets: list[str],
                    **extra: Any) -> list[dict[str, Any]]:
     """Run the Spark write of ``df`` into Doris and return the tasks' messages (precommitted loads
     and chunk bookkeeping), taken back out of the state store."""
@@ -192,7 +192,7 @@ def write_to_doris(df: Any, definition: Any, mode: str, source_table: str, targe
         "source_table": source_table,
         "targets": targets,
         "sink": sink_spec(definition),
-        "label_prefix": definition.label_prefix,
+        "label_prefix": label_prefix,
         "token": f"{mode}-{uuid.uuid4().hex}",
         "results": results_spec(definition),
         **extra,

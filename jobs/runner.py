@@ -128,11 +128,28 @@ class PipelineRunner:
     # -- plumbing ---------------------------------------------------------------------------
 
     @property
+    def label_prefix(self) -> str:
+        """The pipeline's label prefix plus this state store's epoch.
+
+        Labels are deterministic so that a retry or a recovery finds its own earlier load; the
+        epoch (drawn once, kept in the state store) keeps a fresh state — a deleted state
+        directory, a second copy of the pipeline — from meeting the labels an old one committed.
+        """
+        with self.store.transaction() as tx:
+            epoch = tx.get("meta", "label_epoch")
+            if epoch is None:
+                import secrets
+
+                epoch = secrets.token_hex(3)
+                tx.put("meta", "label_epoch", epoch)
+        return f"{self.definition.label_prefix}_{epoch}"
+
+    @property
     def sink(self) -> Any:
         if self._sink is None:
             from cdc_core.doris.sink import DorisSink
 
-            self._sink = DorisSink.from_pipeline(self.definition)
+            self._sink = DorisSink.from_pipeline(self.definition, label_prefix=self.label_prefix)
         return self._sink
 
     def _connect(self) -> Any:
@@ -587,7 +604,8 @@ class PipelineRunner:
                     from jobs.spark import get_spark
 
                     committables += load_with_spark(get_spark(self.definition), self.definition,
-                                                    targets[table_id], batch_id, rows, schema)
+                                                    self.sink.label_prefix, targets[table_id], batch_id, rows,
+                                                    schema)
                 else:
                     committables += load_in_process(self.sink, targets[table_id], batch_id, rows, schema)
         except BaseException:

@@ -109,7 +109,8 @@ def run_table(
     extra: dict[str, Any] = {"generations": {str(t.index): t.generation for t in tasks}}
     if fail_after_load_once:
         extra["fail_after_load_once"] = fail_after_load_once
-    messages = write_to_doris(df, definition, "snapshot", str(schema.table_id), [str(t) for t in targets], **extra)
+    messages = write_to_doris(df, definition, sink.label_prefix, "snapshot", str(schema.table_id),
+                              [str(t) for t in targets], **extra)
     elapsed = time.monotonic() - started
     outcomes = []
     for message in messages:

@@ -222,7 +222,8 @@ def drop_doris_database(fe_http: str, user: str = "root", password: str = "") ->
 
 def reset_pipeline_state(pipeline_file: Path) -> Path:
     """Delete the demo pipeline's state (and its Dagster home under it): a fresh database needs a
-    fresh pipeline, or its deterministic load labels would meet the old ones in Doris."""
+    fresh pipeline (a new state store also draws a new label epoch, so its loads never meet the
+    old pipeline's labels in Doris)."""
     import shutil
 
     from cdc_core.config import load_pipeline

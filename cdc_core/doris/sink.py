@@ -82,7 +82,8 @@ class DorisSink:
             "exclude_schema_changes": opts.exclude_schema_changes,
         }
         kwargs.update(overrides)
-        return cls(DorisHttpClient.from_options(opts), definition.label_prefix, **kwargs)
+        label_prefix = kwargs.pop("label_prefix", definition.label_prefix)
+        return cls(DorisHttpClient.from_options(opts), label_prefix, **kwargs)
 
     # -- routing and tables -----------------------------------------------------------------------
 

@@ -95,3 +95,29 @@ def test_parity_sees_equal_and_diverged_data(pipeline_factory, root_conn, fresh_
     diverged = runner.table_parity(f"{fresh_db}.acct")
     assert not diverged.ok and diverged.mysql_rows == diverged.doris_rows == 900
     runner.close()
+
+
+def test_a_fresh_state_does_not_meet_the_labels_of_an_old_one(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                                spark_session):
+    import shutil
+
+    make_table(root_conn, fresh_db, rows=300)
+    definition = pipeline_factory(f"{fresh_db}.acct")
+    first = PipelineRunner(definition)
+    keys = list(first.plan_splits().chunk_keys)
+    first.run_chunks(keys)
+    first.commit_chunks(keys)
+    old_prefix = first.label_prefix
+    first.close()
+    shutil.rmtree(definition.state_dir)  # the user starts over: a new snapshot into the same Doris table
+
+    with root_conn.cursor() as cur:
+        cur.execute(f"UPDATE `{fresh_db}`.acct SET owner = 'again' WHERE id <= 3")
+    second = PipelineRunner(definition)
+    assert second.label_prefix != old_prefix
+    keys = list(second.plan_splits().chunk_keys)
+    second.run_chunks(keys)
+    second.commit_chunks(keys)
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct WHERE owner = 'again'") == [[3]]
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct") == [[300]]
+    second.close()
