@@ -380,6 +380,14 @@ class _Builder:
         return self.env["decode"]
 
 
+def _layout(columns: Any) -> tuple:
+    """What a generated decoder depends on, hashable: each column's name, type and scalar metadata."""
+    return tuple(
+        (c.name, c.type, tuple(sorted((k, v) for k, v in vars(c).items() if isinstance(v, int | str | bool | None))))
+        for c in columns
+    )
+
+
 class FastRowDecoder:
     """Decodes rows events of supported layouts; :meth:`images` returns None to ask for the fallback."""
 
@@ -388,11 +396,13 @@ class FastRowDecoder:
 
         self.converter = converter
         self.fused = converter if isinstance(converter, DorisValueConverter) else None
-        self._plans: dict[tuple[int, int, bool], Callable[[bytes], list] | None] = {}
+        self._plans: dict[tuple[tuple, int, bool], Callable[[bytes], list] | None] = {}
 
     def _plan(self, ev: Any, schema: TableSchema, update: bool) -> Callable[[bytes], list] | None:
         table = ev.table_map[ev.table_id]
-        key = (id(table), id(schema), update)
+        # The library makes a new table-map object for every transaction; the decoder depends only
+        # on the column layout (names, types, type metadata) and the schema it converts for.
+        key = (_layout(table.columns), id(schema), update)
         if key in self._plans:
             return self._plans[key]
         plan = None
