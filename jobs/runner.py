@@ -135,13 +135,15 @@ class PipelineRunner:
         epoch (drawn once, kept in the state store) keeps a fresh state — a deleted state
         directory, a second copy of the pipeline — from meeting the labels an old one committed.
         """
-        with self.store.transaction() as tx:
-            epoch = tx.get("meta", "label_epoch")
-            if epoch is None:
-                import secrets
+        epoch = self.store.get("meta", "label_epoch")
+        if epoch is None:
+            import secrets
 
-                epoch = secrets.token_hex(3)
-                tx.put("meta", "label_epoch", epoch)
+            with self.store.transaction() as tx:  # the write lock only the first time, rechecked under it
+                epoch = tx.get("meta", "label_epoch")
+                if epoch is None:
+                    epoch = secrets.token_hex(3)
+                    tx.put("meta", "label_epoch", epoch)
         return f"{self.definition.label_prefix}_{epoch}"
 
     @property
@@ -156,6 +158,17 @@ class PipelineRunner:
         from cdc_core.mysql.connection import connect
 
         return connect(self.settings, text_values=True)
+
+    def _server_offset(self) -> Any:
+        """The server's current binlog position (its own short connection)."""
+        from cdc_core.mysql.offsets import read_current_offset
+
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                return read_current_offset(cur)
+        finally:
+            conn.close()
 
     def _live_schema(self, conn: Any, table_id: TableId) -> TableSchema:
         from cdc_core.mysql.discovery import read_table_schema
@@ -476,14 +489,7 @@ class PipelineRunner:
 
     def binlog_lag(self) -> BinlogLag:
         """Cheap (no Spark): the committed offset against the server's current position."""
-        from cdc_core.mysql.offsets import read_current_offset
-
-        conn = self._connect()
-        try:
-            with conn.cursor() as cur:
-                server = read_current_offset(cur)
-        finally:
-            conn.close()
+        server = self._server_offset()
         start = self._stream_start() if self.binlog_ready() else None
         behind = start is not None and server > start
         bytes_behind = None
@@ -492,19 +498,12 @@ class PipelineRunner:
         return BinlogLag(None if start is None else start.to_dict(), server.to_dict(), behind, bytes_behind)
 
     def _stop_offset(self) -> Any:
-        from cdc_core.mysql.offsets import read_current_offset
-
         plan = self._startup()
         if plan.stop_at_max_high_watermark:
             chunks = self._finished_chunks()
             if chunks:
                 return max(c.high_watermark for c in chunks)
-        conn = self._connect()
-        try:
-            with conn.cursor() as cur:
-                return read_current_offset(cur)
-        finally:
-            conn.close()
+        return self._server_offset()
 
     def run_binlog_batch(self, max_events: int | None = None, *, stop: Any = None) -> BatchResult:
         """Apply one micro-batch from the committed offset to the server's position at the start
@@ -522,6 +521,7 @@ class PipelineRunner:
         from cdc_core.mysql.purge import ensure_offset_available
         from cdc_core.mysql.schema_history import SchemaHistory
         from jobs.binlog_job import change_rows, load_in_process, load_with_spark
+        from jobs.transforms import transform_for
 
         self.resolve_pending()
         if not self.binlog_ready():
@@ -598,8 +598,6 @@ class PipelineRunner:
                         self.sink.create_table(schema, target)
                 rows = change_rows(events, schema)
                 big = len(rows) >= self.definition.pipeline.binlog_spark_min_events
-                from jobs.transforms import transform_for
-
                 if big or transform_for(self.definition, table_id) is not None:
                     from jobs.spark import get_spark
 

@@ -62,7 +62,7 @@ def source_spec(definition: PipelineDefinition) -> dict[str, Any]:
     }
 
 
-def target_schema(spark: Any, schema: TableSchema, transform: TableTransform | None, df: Any) -> TableSchema:
+def target_schema(schema: TableSchema, transform: TableTransform | None, df: Any) -> TableSchema:
     """The schema Doris sees: the source's, or the projection's when a transform reshapes it."""
     if transform is None or transform.projection is None:
         if transform is not None and transform.primary_keys:
@@ -102,7 +102,7 @@ def run_table(
     transform = transform_for(definition, schema.table_id)
     if transform is not None:
         df = transform.apply(df, BOOKKEEPING)
-    out_schema = target_schema(spark, schema, transform, df)
+    out_schema = target_schema(schema, transform, df)
     targets = sink.route(schema.table_id)
     for target in targets:
         sink.create_table(out_schema, target)

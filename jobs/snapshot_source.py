@@ -23,16 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import (
-    BooleanType,
-    DecimalType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import StructType
 
 SEQ = "__tidemark_seq"
 CHUNK = "__tidemark_chunk"
@@ -41,23 +32,11 @@ BOOKKEEPING = (SEQ, CHUNK, META)
 FORMAT = "tidemark_snapshot"
 
 
-def _spark_type(arrow_type: pa.DataType) -> Any:
-    if pa.types.is_boolean(arrow_type):
-        return BooleanType()
-    if pa.types.is_uint64(arrow_type):
-        return DecimalType(20, 0)
-    if pa.types.is_integer(arrow_type):
-        return LongType()
-    if pa.types.is_floating(arrow_type):
-        return DoubleType()
-    return StringType()
-
-
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
-    fields = [StructField(f.name, _spark_type(f.type), True) for f in arrow_schema]
-    fields += [StructField(SEQ, LongType(), True), StructField(CHUNK, IntegerType(), True),
-               StructField(META, StringType(), True)]
-    return StructType(fields)
+    """The Spark schema of what ``read`` yields: derived from its Arrow schema."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(spark_schema_arrow(arrow_schema))
 
 
 def arrow_schema_of(spec: dict[str, Any]) -> pa.Schema:
