@@ -79,8 +79,11 @@ class MySqlConnectionSettings:
         return {"host": self.host, "port": self.port, "user": self.user, "passwd": self.password}
 
     def connectorx_uri(self, database: str | None = None) -> str:
+        """connectorx's URL. ``prefer_socket=false``: by default its driver, connected to a
+        loopback address, asks for ``@@socket`` and opens a second connection over that Unix
+        socket — two handshakes per chunk scan, and a path that may not exist on this host."""
         auth = f"{quote(self.user, safe='')}:{quote(self.password, safe='')}"
-        return f"mysql://{auth}@{self.host}:{self.port}/{quote(database or '', safe='')}"
+        return f"mysql://{auth}@{self.host}:{self.port}/{quote(database or '', safe='')}?prefer_socket=false"
 
     def describe(self) -> str:
         return f"{self.user}@{self.host}:{self.port}"
