@@ -44,6 +44,9 @@ class _Server(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as two writes; with Nagle on, the body waits for the client's
+    # delayed ACK of the headers (~40 ms on Linux) — on every reply, as a real BE never does.
+    disable_nagle_algorithm = True
     server: _Server
     server_version = "Doris-StandIn"
 
