@@ -88,7 +88,6 @@ class DorisArrowWriter(DataSourceArrowWriter):
         self.password = password
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LoadMessage:
-        from cdc_core.doris.labels import chunk_batch_id
         from cdc_core.schema import TableId
 
         spec = self.spec
@@ -113,21 +112,13 @@ class DorisArrowWriter(DataSourceArrowWriter):
                         f"a snapshot write task must carry exactly one chunk, got {len(chunks)}: "
                         "the DataFrame was repartitioned between the chunk source and the Doris writer"
                     )
-                chunk = chunks[0]
-                generation = int(spec.get("generations", {}).get(str(chunk["index"]), 0))
-                batch_id = f"{spec['source_table']}:{chunk_batch_id(chunk['index'], generation)}"
-                for target_text in spec["targets"]:
-                    target = TableId.parse(target_text)
-                    # An earlier attempt may have read the chunk at another watermark: never reuse it.
-                    sink.committer.abort_label(target.database, sink.label(target, batch_id))
-                    if table.num_rows:
-                        committables.append(sink.load(target, batch_id, table).to_dict())
+                committables = load_chunk(sink, spec, chunks[0], table)
             else:
                 batch_id = f"{spec['source_table']}:{spec['batch_id']}:p{partition}"
                 for target_text in spec["targets"]:
                     if table.num_rows:
                         committables.append(sink.load(TableId.parse(target_text), batch_id, table).to_dict())
-            _maybe_fail_once(spec)
+            maybe_fail_once(spec)
         except BaseException:
             _SINKS.clear()
             sink.close()
@@ -149,6 +140,26 @@ class DorisArrowWriter(DataSourceArrowWriter):
         make_sink(self.spec, self.password).abort(committables)
 
 
+def load_chunk(sink: Any, spec: dict[str, Any], chunk: dict[str, Any], table: pa.Table) -> list[dict[str, Any]]:
+    """Precommit one snapshot chunk into every target; returns the prepared transactions.
+
+    An earlier attempt may have read the chunk at another watermark: whatever it left under the
+    label is aborted first, never reused.
+    """
+    from cdc_core.doris.labels import snapshot_batch_id
+    from cdc_core.schema import TableId
+
+    generation = int(spec.get("generations", {}).get(str(chunk["index"]), 0))
+    batch_id = snapshot_batch_id(spec["source_table"], chunk["index"], generation)
+    committables = []
+    for target_text in spec["targets"]:
+        target = TableId.parse(target_text)
+        sink.committer.abort_label(target.database, sink.label(target, batch_id))
+        if table.num_rows:
+            committables.append(sink.load(target, batch_id, table).to_dict())
+    return committables
+
+
 def _open_store(spec: dict[str, Any]) -> Any:
     from cdc_core.state import StateStore
 
@@ -156,8 +167,11 @@ def _open_store(spec: dict[str, Any]) -> Any:
     return StateStore.open(results.get("state_dir"), results.get("state_url"))
 
 
-def _maybe_fail_once(spec: dict[str, Any]) -> None:
-    """Test hook: fail this task once, after its loads were precommitted (the hard case)."""
+def maybe_fail_once(spec: dict[str, Any]) -> None:
+    """Test hooks: fail this task after its loads were precommitted (the hard case) — once
+    (``fail_after_load_once``: a marker file path), or on every attempt (``fail_after_load_always``)."""
+    if spec.get("fail_after_load_always"):
+        raise RuntimeError("injected failure after precommit (fail_after_load_always)")
     marker = spec.get("fail_after_load_once")
     if marker and not os.path.exists(marker):
         with open(marker, "w") as handle:
@@ -181,13 +195,12 @@ def results_spec(definition: Any) -> dict[str, Any]:
     return {"state_dir": str(definition.state_dir)}
 
 
-def write_to_doris(df: Any, definition: Any, label_prefix: str, mode: str, source_table: str, targets: list[str],
-                   **extra: Any) -> list[dict[str, Any]]:
-    """Run the Spark write of ``df`` into Doris and return the tasks' messages (precommitted loads
-    and chunk bookkeeping), taken back out of the state store."""
+def writer_spec(definition: Any, label_prefix: str, mode: str, source_table: str, targets: list[str],
+                **extra: Any) -> dict[str, Any]:
+    """What a writing task needs (no password: it travels on its own)."""
     import uuid
 
-    spec = {
+    return {
         "mode": mode,
         "source_table": source_table,
         "targets": targets,
@@ -197,6 +210,13 @@ def write_to_doris(df: Any, definition: Any, label_prefix: str, mode: str, sourc
         "results": results_spec(definition),
         **extra,
     }
+
+
+def write_to_doris(df: Any, definition: Any, label_prefix: str, mode: str, source_table: str, targets: list[str],
+                   **extra: Any) -> list[dict[str, Any]]:
+    """Run the Spark write of ``df`` into Doris and return the tasks' messages (precommitted loads
+    and chunk bookkeeping), taken back out of the state store."""
+    spec = writer_spec(definition, label_prefix, mode, source_table, targets, **extra)
     (
         df.write.format(FORMAT)
         .option("spec", json.dumps(spec))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.config import PipelineDefinition
+from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.events import DataChangeEvent
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.state import StateStore
@@ -174,11 +175,6 @@ class PipelineRunner:
         from cdc_core.mysql.discovery import read_table_schema
 
         return read_table_schema(conn, table_id)
-
-    def _chunk_batch_id(self, table_id: str, index: int, generation: int) -> str:
-        from cdc_core.doris.labels import chunk_batch_id
-
-        return f"{table_id}:{chunk_batch_id(index, generation)}"
 
     def _targets(self, table_id: str) -> tuple[TableId, ...]:
         return self.sink.route(TableId.parse(table_id))
@@ -343,7 +339,7 @@ class PipelineRunner:
         for r in records:
             c = current[(r["table_id"], r["chunk_index"])]
             for target in self._targets(c["table_id"]):
-                probes.append((target, self._chunk_batch_id(c["table_id"], c["chunk_index"], c["generation"])))
+                probes.append((target, snapshot_batch_id(c["table_id"], c["chunk_index"], c["generation"])))
         try:
             self.sink.recover(probe=probes)
         finally:

@@ -1,10 +1,11 @@
 """The snapshot job: read and load a set of chunks in parallel on Spark.
 
-Per captured table one Spark job — chunk source → the table's transform → Doris writer — with
-one partition (one task) per chunk; the tables' jobs run concurrently from driver threads so
+Per captured table one Spark job: tasks that read their chunks and load them
+(``jobs.fused_chunks``), or, for a table with a transform, chunk source (one partition per
+chunk) → transform → Doris writer; the tables' jobs run concurrently from driver threads so
 that ``pipeline.parallelism`` tasks stay busy even when tables are small. Nothing becomes
 visible: each task precommits its chunk, and the per-chunk outcome (rows, watermarks, prepared
-transactions) comes back through the state store for the caller to record and commit.
+transactions) comes back to the caller to record and commit.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.schema import TableId, TableSchema
-from jobs.doris_writer import write_to_doris
+from jobs.doris_writer import write_to_doris, writer_spec
+from jobs.fused_chunks import run_fused
 from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
@@ -93,24 +95,34 @@ def run_table(
             {"index": t.index, "start": t.start, "end": t.end, "key_columns": list(key_columns)} for t in tasks
         ],
     }
-    df = (
-        spark.read.format(SNAPSHOT_FORMAT)
-        .option("spec", json.dumps(read_spec))
-        .option("password", password)
-        .load()
-    )
     transform = transform_for(definition, schema.table_id)
-    if transform is not None:
-        df = transform.apply(df, BOOKKEEPING)
-    out_schema = target_schema(schema, transform, df)
     targets = sink.route(schema.table_id)
-    for target in targets:
-        sink.create_table(out_schema, target)
     extra: dict[str, Any] = {"generations": {str(t.index): t.generation for t in tasks}}
     if fail_after_load_once:
         extra["fail_after_load_once"] = fail_after_load_once
-    messages = write_to_doris(df, definition, sink.label_prefix, "snapshot", str(schema.table_id),
-                              [str(t) for t in targets], **extra)
+    target_names = [str(t) for t in targets]
+    sink_password = definition.sink.password.get_secret_value()
+    if transform is None and definition.pipeline.spark_fused_chunk_tasks:
+        for target in targets:
+            sink.create_table(schema, target)
+        write_spec = writer_spec(definition, sink.label_prefix, "snapshot", str(schema.table_id), target_names,
+                                 **extra)
+        messages = run_fused(spark, read_spec, password, write_spec, sink_password, sink,
+                             definition.pipeline.parallelism)
+    else:
+        df = (
+            spark.read.format(SNAPSHOT_FORMAT)
+            .option("spec", json.dumps(read_spec))
+            .option("password", password)
+            .load()
+        )
+        if transform is not None:
+            df = transform.apply(df, BOOKKEEPING)
+        out_schema = target_schema(schema, transform, df)
+        for target in targets:
+            sink.create_table(out_schema, target)
+        messages = write_to_doris(df, definition, sink.label_prefix, "snapshot", str(schema.table_id),
+                                  target_names, **extra)
     elapsed = time.monotonic() - started
     outcomes = []
     for message in messages:

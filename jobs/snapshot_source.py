@@ -54,7 +54,7 @@ class ChunkPartition(InputPartition):
         self.chunk = chunk
 
 
-def _to_spark_arrow(table: pa.Table, target: pa.Schema) -> pa.Table:
+def spark_typed(table: pa.Table) -> pa.Table:
     """uint64 → decimal128(20,0) (Spark's only exact type for it), everything else as is."""
     columns = []
     for field in table.schema:
@@ -62,7 +62,7 @@ def _to_spark_arrow(table: pa.Table, target: pa.Schema) -> pa.Table:
         if pa.types.is_uint64(field.type):
             column = column.cast(pa.decimal128(20, 0))
         columns.append(column)
-    return pa.Table.from_arrays(columns, schema=target)
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 # Python workers are reused across tasks: keep one chunk reader (its MySQL connection and its
@@ -103,43 +103,52 @@ class SnapshotChunkReader(DataSourceReader):
         return [ChunkPartition(c) for c in self.spec["chunks"]]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from cdc_core.mysql.splits import SnapshotSplit
-        from cdc_core.schema import TableId, TableSchema
-
         spec, chunk = self.spec, partition.chunk  # type: ignore[attr-defined]
-        schema = TableSchema.from_dict(spec["schema"])
-        split = SnapshotSplit(
-            TableId.parse(spec["table_id"]), chunk["index"],
-            None if chunk["start"] is None else tuple(chunk["start"]),
-            None if chunk["end"] is None else tuple(chunk["end"]),
-            tuple(chunk["key_columns"]),
-        )
-        reader = _chunk_reader(spec, self.password)
-        try:
-            result = reader.read(split, schema)
-        except BaseException:
-            _READERS.clear()
-            reader.close()
-            raise
+        data, meta = read_chunk(spec, self.password, chunk)
         target = spark_schema_arrow(arrow_schema_of(spec))
-        seq = result.high_watermark.sequence
-        data = result.table
+        seq = meta["sequence"]
         if data.num_rows:
-            data = data.append_column(SEQ, pa.array([seq] * data.num_rows, pa.int64()))
             data = data.append_column(CHUNK, pa.array([chunk["index"]] * data.num_rows, pa.int32()))
             data = data.append_column(META, pa.nulls(data.num_rows, pa.string()))
-            yield from _to_spark_arrow(data, target).to_batches(max_chunksize=spec.get("batch_rows", 65536))
-        meta = {
-            "index": chunk["index"],
-            "rows": result.rows,
-            "low_watermark": result.low_watermark.to_dict(),
-            "high_watermark": result.high_watermark.to_dict(),
-            "backfill_events": result.backfill_events,
-            "timings": result.timings,
-        }
+            yield from data.cast(target).to_batches(max_chunksize=spec.get("batch_rows", 65536))
         marker = {f.name: [None] for f in target}
         marker.update({SEQ: [seq], CHUNK: [chunk["index"]], META: [json.dumps(meta)]})
         yield pa.RecordBatch.from_pydict(marker, schema=target)
+
+
+def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+    """One chunk as it was at its high watermark, Spark-typed (:func:`spark_typed`), with the
+    ``__tidemark_seq`` column; and its report: index, rows, watermarks, backfill events, timings."""
+    from cdc_core.mysql.splits import SnapshotSplit
+    from cdc_core.schema import TableId, TableSchema
+
+    schema = TableSchema.from_dict(spec["schema"])
+    split = SnapshotSplit(
+        TableId.parse(spec["table_id"]), chunk["index"],
+        None if chunk["start"] is None else tuple(chunk["start"]),
+        None if chunk["end"] is None else tuple(chunk["end"]),
+        tuple(chunk["key_columns"]),
+    )
+    reader = _chunk_reader(spec, password)
+    try:
+        result = reader.read(split, schema)
+    except BaseException:
+        _READERS.clear()
+        reader.close()
+        raise
+    seq = result.high_watermark.sequence
+    data = spark_typed(result.table)
+    data = data.append_column(SEQ, pa.array([seq] * data.num_rows, pa.int64()))
+    meta = {
+        "index": chunk["index"],
+        "rows": result.rows,
+        "sequence": seq,
+        "low_watermark": result.low_watermark.to_dict(),
+        "high_watermark": result.high_watermark.to_dict(),
+        "backfill_events": result.backfill_events,
+        "timings": result.timings,
+    }
+    return data, meta
 
 
 def spark_schema_arrow(arrow_schema: pa.Schema) -> pa.Schema:

@@ -312,6 +312,9 @@ class PipelineOptions(_Block):
     spark_master: str | None = Field(None, alias="tidemark.spark.master")
     spark_remote: str | None = Field(None, alias="tidemark.spark.remote")
     spark_conf: dict[str, str] = Field(default_factory=dict, alias="tidemark.spark.conf.*")
+    # A snapshot chunk of a table without a transform is read and loaded in one Spark task, its
+    # rows never entering the JVM (``jobs.fused_chunks``); false sends them through the DataFrame.
+    spark_fused_chunk_tasks: bool = Field(True, alias="tidemark.spark.fused-chunk-tasks")
     # A binlog batch with fewer changes than this (and no transform) is compacted and loaded in the
     # driver: a Spark job costs seconds, which freshness cannot afford for a few hundred rows.
     binlog_spark_min_events: int = Field(50_000, ge=0, alias="tidemark.binlog.spark-min-events")

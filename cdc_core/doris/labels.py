@@ -61,6 +61,11 @@ def chunk_batch_id(chunk_index: int, generation: int = 0) -> str:
     return f"chunk-{chunk_index}-g{generation}"
 
 
+def snapshot_batch_id(source_table: str, chunk_index: int, generation: int = 0) -> str:
+    """Batch id of a snapshot chunk's load into any target: the source table and the chunk."""
+    return f"{source_table}:{chunk_batch_id(chunk_index, generation)}"
+
+
 def binlog_batch_id(start_sequence: int, end_sequence: int) -> str:
     """Batch id of a binlog batch ``[start, end)`` given as offset sequences."""
     return f"binlog-{start_sequence}-{end_sequence}"

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
+
+from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.schema import TableId
+from jobs.doris_writer import writer_spec
+from jobs.fused_chunks import run_fused
 from jobs.runner import PipelineRunner
+from jobs.snapshot_job import source_spec
 from tests.jobs.conftest import doris_load_state, doris_query
 
 
@@ -54,8 +62,9 @@ def test_snapshot_loads_invisibly_then_commits(pipeline_factory, root_conn, fres
     runner.close()
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused-tasks", "dataframe"])
 def test_a_task_failing_after_precommit_is_retried_without_duplicates(
-    pipeline_factory, root_conn, fresh_db, doris_standin, spark_session, tmp_path
+    fused, pipeline_factory, root_conn, fresh_db, doris_standin, spark_session, tmp_path
 ):
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.logs (seq_no INT NOT NULL, msg VARCHAR(20), KEY (seq_no))")
@@ -64,6 +73,7 @@ def test_a_task_failing_after_precommit_is_retried_without_duplicates(
         f"{fresh_db}.logs",
         source={"scan.incremental.snapshot.chunk.size": 400,
                 "scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.logs:seq_no"},
+        pipeline={"tidemark.spark.fused-chunk-tasks": fused},
     )
     runner = PipelineRunner(definition)
     keys = list(runner.plan_splits().chunk_keys)
@@ -77,4 +87,31 @@ def test_a_task_failing_after_precommit_is_retried_without_duplicates(
     for r in results:
         for txn in r.transactions:
             assert doris_load_state(doris_standin, fresh_db, txn["label"]) == "VISIBLE"
+    runner.close()
+
+
+def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                    spark_session):
+    """Every attempt of a task fails after its precommit: the job fails, and the driver aborts
+    what the other tasks (and the failed attempts) prepared."""
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.pay (id INT PRIMARY KEY, amount INT)")
+        cur.execute(f"INSERT INTO `{fresh_db}`.pay SELECT seq, seq FROM `{fresh_db}`.seq_1_to_1000")
+    definition = pipeline_factory(f"{fresh_db}.pay", source={"scan.incremental.snapshot.chunk.size": 100})
+    runner = PipelineRunner(definition)
+    table = TableId(fresh_db, "pay")
+    schema = read_table_schema(root_conn, table)
+    runner.sink.create_table(schema, table)
+    chunks = [{"index": i, "start": None if i == 0 else [i * 100 + 1], "end": None if i == 9 else [(i + 1) * 100 + 1],
+               "key_columns": ["id"]} for i in range(10)]
+    read_spec = {"table_id": str(table), "schema": schema.to_dict(), "source": source_spec(definition),
+                 "chunks": chunks}
+    write_spec = writer_spec(definition, runner.sink.label_prefix, "snapshot", str(table), [str(table)],
+                             fail_after_load_always=True)
+    with pytest.raises(Exception, match="fail_after_load_always"):
+        run_fused(spark_session, read_spec, "cdc", write_spec, "", runner.sink, parallelism=2)
+    states = {doris_load_state(doris_standin, fresh_db, runner.sink.label(table, snapshot_batch_id(str(table), i)))
+              for i in range(10)}
+    assert states <= {"ABORTED", "UNKNOWN"} and "ABORTED" in states, states
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM pay") == [[0]]
     runner.close()

@@ -1,0 +1,111 @@
+"""Snapshot chunks read and loaded in the same Spark task: rows never enter the JVM.
+
+A table without a transform needs nothing from Spark SQL between the chunk read and the Doris
+load, and moving its rows through the JVM is the dearest part of the DataFrame path: a Python
+data source hands its Arrow batches to the JVM, which turns them into rows, and the Python
+writer gets them back as Arrow. On this 2-core machine that round trip cost ~15 s per million
+rows of the bench table (``bench/snapshot_spark.py``), against ~1.2 s for the chunk reads and
+~4 s for the stream loads.
+
+So, by default, such a table's chunks run as ``mapInArrow`` over the chunk positions. Each task
+takes a contiguous run of chunks — ``pipeline.parallelism`` × :data:`TASKS_PER_SLOT` tasks in
+all — because a Spark task costs ~0.1 s of its own here (measured between tasks in one Python
+worker), as much as reading and loading an 8096-row chunk. For each chunk the task does what the ``tidemark_snapshot`` source and the
+``tidemark_doris`` writer do — :func:`jobs.snapshot_source.read_chunk`, then
+:func:`jobs.doris_writer.load_chunk` — in one Python worker, and returns only its message:
+the prepared transactions and the chunk's rows and watermarks. Spark still schedules the
+tasks, runs ``pipeline.parallelism`` of them at a time, retries a failed one and runs them on
+any cluster. ``tidemark.spark.fused-chunk-tasks: false`` sends every table through the
+DataFrame (source → writer, one task per chunk) instead; a table with a transform always takes
+that path.
+
+Failures: a retried task reads and loads all its chunks again, each load aborting what an
+earlier attempt left under the chunk's label first (:func:`load_chunk`). When the job fails as a whole, the driver aborts every chunk
+label of the job — what the writer's ``abort`` does for the DataFrame path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+MESSAGE_SCHEMA = "message string"
+TASKS_PER_SLOT = 4
+"""Tasks per parallel slot: enough to even out chunks of unequal cost, few enough that the
+per-task cost stays small against the chunks' work."""
+
+
+def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
+                sink_password: str) -> Any:
+    """The function each task runs: chunk indexes in, one JSON message per chunk out."""
+    chunks = read_spec["chunks"]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from jobs.doris_writer import _SINKS, load_chunk, make_sink, maybe_fail_once
+        from jobs.snapshot_source import read_chunk
+
+        for batch in batches:
+            for position in batch.column(0).to_pylist():
+                chunk = chunks[position]
+                table, meta = read_chunk(read_spec, source_password, chunk)
+                sink = make_sink(write_spec, sink_password)
+                try:
+                    committables = load_chunk(sink, write_spec, meta, table)
+                    maybe_fail_once(write_spec)
+                except BaseException:
+                    _SINKS.clear()
+                    sink.close()
+                    raise
+                message = {"committables": committables, "chunks": [meta], "rows": table.num_rows}
+                yield pa.RecordBatch.from_pydict({"message": [json.dumps(message)]})
+
+    return run
+
+
+def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
+              sink_password: str, driver_sink: Any, parallelism: int) -> list[dict[str, Any]]:
+    """One Spark job over ``read_spec["chunks"]``; returns one message per chunk.
+
+    On failure every chunk label of the job is aborted in every target before the error
+    propagates, so nothing the job prepared is left behind.
+    """
+    count = len(read_spec["chunks"])
+    if count == 0:
+        return []
+    tasks = max(1, min(count, parallelism * TASKS_PER_SLOT))
+    job = spark.range(0, count, 1, tasks).mapInArrow(  # contiguous positions per partition
+        _chunk_task(read_spec, source_password, write_spec, sink_password), MESSAGE_SCHEMA,
+    )
+    try:
+        rows = job.collect()
+    except BaseException:
+        abort_chunk_labels(driver_sink, write_spec, [c["index"] for c in read_spec["chunks"]])
+        raise
+    return [json.loads(row["message"]) for row in rows]
+
+
+def abort_chunk_labels(sink: Any, write_spec: dict[str, Any], indexes: list[int]) -> None:
+    """Abort whatever the chunks' loads precommitted, in every target (unknown labels are fine).
+
+    A label that cannot be aborted now stays for the runner's recovery, which aborts prepared
+    loads of chunks that were not recorded as done."""
+    from cdc_core.doris.labels import snapshot_batch_id
+    from cdc_core.schema import TableId
+
+    generations = write_spec.get("generations", {})
+    for index in indexes:
+        batch_id = snapshot_batch_id(write_spec["source_table"], index, int(generations.get(str(index), 0)))
+        for target_text in write_spec["targets"]:
+            target = TableId.parse(target_text)
+            label = sink.label(target, batch_id)
+            try:
+                sink.committer.abort_label(target.database, label)
+            except Exception as exc:  # noqa: BLE001 - the job's error is the one to raise
+                log.warning("could not abort %s in %s after the failed snapshot job (recovery will): %s",
+                            label, target.database, exc)
