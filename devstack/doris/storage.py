@@ -32,6 +32,8 @@ from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
 from .types import DorisType, quote_ident, quote_str
 
 META = "__standin"
+_ORDERED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "DECIMALV3", "DATEV2", "DATETIMEV2",
+                  "CHAR", "VARCHAR", "STRING")
 IS_SCHEMA = "__standin_is"
 
 
@@ -268,14 +270,19 @@ class Storage:
         )
         join = " AND ".join(f"d.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
         seqc = quote_ident(SEQUENCE_COL)
+        bounds = self._key_bounds(cur, t, work, keys[0])
+
+        def within(alias: str) -> str:
+            return f" AND {alias}.{bounds}" if bounds else ""
+
         if has_seq:
             # A stored row with a higher sequence value wins (ties go to the newer load).
             cur.execute(
                 f"DELETE FROM {work} w WHERE EXISTS (SELECT 1 FROM {target} d WHERE {join} AND "
-                f"(d.{seqc} > w.__seq OR (w.__seq IS NULL AND d.{seqc} IS NOT NULL)))"
+                f"(d.{seqc} > w.__seq OR (w.__seq IS NULL AND d.{seqc} IS NOT NULL)){within('d')})"
             )
         join_t = " AND ".join(f"{target}.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
-        cur.execute(f"DELETE FROM {target} USING {work} w WHERE {join_t}")
+        cur.execute(f"DELETE FROM {target} USING {work} w WHERE {join_t}{within(target)}")
         hidden = [quote_ident(DELETE_SIGN)]
         hidden_src = ["__sign"]
         if t.has_sequence:
@@ -289,6 +296,28 @@ class Storage:
         n = cur.execute(f"SELECT count(*) FROM {work}").fetchone()[0]  # type: ignore[index]
         cur.execute(f"DROP TABLE {work}")
         return n
+
+    @staticmethod
+    def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -> str:
+        """``key BETWEEN lo AND hi`` for the batch's first key column, with constant bounds.
+
+        Constants let DuckDB skip the stored row groups whose min/max lie outside the batch's
+        keys, so a commit reads the rows it may replace rather than the whole table (a snapshot
+        arrives in key order, so its row groups barely overlap). Empty when the batch holds a
+        NULL key (BETWEEN would miss the stored NULL it replaces) or the type has no order.
+        """
+        column = t.column(key)
+        if column is None or column.dtype.name not in _ORDERED_TYPES:
+            return ""
+        q = quote_ident(key)
+        lo, hi, nulls = cur.execute(  # type: ignore[misc]
+            f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL) FROM {work}").fetchone()
+        if lo is None or nulls:
+            return ""
+        duck = column.dtype.duck()
+        lo_sql = f"CAST({quote_str(str(lo))} AS {duck})"
+        hi_sql = f"CAST({quote_str(str(hi))} AS {duck})"
+        return f"{q} BETWEEN {lo_sql} AND {hi_sql}"
 
     # ---- transactions -----------------------------------------------------------------------
     def save_txn(self, cur: duckdb.DuckDBPyConnection, rec: dict[str, Any]) -> None:

@@ -713,3 +713,29 @@ def test_basic_auth_user_with_cluster_suffix_is_accepted(doris: StandInProcess, 
     r = requests.put(f"{doris.be}/api/{db}/users/_stream_load", data=jsonl({"id": 1}),
                      headers={"Authorization": f"Basic {token}", "Expect": "100-continue", **JSONL})
     assert r.json()["Status"] == "Success"
+
+
+def test_upserts_replace_their_rows_whatever_the_key(doris: StandInProcess, db: str) -> None:
+    """A merge narrows its search to the batch's key range: rows of every key type are still found,
+    including keys that need quoting and a NULL key."""
+    cases = {
+        "k_str": ("`k` VARCHAR(20)", ["a'b", "{x}", "z\\\\q", "m"], "UNIQUE KEY(`k`)"),
+        "k_dt": ("`k` DATETIME(3)", ["2026-01-01 00:00:00.250", "2026-01-02 10:00:00.000", "2025-12-31 23:59:59.999"],
+                 "UNIQUE KEY(`k`)"),
+        "k_dec": ("`k` DECIMAL(12,4)", ["-1.5000", "2.2500", "100000.0001"], "UNIQUE KEY(`k`)"),
+        "k_null": ("`k` INT NULL", [None, 5, 7], "UNIQUE KEY(`k`)"),
+    }
+    for name, (column, keys, model) in cases.items():
+        doris.ok(f"CREATE TABLE `{db}`.`{name}` ({column}, `v` VARCHAR(10)) {model} DISTRIBUTED BY HASH(`k`) "
+                 "BUCKETS 1 PROPERTIES ('replication_num' = '1')")
+        doris.load(db, name, jsonl(*[{"k": k, "v": "old"} for k in keys]), **JSONL)
+        doris.load(db, name, jsonl(*[{"k": k, "v": "new"} for k in keys[:2]]), **JSONL)
+        doris.load(db, name, jsonl({"k": keys[-1], "v": "newest"}), **JSONL)
+        got = sorted(r[0] for r in doris.rows(f"SELECT v FROM `{name}`", db))
+        assert got == sorted(["new"] * 2 + ["old"] * (len(keys) - 3) + ["newest"]), (name, got)
+    doris.ok(f"CREATE TABLE `{db}`.`k_two` (`a` INT, `b` VARCHAR(5), `v` INT) UNIQUE KEY(`a`, `b`) "
+             "DISTRIBUTED BY HASH(`a`) BUCKETS 1 PROPERTIES ('replication_num' = '1')")
+    doris.load(db, "k_two", jsonl(*[{"a": a, "b": b, "v": 0} for a in (1, 2, 3) for b in ("x", "y")]), **JSONL)
+    doris.load(db, "k_two", jsonl({"a": 2, "b": "y", "v": 1}, {"a": 3, "b": "x", "v": 1}), **JSONL)
+    assert doris.rows("SELECT a, b, v FROM k_two WHERE v = 1 ORDER BY a", db) == [[2, "y", 1], [3, "x", 1]]
+    assert doris.rows("SELECT count(*) FROM k_two", db) == [[6]]
