@@ -219,6 +219,9 @@ class TxnManager:
             return t
 
     def abort_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:
+        # A label with nothing to abort is answered at once, not after the write lock that a
+        # concurrent load may hold for its whole staging (a client probing before it loads).
+        self._resolve(db, txn_id, label, "abort")
         with self.st.transaction() as cur:
             t = self._resolve(db, txn_id, label, "abort")
             n = t.txn_id
