@@ -238,14 +238,17 @@ class Storage:
         cur.execute(f"DROP TABLE IF EXISTS {staging_ref(txn_id)}")
 
     def staging_columns(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> list[str]:
-        rows = cur.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
-            "ORDER BY ordinal_position", [META, f"stg_{txn_id}"]
-        ).fetchall()
-        return [r[0] for r in rows]
+        """A staged load's columns (the load's staging table must exist).
+
+        Read from the table itself, not ``information_schema.columns``, which lists the columns
+        of every table — and every precommitted load is a staging table until it is committed.
+        """
+        rel = cur.execute(f"SELECT * FROM {staging_ref(txn_id)} LIMIT 0")
+        return [d[0] for d in rel.description or []]
 
     def merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int) -> int:
-        """Apply a staged load to its table inside the caller's transaction; returns rows applied."""
+        """Apply a staged load (one that staged rows) to its table inside the caller's transaction;
+        returns rows applied."""
         stg = staging_ref(txn_id)
         staged = set(self.staging_columns(cur, txn_id))
         if not staged:
