@@ -277,14 +277,20 @@ class SchemaChangeSteps:
         snapshot = runner.definition.source.newly_added_table_enabled
         if snapshot and new_tables:
             self._snapshot_new_tables(new_tables, upstream, events)
+        altered = {c.event.table_id for c, o in zip(derived, outcomes, strict=True) if o and o["outcome"] == "applied"}
         with runner.store.transaction() as tx:
             self._record_history(tx, upstream, events, ddl_offset)
             if not snapshot:
                 self._start_streaming(tx, new_tables, upstream, events, flushed_to, ddl_offset)
+            reread = self._mark_chunks_read_past(tx, altered, ddl_offset)
             self.registry.finish(tx, evolved)
+        if reread:
+            self.log(f"reading again {len(reread)} chunk(s) whose reads ended after the DDL: {', '.join(reread)}")
+            runner.run_chunks(reread)
+            runner.commit_chunks(reread)
         return {"status": RequestStatus.FINISHED.value, "behavior": behavior.value,
                 "changes": [{"change": c.describe(), **(o or {})} for c, o in zip(derived, outcomes, strict=True)],
-                "new_tables": [str(t) for t in new_tables]}
+                "new_tables": [str(t) for t in new_tables], "reread_chunks": reread}
 
     def resume(self, *, first_batch: bool = False) -> dict[str, Any]:
         """FINISHED → IDLE: the committed offset moves past the DDL and the pause ends (one
@@ -410,6 +416,31 @@ class SchemaChangeSteps:
                 continue
             self._add_stream_chunk(tx, table_id, schema, flushed_to, ddl_offset,
                                    f"table new to the stream at {ddl_offset}")
+
+    @staticmethod
+    def _mark_chunks_read_past(tx: Any, tables: set[TableId], ddl_offset: BinlogOffset) -> list[str]:
+        """Chunks of altered tables whose high watermark lies past the DDL go back to PENDING (next
+        generation) and their keys are returned, to be read again now that Doris has the change.
+
+        Such a chunk holds rows as they were after the DDL, but without what the DDL brought (the
+        snapshot left out columns Doris did not have yet, or its read began before the DDL), and
+        the stream will not replay those changes: its filter leaves everything up to a chunk's
+        high watermark to the chunk. A new read gets a later high watermark, so its rows win by
+        the sequence column. Marked in the transaction that finishes the change, so a crash
+        before the reads leaves them pending rather than forgotten.
+        """
+        from jobs.runner import COMMITTED, PENDING, chunk_key
+
+        keys: list[str] = []
+        for table_id in sorted(tables, key=str):
+            for record in tx.chunks(table_id=str(table_id)):
+                high = _offset(record.get("high_watermark"))
+                if record["status"] != COMMITTED or high is None or high <= ddl_offset:
+                    continue
+                tx.update_chunk(record["table_id"], record["chunk_index"], status=PENDING,
+                                generation=record["generation"] + 1, transactions=None)
+                keys.append(chunk_key(record["table_id"], record["chunk_index"]))
+        return keys
 
     def _snapshot_new_tables(self, tables: Sequence[TableId], upstream: dict[TableId, TableSchema | None],
                              events: Sequence[SchemaChangeEvent]) -> None:

@@ -11,6 +11,7 @@ transactions) comes back to the caller to record and commit.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,8 @@ from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
 from jobs.transforms import TableTransform, transform_for, transformed_schema
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,41 @@ def target_schema(schema: TableSchema, transform: TableTransform | None, df: Any
     return transformed_schema(schema, transform, list(df.schema.fields))
 
 
+def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...] | list[TableId]) -> TableSchema:
+    """The source columns every existing target table can receive.
+
+    A column added at the source while the snapshot runs reaches Doris only when the
+    schema-change job carries its DDL over — which waits for the snapshot to finish. Chunks read
+    meanwhile leave such columns out rather than fail; the job reads again every chunk whose
+    high watermark lies past the DDL once Doris has the column (``SchemaChangeSteps.apply``).
+    """
+    from cdc_core.doris.errors import TableMismatchError
+
+    names: set[str] | None = None
+    for target in targets:
+        try:
+            table = sink.table(target, refresh=True)
+        except TableMismatchError:
+            continue  # not there yet: it is created from the whole schema
+        have = {c.lower() for c in table.columns}
+        names = have if names is None else names & have
+    if names is None:
+        return schema
+    keep = [c for c in schema.columns if c.name.lower() in names]
+    if len(keep) == len(schema.columns):
+        return schema
+    missing_keys = [k for k in schema.primary_key if k.lower() not in names]
+    if missing_keys:
+        raise RuntimeError(
+            f"the Doris table(s) of {schema.table_id} lack its key column(s) {', '.join(missing_keys)}: the source's "
+            "key changed after the Doris table was created; drop the Doris table and snapshot the table again"
+        )
+    left_out = [c.name for c in schema.columns if c.name.lower() not in names]
+    log.warning("%s: column(s) %s are not in Doris yet; the chunks read now leave them out and are read again "
+                "when the schema change carries them over", schema.table_id, ", ".join(left_out))
+    return schema.with_columns(keep)
+
+
 def run_table(
     spark: Any,
     definition: PipelineDefinition,
@@ -102,6 +140,9 @@ def run_table(
         extra["fail_after_load_once"] = fail_after_load_once
     target_names = [str(t) for t in targets]
     sink_password = definition.sink.password.get_secret_value()
+    if transform is None:
+        schema = loadable_schema(sink, schema, targets)
+        read_spec["schema"] = schema.to_dict()
     if transform is None and definition.pipeline.spark_fused_chunk_tasks:
         for target in targets:
             sink.create_table(schema, target)

@@ -4,8 +4,9 @@ Every change checks first whether it is already in place, so re-applying it afte
 (the schema-change job resumes at APPLYING) is a no-op:
 
 * add column — skipped when the column exists; else light-schema-change check, ``ADD COLUMN``
-  (position ignored, as the connector does: Doris value columns follow the keys and the
-  sequence column, and loads match JSON by name and CSV by Doris's own order);
+  with the source's constant default, which the rows already in Doris take (position ignored,
+  as the connector does: Doris value columns follow the keys and the sequence column, and
+  loads match JSON by name and CSV by Doris's own order);
 * drop column — skipped when absent; else check (drop), ``DROP COLUMN``;
 * rename column — skipped when the old name is gone and the new one exists; else check (the
   connector checks with ``isDropColumn=true`` on the old name), ``RENAME COLUMN``;
@@ -63,6 +64,34 @@ _TYPE_ALIASES = {"DATETIMEV2": "DATETIME", "DATEV2": "DATE", "DECIMALV3": "DECIM
                  "JSONB": "JSON", "DATETIME(0)": "DATETIME"}
 
 
+_NOW = re.compile(r"^(current_timestamp|now|localtimestamp|localtime)(\(\d*\))?$", re.IGNORECASE)
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def default_clause(default: str | None, doris_type: str) -> str:
+    """`` DEFAULT …`` for an added column, so the rows Doris already holds take the value MySQL
+    gave its existing rows (Flink CDC's Doris applier passes the default on too).
+
+    ``default`` as ``information_schema.COLUMNS`` shows it (MariaDB quotes strings). Empty for
+    no default, NULL, a zero date, or an expression Doris cannot hold (those rows stay NULL).
+    """
+    if default is None or default.upper() == "NULL":
+        return ""
+    if _NOW.match(default):
+        return " DEFAULT CURRENT_TIMESTAMP" if doris_type.upper().startswith("DATETIME") else ""
+    if len(default) >= 2 and default[0] == default[-1] == "'":
+        text = default[1:-1].replace("''", "'")
+    elif _NUMBER.match(default):
+        text = default
+    else:
+        return ""
+    if text.startswith("0000-00-00"):
+        return ""
+    if doris_type.upper() == "BOOLEAN":
+        text = "false" if text in ("0", "0.0") else "true"
+    return " DEFAULT " + quote_string(text)
+
+
 def _normalize_type(text: str) -> str:
     """Doris type text in one spelling: ``DATETIMEV2(0)`` = ``datetime``, ``STRING`` = ``text``."""
     out = re.sub(r"\s+", "", text.upper())
@@ -105,8 +134,9 @@ class DorisMetadataApplier:
             if self.catalog.column_exists(db, table, event.column.name):
                 return AppliedChange("skipped", target, reason=f"column {event.column.name} exists")
             self.catalog.check_light_schema_change(db, table, event.column.name, drop=False)
+            doris_type = self.type_mapper(event.column)
             stmt = f"ALTER TABLE {qualified(db, table)} ADD COLUMN {quote_ident(event.column.name)} " \
-                   f"{self.type_mapper(event.column)}"
+                   f"{doris_type}{default_clause(event.column.default, doris_type)}"
             if event.column.comment:
                 stmt += " COMMENT " + quote_string(event.column.comment)
             return self._run(target, stmt)

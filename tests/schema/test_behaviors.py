@@ -229,3 +229,31 @@ def test_newly_added_table_is_snapshotted_first(pipeline_factory, root_conn, fre
     sql(root_conn, f"UPDATE `{db}`.n SET v = v * 10", f"INSERT INTO `{db}`.n VALUES (4, 40)")
     assert catch_up(runner) is None
     assert_rows_match(standin, root_conn, db, "n")
+
+
+def test_a_ddl_during_the_snapshot_is_carried_into_the_chunks_read_after_it(pipeline_factory, root_conn, fresh_db,
+                                                                            doris_standin, spark_session):
+    """A column added while the snapshot runs: chunks read before it are completed by the stream;
+    chunks whose reads ended after it (their rows could not carry the new column into Doris, and
+    the stream skips what a chunk covers) are read again once Doris has the column."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.s (id INT PRIMARY KEY, v INT)",
+        f"INSERT INTO `{db}`.s SELECT seq, seq FROM `{db}`.seq_1_to_300")
+    runner = PipelineRunner(pipeline_factory(f"{db}.s", source={"scan.incremental.snapshot.chunk.size": 100},
+                                             pipeline={"schema.change.behavior": "evolve"}))
+    keys = list(runner.plan_splits().chunk_keys)
+    assert len(keys) == 3
+    runner.run_chunks(keys[:1])
+    runner.commit_chunks(keys[:1])
+    sql(root_conn, f"ALTER TABLE `{db}`.s ADD COLUMN w INT DEFAULT 5",
+        f"UPDATE `{db}`.s SET w = id * 100 WHERE id IN (50, 150, 250)",
+        f"UPDATE `{db}`.s SET v = -v WHERE id IN (60, 160)")
+    runner.run_chunks(keys[1:])
+    runner.commit_chunks(keys[1:])
+    assert runner.snapshot_done()
+    assert catch_up(runner) is not None, "the stream stops before the DDL"
+    out = carry_next_ddl(runner)
+    assert out["apply"]["reread_chunks"] == keys[1:]
+    sql(root_conn, f"UPDATE `{db}`.s SET w = 7 WHERE id = 299")
+    assert catch_up(runner) is None
+    assert_rows_match(doris_standin, root_conn, db, "s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cdc_core.doris.errors import SchemaChangeError, TableMismatchError
+from cdc_core.doris.metadata_applier import default_clause
 from cdc_core.doris.rows import SEQUENCE_COLUMN
 from cdc_core.events import (
     AddColumnEvent,
@@ -152,3 +153,19 @@ def test_type_spellings_compare_equal():
     assert _normalize_type("decimal(10,2)") == _normalize_type("DECIMALV3(10, 2)")
     assert _normalize_type("date") == _normalize_type("DATEV2")
     assert _normalize_type("varchar(24)") != _normalize_type("VARCHAR(12)")
+
+
+@pytest.mark.parametrize(("default", "doris_type", "clause"), [
+    (None, "INT", ""),
+    ("NULL", "INT", ""),
+    ("5", "INT", " DEFAULT '5'"),
+    ("-1.50", "DECIMAL(10,2)", " DEFAULT '-1.50'"),
+    ("'it''s'", "VARCHAR(40)", " DEFAULT 'it\\'s'"),
+    ("current_timestamp()", "DATETIME(0)", " DEFAULT CURRENT_TIMESTAMP"),
+    ("current_timestamp(3)", "VARCHAR(40)", ""),
+    ("'0000-00-00 00:00:00'", "DATETIME(0)", ""),
+    ("1", "BOOLEAN", " DEFAULT 'true'"),
+    ("uuid()", "VARCHAR(36)", ""),
+])
+def test_an_added_column_keeps_its_constant_default(default, doris_type, clause):
+    assert default_clause(default, doris_type) == clause
