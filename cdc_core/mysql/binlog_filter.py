@@ -461,6 +461,11 @@ class BinlogEventFilter:
     def _due(self, tc: _TableChunks, image: dict[str, Any] | None, offset: BinlogOffset) -> bool:
         if image is None:
             return False
+        if tc.key_column not in image:
+            # The chunk key was renamed or dropped: no chunk can be told. Emit — a change a chunk
+            # already holds is harmless (its sequence value is below the chunk's rows'), a dropped
+            # one would be lost.
+            return True
         chunk = tc.find(image.get(tc.key_column))
         if chunk is None:
             return True  # no chunk covers the key: nothing snapshotted it, the binlog must carry it

@@ -73,6 +73,15 @@ def test_binary_search_by_chunk_high_watermark():
     assert f(ins(10**12, 701)) != []
 
 
+def test_an_image_without_the_chunk_key_is_emitted():
+    """After the chunk-key column was renamed the images carry another name: no chunk can be told,
+    and emitting is the safe side (the sequence column makes a covered change harmless)."""
+    f = make()
+    assert f(ins(50, 400, keyname="renamed_id")) == [ins(50, 400, keyname="renamed_id")]
+    assert f(upd(10, 20, 400, keyname="renamed_id")) == [upd(10, 20, 400, keyname="renamed_id")]
+    assert f(ins(50, 400)) == []  # the old name still decides where it is present
+
+
 def test_table_becomes_pure_binlog_after_max_high_watermark():
     f = make()
     assert f(ins(250, 701)) != []
