@@ -178,6 +178,7 @@ def print_guide(url: str, handles: list[PipelineHandle], home: Path) -> None:
 
 
 def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000) -> int:
+    parent = os.getppid()
     handles = load_handles([Path(p) for p in paths])
     home = dagster_home_for(handles)
     services = DagsterServices([h.path for h in handles], home, host=host, port=port)
@@ -187,6 +188,11 @@ def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000) -> int:
         services.wait_ready()
         print_guide(services.url, handles, services.home)
         while all(p.poll() is None for p in services.procs.values()):
+            if os.getppid() != parent:
+                # Whoever started us (``make demo``, a supervisor) is gone — a TERM sent to it alone
+                # never reaches us. Stop rather than leave the UI and the daemon running unowned.
+                print("tidemark dev: the parent process exited; stopping", file=sys.stderr, flush=True)
+                return 0
             time.sleep(1.0)
         dead = {n: p.returncode for n, p in services.procs.items() if p.poll() is not None}
         print(f"tidemark dev: dagster {', '.join(dead)} exited ({dead}); stopping", file=sys.stderr)

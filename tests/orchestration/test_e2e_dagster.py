@@ -7,6 +7,11 @@ Uses the real ``PipelineRunner`` (no double), the session's MariaDB and a privat
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +23,7 @@ from dagster import DagsterInstance, RunsFilter
 from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from cdc_core.config import load_pipeline
-from devstack.procs import free_port
+from devstack.procs import free_port, pid_alive
 from devstack.stack import DorisStandIn
 from jobs.runner import PipelineRunner
 from orchestration.dev import DagsterServices
@@ -156,3 +161,49 @@ def test_backfill_and_sensor_stream_a_live_workload(mysql_server, root_conn, fre
             runner.close()
             if writer.is_alive():
                 writer.stop()
+
+
+def test_tidemark_dev_stops_when_the_process_that_started_it_is_gone(mysql_server, root_conn, fresh_db,
+                                                                      doris_standin, tmp_path):
+    """``make demo`` ends in ``tidemark dev``; a TERM sent to make alone never reaches it. When its
+    parent is gone it stops the webserver and the daemon instead of leaving them unowned."""
+    _create_tables(root_conn, fresh_db)
+    name = f"dev_{fresh_db}"
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
+                                    fe=doris_standin.fe_http, name=name, state=tmp_path / "state"))
+    port = free_port()
+    tidemark = Path(sys.executable).parent / "tidemark"
+    parent = subprocess.Popen(
+        ["bash", "-c", f"'{tidemark}' dev '{path}' --port {port} > '{tmp_path}/dev.log' 2>&1 & echo $!; wait"],
+        stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT,
+    )
+    dev_pid = int(parent.stdout.readline())
+    url = f"http://127.0.0.1:{port}/server_info"
+    try:
+        deadline = time.monotonic() + 180
+        while not _answers(url):
+            assert time.monotonic() < deadline, (tmp_path / "dev.log").read_text()[-3000:]
+            assert pid_alive(dev_pid), (tmp_path / "dev.log").read_text()[-3000:]
+            time.sleep(1)
+        parent.kill()  # the parent alone, as a TERM to make would be
+        parent.wait()
+        deadline = time.monotonic() + 60
+        while pid_alive(dev_pid) or _answers(url):
+            assert time.monotonic() < deadline, "tidemark dev outlived its parent"
+            time.sleep(1)
+        assert "the parent process exited; stopping" in (tmp_path / "dev.log").read_text()
+    finally:
+        for pid in (dev_pid, parent.pid):  # after a failure: Ctrl-C-like stop of everything
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while pid_alive(dev_pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
