@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -167,11 +168,16 @@ def _open_store(spec: dict[str, Any]) -> Any:
     return StateStore.open(results.get("state_dir"), results.get("state_url"))
 
 
-def maybe_fail_once(spec: dict[str, Any]) -> None:
-    """Test hooks: fail this task after its loads were precommitted (the hard case) — once
-    (``fail_after_load_once``: a marker file path), or on every attempt (``fail_after_load_always``)."""
-    if spec.get("fail_after_load_always"):
+def maybe_fail_once(spec: dict[str, Any], chunk_index: int | None = None) -> None:
+    """Test hooks, after the task's loads were precommitted (the hard case): fail once
+    (``fail_after_load_once``: a marker file path), or on every attempt
+    (``fail_after_load_always``: true, or the chunk indexes that fail); ``slow_after_load_s``
+    keeps the other tasks busy that long."""
+    always = spec.get("fail_after_load_always")
+    if always is True or (isinstance(always, list) and chunk_index in always):
         raise RuntimeError("injected failure after precommit (fail_after_load_always)")
+    if spec.get("slow_after_load_s"):
+        time.sleep(float(spec["slow_after_load_s"]))
     marker = spec.get("fail_after_load_once")
     if marker and not os.path.exists(marker):
         with open(marker, "w") as handle:

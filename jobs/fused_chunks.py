@@ -26,8 +26,11 @@ label of the job — what the writer's ``abort`` does for the DataFrame path.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +39,8 @@ import pyarrow as pa
 log = logging.getLogger(__name__)
 
 MESSAGE_SCHEMA = "message string"
+CONNECT_STOP_GRACE_S = 30.0
+"""Spark Connect: how long after a failure the driver waits before aborting the job's loads."""
 TASKS_PER_SLOT = 4
 """Tasks per parallel slot: enough to even out chunks of unequal cost, few enough that the
 per-task cost stays small against the chunks' work."""
@@ -57,7 +62,7 @@ def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dic
                 sink = make_sink(write_spec, sink_password)
                 try:
                     committables = load_chunk(sink, write_spec, meta, table)
-                    maybe_fail_once(write_spec)
+                    maybe_fail_once(write_spec, chunk["index"])
                 except BaseException:
                     _SINKS.clear()
                     sink.close()
@@ -72,8 +77,9 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
               sink_password: str, driver_sink: Any, parallelism: int) -> list[dict[str, Any]]:
     """One Spark job over ``read_spec["chunks"]``; returns one message per chunk.
 
-    On failure every chunk label of the job is aborted in every target before the error
-    propagates, so nothing the job prepared is left behind.
+    On failure, once the job's other tasks have stopped (:func:`stop_job`), every chunk label of
+    the job is aborted in every target before the error propagates, so nothing the job prepared
+    is left behind.
     """
     count = len(read_spec["chunks"])
     if count == 0:
@@ -82,12 +88,65 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     job = spark.range(0, count, 1, tasks).mapInArrow(  # contiguous positions per partition
         _chunk_task(read_spec, source_password, write_spec, sink_password), MESSAGE_SCHEMA,
     )
+    group = f"tidemark-snapshot-{uuid.uuid4().hex}"
+    context = _classic_context(spark)
+    if context is not None:
+        context.setJobGroup(group, f"snapshot of {read_spec['table_id']}", interruptOnCancel=True)
     try:
         rows = job.collect()
     except BaseException:
+        stop_job(spark, context, group)
         abort_chunk_labels(driver_sink, write_spec, [c["index"] for c in read_spec["chunks"]])
         raise
+    finally:
+        if context is not None:
+            context.setLocalProperty("spark.jobGroup.id", None)
     return [json.loads(row["message"]) for row in rows]
+
+
+def _classic_context(spark: Any) -> Any:
+    try:
+        return spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect sessions have none
+        return None
+
+
+def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> None:
+    """Cancel a failed job's remaining tasks and wait until none runs.
+
+    When one task has failed for good, the others may still be loading: a load precommitted
+    after the driver's aborts would linger. A cancelled task ends when its executor thread does;
+    its Python worker is killed ``spark.python.task.killTimeout`` later (2 s by default), so the
+    wait ends that much after the last task. Spark Connect shows no task state: there the wait
+    is that grace plus the time a chunk may take (``stop_grace_s``).
+    """
+    kill_timeout = 2.0
+    with contextlib.suppress(Exception):  # an unreadable setting keeps the default
+        kill_timeout = _seconds(spark.conf.get("spark.python.task.killTimeout", "2s"))
+    if context is None:
+        time.sleep(kill_timeout + CONNECT_STOP_GRACE_S)
+        return
+    context.cancelJobGroup(group)
+    tracker = context.statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        stages = [s for j in tracker.getJobIdsForGroup(group) if (info := tracker.getJobInfo(j)) is not None
+                  for s in info.stageIds]
+        if not any((st := tracker.getStageInfo(s)) is not None and st.numActiveTasks > 0 for s in stages):
+            break
+        time.sleep(0.2)
+    else:
+        log.warning("tasks of the failed snapshot job %s still run after %.0f s; aborting its loads anyway",
+                    group, timeout_s)
+    time.sleep(kill_timeout + 0.5)
+
+
+def _seconds(text: str) -> float:
+    text = str(text).strip().lower()
+    for suffix, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text)
 
 
 def abort_chunk_labels(sink: Any, write_spec: dict[str, Any], indexes: list[int]) -> None:

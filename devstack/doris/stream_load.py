@@ -22,7 +22,7 @@ import sqlglot
 from . import loads
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Table
 from .storage import Storage, staging_ref
-from .transactions import LABEL_RE, LabelAlreadyUsed, TxnManager, fe_error
+from .transactions import LABEL_RE, LabelAlreadyUsed, TxnError, TxnManager, fe_error
 from .types import DorisType, quote_ident, quote_str
 
 _ERR_PREFIX = "error_log_insert_stmt_"
@@ -214,6 +214,9 @@ class StreamLoader:
             self._cleanup(txn.txn_id, staged)
             self.txns.fail(txn, str(e))
             return res.fail(str(e))
+        except TxnError as e:  # aborted while the load ran
+            self._cleanup(txn.txn_id, staged)
+            return res.fail(f"[ANALYSIS_ERROR]{fe_error(str(e))}")
         except Exception as e:
             self._cleanup(txn.txn_id, staged)
             self.txns.fail(txn, f"[INTERNAL_ERROR]{e}")

@@ -149,8 +149,15 @@ class TxnManager:
             if t.status in ("PREPARE", "PRECOMMITTED"):
                 self._set_aborted(cur, t, reason)
 
+    def _still_prepared(self, t: Txn) -> None:
+        """A load whose transaction was aborted while it ran (a 2PC abort by label, a timeout)
+        cannot finish it: the FE refuses, and the load fails."""
+        if t.status != "PREPARE":
+            raise TxnError(f"transaction [{t.txn_id}] is already aborted. abort reason: {t.reason}")
+
     def precommit(self, t: Txn, staged: bool) -> None:
         with self.st.transaction() as cur:
+            self._still_prepared(t)
             t.status = "PRECOMMITTED"
             t.staged = staged
             t.precommit_ms = now_ms()
@@ -163,6 +170,7 @@ class TxnManager:
         applied later by :meth:`tick`.
         """
         with self.st.transaction() as cur:
+            self._still_prepared(t)
             t.staged = staged
             t.commit_ms = now_ms()
             if visible_delay_ms > 0:

@@ -337,6 +337,22 @@ def test_prepare_is_not_precommitted(doris: StandInProcess, db: str) -> None:
     assert doris.txn(db, "commit", txn_id=txn)["status"] == "Success"
 
 
+def test_a_load_aborted_while_it_runs_fails_and_stays_aborted(doris: StandInProcess, db: str) -> None:
+    make_users(doris, db)
+    doris.fault(target="load", mode="delay", delay_s=1.5, label_prefix="doomed")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        fut = pool.submit(doris.load, db, "users", jsonl({"id": 1}), label="doomed1", two_phase_commit="true", **JSONL)
+        deadline = time.monotonic() + 10
+        while requests.get(f"{doris.fe}/api/{db}/get_load_state?label=doomed1", auth=AUTH).json()["data"] != "PREPARE":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert doris.txn(db, "abort", label="doomed1")["status"] == "Success"
+        res = fut.result()
+    assert res["Status"] == "Fail" and "is already aborted. abort reason: User Abort" in res["Message"], res
+    assert requests.get(f"{doris.fe}/api/{db}/get_load_state?label=doomed1", auth=AUTH).json()["data"] == "ABORTED"
+    assert doris.rows("SELECT count(*) FROM users", db) == [[0]]
+
+
 def test_empty_body_2pc_probe_loads(doris: StandInProcess, db: str) -> None:
     """The connector's lingering-transaction loop: empty 2PC loads per label until one is new."""
     make_users(doris, db)

@@ -92,8 +92,9 @@ def test_a_task_failing_after_precommit_is_retried_without_duplicates(
 
 def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn, fresh_db, doris_standin,
                                                     spark_session):
-    """Every attempt of a task fails after its precommit: the job fails, and the driver aborts
-    what the other tasks (and the failed attempts) prepared."""
+    """Every attempt of the first chunk's task fails after its precommit, while the other tasks
+    are still busy: the job fails, and the driver — once those tasks have stopped — aborts what
+    every task prepared, including loads that landed after the failure."""
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.pay (id INT PRIMARY KEY, amount INT)")
         cur.execute(f"INSERT INTO `{fresh_db}`.pay SELECT seq, seq FROM `{fresh_db}`.seq_1_to_1000")
@@ -107,7 +108,7 @@ def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn,
     read_spec = {"table_id": str(table), "schema": schema.to_dict(), "source": source_spec(definition),
                  "chunks": chunks}
     write_spec = writer_spec(definition, runner.sink.label_prefix, "snapshot", str(table), [str(table)],
-                             fail_after_load_always=True)
+                             fail_after_load_always=[0], slow_after_load_s=0.8)
     with pytest.raises(Exception, match="fail_after_load_always"):
         run_fused(spark_session, read_spec, "cdc", write_spec, "", runner.sink, parallelism=2)
     states = {doris_load_state(doris_standin, fresh_db, runner.sink.label(table, snapshot_batch_id(str(table), i)))
