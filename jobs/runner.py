@@ -454,7 +454,25 @@ class PipelineRunner:
         if saved is not None:
             return StartupPlan.from_dict(saved)
         plan = resolve_startup(self.definition.source, self.settings)
-        self.store.put(BINLOG_NS, "startup", plan.to_dict())
+        schemas: list[TableSchema] = []
+        if not plan.snapshot and plan.start is not None:
+            # The captured tables' schemas now, recorded at the start: a DDL that runs before the
+            # first batch then reaches the stream as a change, and the rows written before it
+            # decode with the schema they were written with.
+            conn = self._connect()
+            try:
+                schemas = [self._live_schema(conn, t) for t in self._captured_tables()]
+            finally:
+                conn.close()
+        from cdc_core.mysql.schema_history import SchemaHistory
+
+        with self.store.transaction() as tx:
+            if tx.get(BINLOG_NS, "startup") is not None:  # another process got here first
+                return StartupPlan.from_dict(tx.get(BINLOG_NS, "startup"))
+            if schemas:
+                SchemaHistory(self.store).bootstrap(schemas, plan.start, tx=tx)
+                tx.put(BINLOG_NS, "startup_schemas", True)
+            tx.put(BINLOG_NS, "startup", plan.to_dict())
         return plan
 
     def _finished_chunks(self) -> list[Any]:
@@ -534,12 +552,17 @@ class PipelineRunner:
         source = self.definition.source
         history = SchemaHistory(self.store)
         captured_tables = self._captured_tables()
-        conn = self._connect()
-        try:
-            history.bootstrap([self._live_schema(conn, t) for t in captured_tables
-                               if history.schema_at(t, start) is None], start)
-        finally:
-            conn.close()
+        if not self.store.get(BINLOG_NS, "startup_schemas"):
+            # Schemas not recorded when the stream's start was fixed (a snapshot's tables are
+            # recorded by its plan; a state from an older release has none): as they are now.
+            # Otherwise a table the history lacks was created after the start, and its CREATE
+            # TABLE in the binlog brings it in.
+            conn = self._connect()
+            try:
+                history.bootstrap([self._live_schema(conn, t) for t in captured_tables
+                                   if history.schema_at(t, start) is None], start)
+            finally:
+                conn.close()
         def live_schema(table_id: TableId) -> TableSchema | None:
             # A table the history does not know (renamed into a captured name, created before a
             # no-snapshot start): its schema as the server has it now.

@@ -257,3 +257,25 @@ def test_a_ddl_during_the_snapshot_is_carried_into_the_chunks_read_after_it(pipe
     sql(root_conn, f"UPDATE `{db}`.s SET w = 7 WHERE id = 299")
     assert catch_up(runner) is None
     assert_rows_match(doris_standin, root_conn, db, "s")
+
+
+def test_latest_offset_a_ddl_before_the_first_batch_is_carried_as_a_change(pipeline_factory, root_conn, fresh_db,
+                                                                           doris_standin):
+    """The stream starts at the latest offset when the pipeline first runs; a column added before its
+    first batch reaches Doris as a schema change, and the rows written before it keep MySQL's
+    values (the added column's default included)."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.e (id INT PRIMARY KEY, v INT)")
+    runner = PipelineRunner(pipeline_factory(f"{db}.e", source={"scan.startup.mode": "latest-offset"},
+                                             pipeline={"schema.change.behavior": "evolve"}))
+    runner.binlog_lag()  # the first run: the start is fixed here
+    sql(root_conn, f"INSERT INTO `{db}`.e VALUES (1, 1), (2, 2)",
+        f"ALTER TABLE `{db}`.e ADD COLUMN w INT NOT NULL DEFAULT 9",
+        f"INSERT INTO `{db}`.e VALUES (3, 3, 33)")
+    assert catch_up(runner) is not None, "the first batch stops before the DDL"
+    assert doris_columns(doris_standin, db, "e") == {"id": "int", "v": "int"}
+    out = carry_next_ddl(runner)
+    assert [c["outcome"] for c in out["apply"]["changes"]] == ["applied"]
+    assert catch_up(runner) is None
+    assert doris_rows(doris_standin, db, "e", ["id", "v", "w"]) == [(1, 1, 9), (2, 2, 9), (3, 3, 33)]
+    assert_rows_match(doris_standin, root_conn, db, "e")
