@@ -119,7 +119,7 @@ class DorisArrowWriter(DataSourceArrowWriter):
                 for target_text in spec["targets"]:
                     if table.num_rows:
                         committables.append(sink.load(TableId.parse(target_text), batch_id, table).to_dict())
-            maybe_fail_once(spec)
+            after_load_test_hooks(spec)
         except BaseException:
             _SINKS.clear()
             sink.close()
@@ -168,7 +168,7 @@ def _open_store(spec: dict[str, Any]) -> Any:
     return StateStore.open(results.get("state_dir"), results.get("state_url"))
 
 
-def maybe_fail_once(spec: dict[str, Any], chunk_index: int | None = None) -> None:
+def after_load_test_hooks(spec: dict[str, Any], chunk_index: int | None = None) -> None:
     """Test hooks, after the task's loads were precommitted (the hard case): fail once
     (``fail_after_load_once``: a marker file path), or on every attempt
     (``fail_after_load_always``: true, or the chunk indexes that fail); ``slow_after_load_s``

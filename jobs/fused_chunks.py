@@ -10,18 +10,19 @@ rows of the bench table (``bench/snapshot_spark.py``), against ~1.2 s for the ch
 So, by default, such a table's chunks run as ``mapInArrow`` over the chunk positions. Each task
 takes a contiguous run of chunks — ``pipeline.parallelism`` × :data:`TASKS_PER_SLOT` tasks in
 all — because a Spark task costs ~0.1 s of its own here (measured between tasks in one Python
-worker), as much as reading and loading an 8096-row chunk. For each chunk the task does what the ``tidemark_snapshot`` source and the
-``tidemark_doris`` writer do — :func:`jobs.snapshot_source.read_chunk`, then
-:func:`jobs.doris_writer.load_chunk` — in one Python worker, and returns only its message:
-the prepared transactions and the chunk's rows and watermarks. Spark still schedules the
-tasks, runs ``pipeline.parallelism`` of them at a time, retries a failed one and runs them on
-any cluster. ``tidemark.spark.fused-chunk-tasks: false`` sends every table through the
-DataFrame (source → writer, one task per chunk) instead; a table with a transform always takes
-that path.
+worker), as much as reading and loading an 8096-row chunk. For each chunk the task does what
+the ``tidemark_snapshot`` source and the ``tidemark_doris`` writer do —
+:func:`jobs.snapshot_source.read_chunk`, then :func:`jobs.doris_writer.load_chunk` — in one
+Python worker, and returns only its message: the prepared transactions and the chunk's rows and
+watermarks. Spark still schedules the tasks, runs ``pipeline.parallelism`` of them at a time,
+retries a failed one and runs them on any cluster. ``tidemark.spark.fused-chunk-tasks: false``
+sends every table through the DataFrame (source → writer, one task per chunk) instead; a table
+with a transform always takes that path.
 
 Failures: a retried task reads and loads all its chunks again, each load aborting what an
-earlier attempt left under the chunk's label first (:func:`load_chunk`). When the job fails as a whole, the driver aborts every chunk
-label of the job — what the writer's ``abort`` does for the DataFrame path.
+earlier attempt left under the chunk's label first (:func:`load_chunk`). When the job fails as
+a whole, the driver waits for its other tasks to stop, then aborts every chunk label of the
+job — what the writer's ``abort`` does for the DataFrame path.
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ per-task cost stays small against the chunks' work."""
 
 def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
                 sink_password: str) -> Any:
-    """The function each task runs: chunk indexes in, one JSON message per chunk out."""
+    """The function each task runs: chunk positions in, one JSON message per chunk out."""
     chunks = read_spec["chunks"]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from jobs.doris_writer import _SINKS, load_chunk, make_sink, maybe_fail_once
+        from jobs.doris_writer import _SINKS, after_load_test_hooks, load_chunk, make_sink
         from jobs.snapshot_source import read_chunk
 
         for batch in batches:
@@ -62,7 +63,7 @@ def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dic
                 sink = make_sink(write_spec, sink_password)
                 try:
                     committables = load_chunk(sink, write_spec, meta, table)
-                    maybe_fail_once(write_spec, chunk["index"])
+                    after_load_test_hooks(write_spec, chunk["index"])
                 except BaseException:
                     _SINKS.clear()
                     sink.close()
