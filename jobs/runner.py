@@ -447,7 +447,9 @@ class PipelineRunner:
 
     def _startup(self) -> Any:
         """The resolved ``scan.startup.mode``, fixed at first use (``latest-offset`` means the
-        latest offset when the pipeline first ran, not at every run)."""
+        latest offset when the pipeline first ran, not at every run). A start without a snapshot
+        records the captured tables' schemas at that offset in the same transaction."""
+        from cdc_core.mysql.schema_history import SchemaHistory
         from cdc_core.mysql.startup import StartupPlan, resolve_startup
 
         saved = self.store.get(BINLOG_NS, "startup")
@@ -456,16 +458,13 @@ class PipelineRunner:
         plan = resolve_startup(self.definition.source, self.settings)
         schemas: list[TableSchema] = []
         if not plan.snapshot and plan.start is not None:
-            # The captured tables' schemas now, recorded at the start: a DDL that runs before the
-            # first batch then reaches the stream as a change, and the rows written before it
-            # decode with the schema they were written with.
+            # A DDL that runs before the first batch then reaches the stream as a change, and the
+            # rows written before it decode with the schema they were written with.
             conn = self._connect()
             try:
                 schemas = [self._live_schema(conn, t) for t in self._captured_tables()]
             finally:
                 conn.close()
-        from cdc_core.mysql.schema_history import SchemaHistory
-
         with self.store.transaction() as tx:
             if tx.get(BINLOG_NS, "startup") is not None:  # another process got here first
                 return StartupPlan.from_dict(tx.get(BINLOG_NS, "startup"))
