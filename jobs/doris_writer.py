@@ -71,6 +71,12 @@ def make_sink(spec: dict[str, Any], password: str) -> Any:
     return sink
 
 
+def discard_sink(sink: Any) -> None:
+    """After a failed load: the next task of this worker starts with a fresh sink."""
+    _SINKS.clear()
+    sink.close()
+
+
 def _task_context() -> tuple[int, int]:
     try:
         from pyspark import TaskContext
@@ -121,8 +127,7 @@ class DorisArrowWriter(DataSourceArrowWriter):
                         committables.append(sink.load(TableId.parse(target_text), batch_id, table).to_dict())
             after_load_test_hooks(spec)
         except BaseException:
-            _SINKS.clear()
-            sink.close()
+            discard_sink(sink)
             raise
         return LoadMessage(committables, chunks, table.num_rows)
 

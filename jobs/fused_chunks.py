@@ -37,6 +37,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from cdc_core.config.durations import parse_duration
+from jobs.spark import spark_context
+
 log = logging.getLogger(__name__)
 
 MESSAGE_SCHEMA = "message string"
@@ -53,7 +56,7 @@ def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dic
     chunks = read_spec["chunks"]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from jobs.doris_writer import _SINKS, after_load_test_hooks, load_chunk, make_sink
+        from jobs.doris_writer import after_load_test_hooks, discard_sink, load_chunk, make_sink
         from jobs.snapshot_source import read_chunk
 
         for batch in batches:
@@ -65,8 +68,7 @@ def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dic
                     committables = load_chunk(sink, write_spec, meta, table)
                     after_load_test_hooks(write_spec, chunk["index"])
                 except BaseException:
-                    _SINKS.clear()
-                    sink.close()
+                    discard_sink(sink)
                     raise
                 message = {"committables": committables, "chunks": [meta], "rows": table.num_rows}
                 yield pa.RecordBatch.from_pydict({"message": [json.dumps(message)]})
@@ -90,7 +92,7 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
         _chunk_task(read_spec, source_password, write_spec, sink_password), MESSAGE_SCHEMA,
     )
     group = f"tidemark-snapshot-{uuid.uuid4().hex}"
-    context = _classic_context(spark)
+    context = spark_context(spark)
     if context is not None:
         context.setJobGroup(group, f"snapshot of {read_spec['table_id']}", interruptOnCancel=True)
     try:
@@ -105,13 +107,6 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     return [json.loads(row["message"]) for row in rows]
 
 
-def _classic_context(spark: Any) -> Any:
-    try:
-        return spark.sparkContext
-    except Exception:  # noqa: BLE001 - Spark Connect sessions have none
-        return None
-
-
 def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> None:
     """Cancel a failed job's remaining tasks and wait until none runs.
 
@@ -123,7 +118,7 @@ def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> 
     """
     kill_timeout = 2.0
     with contextlib.suppress(Exception):  # an unreadable setting keeps the default
-        kill_timeout = _seconds(spark.conf.get("spark.python.task.killTimeout", "2s"))
+        kill_timeout = parse_duration(spark.conf.get("spark.python.task.killTimeout", "2s"))
     if context is None:
         time.sleep(kill_timeout + CONNECT_STOP_GRACE_S)
         return
@@ -142,30 +137,21 @@ def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> 
     time.sleep(kill_timeout + 0.5)
 
 
-def _seconds(text: str) -> float:
-    text = str(text).strip().lower()
-    for suffix, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * factor
-    return float(text)
-
-
 def abort_chunk_labels(sink: Any, write_spec: dict[str, Any], indexes: list[int]) -> None:
-    """Abort whatever the chunks' loads precommitted, in every target (unknown labels are fine).
+    """Abort whatever the chunks' loads left prepared, in every target (the sink's recovery
+    probe: unknown and aborted labels are fine).
 
-    A label that cannot be aborted now stays for the runner's recovery, which aborts prepared
+    Labels that cannot be aborted now stay for the runner's recovery, which aborts prepared
     loads of chunks that were not recorded as done."""
     from cdc_core.doris.labels import snapshot_batch_id
     from cdc_core.schema import TableId
 
     generations = write_spec.get("generations", {})
-    for index in indexes:
-        batch_id = snapshot_batch_id(write_spec["source_table"], index, int(generations.get(str(index), 0)))
-        for target_text in write_spec["targets"]:
-            target = TableId.parse(target_text)
-            label = sink.label(target, batch_id)
-            try:
-                sink.committer.abort_label(target.database, label)
-            except Exception as exc:  # noqa: BLE001 - the job's error is the one to raise
-                log.warning("could not abort %s in %s after the failed snapshot job (recovery will): %s",
-                            label, target.database, exc)
+    probes = [(TableId.parse(target), snapshot_batch_id(write_spec["source_table"], index,
+                                                        int(generations.get(str(index), 0))))
+              for index in indexes for target in write_spec["targets"]]
+    try:
+        sink.recover(probe=probes)
+    except Exception as exc:  # noqa: BLE001 - the job's error is the one to raise
+        log.warning("could not abort the loads of the failed snapshot job of %s (recovery will): %s",
+                    write_spec["source_table"], exc)

@@ -97,11 +97,17 @@ def _ship_code(session: Any, remote: bool) -> None:
         session.sparkContext.addPyFile(str(archive))
 
 
-def _is_stopped(session: Any) -> bool:
+def spark_context(session: Any) -> Any:
+    """The session's SparkContext, or None for a Spark Connect session (it has none)."""
     try:
-        return session.sparkContext._jsc is None  # noqa: SLF001 - the only cheap liveness check
-    except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
-        return False
+        return session.sparkContext
+    except Exception:  # noqa: BLE001 - Connect raises on the attribute
+        return None
+
+
+def _is_stopped(session: Any) -> bool:
+    context = spark_context(session)
+    return context is not None and context._jsc is None  # noqa: SLF001 - the only cheap liveness check
 
 
 def stop_spark() -> None:
