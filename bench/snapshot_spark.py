@@ -1,6 +1,7 @@
 """Snapshot throughput through Spark into the Doris stand-in, against the C client scan of the same table.
 
-    .venv/bin/python bench/snapshot_spark.py [--rows 1000000] [--chunk-size 8096] [--parallelism 2] [--dataframe]
+    .venv/bin/python bench/snapshot_spark.py [--rows 1000000] [--chunk-size 8096] [--parallelism 2]
+        [--dataframe | --read-only]
 
 Starts its own MariaDB and Doris stand-in on free ports in a temporary directory, fills
 ``shop.t(id bigint pk, name varchar(64), amount decimal(10,2), ts datetime(3))`` as in
@@ -8,11 +9,14 @@ machine-notes §4, and measures in the same run:
 
 * the limit: ``mariadb --quick -e 'SELECT * FROM shop.t' > /dev/null`` as ``cdc`` over TCP (best of 2);
 * ours: ``PipelineRunner.run_chunks`` over every chunk — from the start of the job to the last
-  prepared load (the Spark session and its Python workers are started and warmed before, as in
-  a long-running process).
+  prepared load (the Spark session, its JVM and its Python workers are started and warmed with a
+  few small jobs before, as in a long-running process).
 
 By default each Spark task reads and loads its chunks (``jobs.fused_chunks``); ``--dataframe``
 measures the DataFrame path instead (chunk source → Doris writer, the rows crossing the JVM).
+``--read-only`` measures the ceiling the loads leave: the same job, whose tasks read their
+chunks (watermarks, scan, conversion) and load nothing — what Spark and the reads alone reach
+on this machine. Nothing is committed then.
 Also prints the CPU seconds each kind of process spent during the job (Python workers, the
 Doris stand-in, the JVM, MariaDB), which shows where a 2-core machine's time goes.
 
@@ -44,6 +48,9 @@ def c_client_scan(port: int) -> float:
     return best
 
 
+WARM_JOBS = 8
+
+
 def warm_worker(batches):  # noqa: ANN001, ANN201 - a mapInArrow function
     import connectorx  # noqa: F401
     import pyarrow as pa
@@ -54,6 +61,24 @@ def warm_worker(batches):  # noqa: ANN001, ANN201 - a mapInArrow function
 
     for _ in batches:
         yield pa.RecordBatch.from_pydict({"ok": [True]})
+
+
+def read_only_task(read_spec, source_password, write_spec, sink_password):  # noqa: ANN001, ANN201, ARG001
+    """Stands in for ``jobs.fused_chunks._chunk_task`` with ``--read-only``: read, load nothing."""
+    chunks = read_spec["chunks"]
+
+    def run(batches):  # noqa: ANN001, ANN202
+        import pyarrow as pa
+
+        from jobs.snapshot_source import read_chunk
+
+        for batch in batches:
+            for position in batch.column(0).to_pylist():
+                table, meta = read_chunk(read_spec, source_password, chunks[position])
+                message = {"committables": [], "chunks": [meta], "rows": table.num_rows}
+                yield pa.RecordBatch.from_pydict({"message": [json.dumps(message)]})
+
+    return run
 
 
 def cpu_seconds() -> dict[str, float]:
@@ -79,7 +104,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--chunk-size", type=int, default=8096)
     parser.add_argument("--parallelism", type=int, default=2)
-    parser.add_argument("--dataframe", action="store_true", help="rows through a DataFrame, not fused tasks")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--dataframe", action="store_true", help="rows through a DataFrame, not fused tasks")
+    mode.add_argument("--read-only", action="store_true", help="the same job without its loads (a ceiling)")
     args = parser.parse_args()
 
     from cdc_core.config import load_pipeline
@@ -122,8 +149,14 @@ def main() -> None:
         runner = PipelineRunner(load_pipeline(pipeline, env={}))
         spark = get_spark(runner.definition)
         spark.range(1000).count()  # warm the session, as a long-running process has it
-        # … and its Python workers (they keep their imports from task to task)
-        spark.range(0, args.parallelism, 1, args.parallelism).mapInArrow(warm_worker, "ok boolean").collect()
+        # … its JVM (the first jobs with Python tasks cost it several times a warm one's CPU) and
+        # its Python workers (they keep their imports from task to task)
+        for _ in range(WARM_JOBS):
+            spark.range(0, 64, 1, 4 * args.parallelism).mapInArrow(warm_worker, "ok boolean").collect()
+        if args.read_only:
+            import jobs.fused_chunks
+
+            jobs.fused_chunks._chunk_task = read_only_task
         keys = list(runner.plan_splits().chunk_keys)
         before = cpu_seconds()
         t0 = time.perf_counter()
@@ -131,11 +164,13 @@ def main() -> None:
         job_s = time.perf_counter() - t0
         after = cpu_seconds()
         t1 = time.perf_counter()
-        runner.commit_chunks(keys)
+        if not args.read_only:
+            runner.commit_chunks(keys)
         commit_s = time.perf_counter() - t1
         loaded = sum(r.rows for r in results)
         assert loaded == rows, f"loaded {loaded} of {rows} rows"
         report = {
+            "mode": "read-only" if args.read_only else "dataframe" if args.dataframe else "fused",
             "rows": rows,
             "chunks": len(keys),
             "chunk_size": args.chunk_size,

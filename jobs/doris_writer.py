@@ -150,7 +150,8 @@ def load_chunk(sink: Any, spec: dict[str, Any], chunk: dict[str, Any], table: pa
     """Precommit one snapshot chunk into every target; returns the prepared transactions.
 
     An earlier attempt may have read the chunk at another watermark: whatever it left under the
-    label is aborted first, never reused.
+    label is aborted, never reused (``fresh``). An empty chunk loads nothing, so it aborts such a
+    leftover itself.
     """
     from cdc_core.doris.labels import snapshot_batch_id
     from cdc_core.schema import TableId
@@ -160,9 +161,10 @@ def load_chunk(sink: Any, spec: dict[str, Any], chunk: dict[str, Any], table: pa
     committables = []
     for target_text in spec["targets"]:
         target = TableId.parse(target_text)
-        sink.committer.abort_label(target.database, sink.label(target, batch_id))
         if table.num_rows:
-            committables.append(sink.load(target, batch_id, table).to_dict())
+            committables.append(sink.load(target, batch_id, table, fresh=True).to_dict())
+        else:
+            sink.committer.abort_label(target.database, sink.label(target, batch_id))
     return committables
 
 

@@ -8,9 +8,10 @@ rows of the bench table (``bench/snapshot_spark.py``), against ~1.2 s for the ch
 ~4 s for the stream loads.
 
 So, by default, such a table's chunks run as ``mapInArrow`` over the chunk positions. Each task
-takes a contiguous run of chunks — ``pipeline.parallelism`` × :data:`TASKS_PER_SLOT` tasks in
-all — because a Spark task costs ~0.1 s of its own here (measured between tasks in one Python
-worker), as much as reading and loading an 8096-row chunk. For each chunk the task does what
+takes a contiguous run of at least :data:`MIN_CHUNKS_PER_TASK` chunks (:func:`task_count`),
+because a Spark task with a Python function costs ~0.1 s of its own here (~45 ms of JVM and as
+much of Python worker CPU, measured with trivial tasks), about as much as reading and loading
+two 8096-row chunks. For each chunk the task does what
 the ``tidemark_snapshot`` source and the ``tidemark_doris`` writer do —
 :func:`jobs.snapshot_source.read_chunk`, then :func:`jobs.doris_writer.load_chunk` — in one
 Python worker, and returns only its message: the prepared transactions and the chunk's rows and
@@ -45,9 +46,19 @@ log = logging.getLogger(__name__)
 MESSAGE_SCHEMA = "message string"
 CONNECT_STOP_GRACE_S = 30.0
 """Spark Connect: how long after a failure the driver waits before aborting the job's loads."""
-TASKS_PER_SLOT = 4
-"""Tasks per parallel slot: enough to even out chunks of unequal cost, few enough that the
-per-task cost stays small against the chunks' work."""
+MIN_CHUNKS_PER_TASK = 64
+"""Chunks per task at the least: the per-task cost stays a few per cent of the chunks' work, and
+a retried task redoes at most a few seconds of it."""
+
+
+def task_count(chunks: int, parallelism: int) -> int:
+    """Tasks for a table's chunks: a multiple of ``parallelism`` (every slot gets as many), each
+    with at least :data:`MIN_CHUNKS_PER_TASK` chunks where there are that many."""
+    if chunks <= 0:
+        return 0
+    parallelism = max(1, parallelism)
+    per_slot = max(1, -(-chunks // (parallelism * MIN_CHUNKS_PER_TASK)))
+    return min(chunks, parallelism * per_slot)
 
 
 def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
@@ -87,7 +98,7 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     count = len(read_spec["chunks"])
     if count == 0:
         return []
-    tasks = max(1, min(count, parallelism * TASKS_PER_SLOT))
+    tasks = task_count(count, parallelism)
     job = spark.range(0, count, 1, tasks).mapInArrow(  # contiguous positions per partition
         _chunk_task(read_spec, source_password, write_spec, sink_password), MESSAGE_SCHEMA,
     )

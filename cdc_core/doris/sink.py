@@ -131,12 +131,13 @@ class DorisSink:
         return make_label(self.label_prefix, target.database, target.table, batch_id)
 
     def load(self, target: TableId, batch_id: str, rows: Any, *, sequence: int | None = None,
-             fmt: str | None = None) -> Committable:
+             fmt: str | None = None, fresh: bool = False) -> Committable:
         """Precommit one batch of rows into ``target``; the label comes from ``batch_id``.
 
         ``rows``: dicts (``rows.event_row``/``snapshot_row`` add the delete sign and the
         sequence) or a pyarrow Table/RecordBatch(es). ``sequence`` fills the sequence column
-        where a row has none (a snapshot chunk's high watermark ``.sequence``).
+        where a row has none (a snapshot chunk's high watermark ``.sequence``). ``fresh``: what an
+        earlier attempt precommitted under the label is aborted, not reused (a snapshot chunk).
         """
         table = self.table(target)
         delete_sign = table.unique and self.enable_delete
@@ -146,7 +147,7 @@ class DorisSink:
         return self.loader.load(
             target.database, target.table, self.label(target, batch_id), rows,
             columns=table.columns, delete_sign=delete_sign,
-            sequence=sequence if table.sequence_column else None, fmt=fmt,
+            sequence=sequence if table.sequence_column else None, fmt=fmt, fresh=fresh,
         )
 
     def load_buffers(self, batches: Mapping[TableId, Any], batch_id: str, *,

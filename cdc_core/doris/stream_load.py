@@ -11,6 +11,11 @@ the same label after any failure — a lost response, a crash, a retry by Dagste
 * ``Label Already Exists`` + ``RUNNING``: an attempt died mid-stream; it is aborted (which
   frees the label) and the load is sent again.
 
+A snapshot chunk is not the same rows on a retry (it may be read at a later high watermark), so
+it loads with ``fresh=True``: an earlier attempt's precommitted load is aborted and the load sent
+again, and a label that is already committed is an error (:class:`TransactionCommittedError`).
+That costs a round trip only when a label is taken, not one abort per chunk up front.
+
 A load that Doris fails, or that filters rows, raises :class:`StreamLoadError` with Doris's
 ``Message`` and the text behind ``ErrorURL``; a prepared load with filtered rows is aborted
 first, so it cannot be committed by accident.
@@ -33,6 +38,7 @@ from cdc_core.doris.errors import (
     DorisResponseError,
     LabelError,
     StreamLoadError,
+    TransactionCommittedError,
 )
 from cdc_core.doris.labels import validate_label
 from cdc_core.doris.rows import Payload, PayloadBuilder, _is_arrow
@@ -92,8 +98,9 @@ class StreamLoader:
 
     def load(self, database: str, table: str, label: str, rows: Any, *,
              columns: Sequence[str] | None = None, delete_sign: bool = True,
-             sequence: int | None = None, fmt: str | None = None) -> Committable:
-        """Precommit ``rows`` into ``database.table`` under ``label``; see the module docstring."""
+             sequence: int | None = None, fmt: str | None = None, fresh: bool = False) -> Committable:
+        """Precommit ``rows`` into ``database.table`` under ``label``; see the module docstring
+        (``fresh``: never reuse what an earlier attempt left under the label)."""
         validate_label(label)
         if fmt is None and not self.explicit_format and _is_arrow(rows):
             fmt = "arrow"  # Arrow input travels as Arrow unless the pipeline chose a format
@@ -102,7 +109,7 @@ class StreamLoader:
         try:
             for _round in range(self.max_label_rounds):
                 body = self._put(database, table, label, payload)
-                result = self._interpret(database, table, label, payload, body)
+                result = self._interpret(database, table, label, payload, body, fresh=fresh)
                 if result is not None:
                     return result
             raise LabelError(
@@ -191,7 +198,7 @@ class StreamLoader:
     # -- the answer ----------------------------------------------------------------------------
 
     def _interpret(self, database: str, table: str, label: str, payload: Payload,
-                   body: dict[str, Any]) -> Committable | None:
+                   body: dict[str, Any], *, fresh: bool = False) -> Committable | None:
         status = body.get("Status")
         message = self.client.redact(str(body.get("Message", "")))
         where = f"{database}.{table} (label {label})"
@@ -215,27 +222,30 @@ class StreamLoader:
             txn = _txn_from_message(message)
             if txn is None and isinstance(body.get("TxnId"), int) and body["TxnId"] > 0:
                 txn = body["TxnId"]
+            if existing is None and self.committer is not None:
+                # Doris 1.x answers without ExistingJobStatus: ask for the label's state instead.
+                state = self.committer.states.state(database, label)
+                existing = {"PRECOMMITTED": "PRECOMMITTED", "COMMITTED": "FINISHED", "VISIBLE": "FINISHED"}.get(
+                    state, "RUNNING")
+            if fresh and existing == "FINISHED":
+                raise TransactionCommittedError(
+                    f"label of {where} is already committed (txn {txn}); a chunk read again needs a new label")
+            if fresh and existing == "PRECOMMITTED" and self.committer is not None:
+                log.info("label %s holds an earlier attempt's load (txn %s): aborting it and loading again",
+                         label, txn)
+                self._abort_holder(database, label, txn)
+                return None
             if existing == "PRECOMMITTED":
                 log.info("label %s already precommitted as txn %s: reusing it", label, txn)
                 return Committable(database, table, label, txn, payload.rows)
             if existing == "FINISHED":
                 log.info("label %s already committed (txn %s)", label, txn)
                 return Committable(database, table, label, txn, payload.rows)
-            if existing is None and self.committer is not None:
-                # Doris 1.x answers without ExistingJobStatus: ask for the label's state instead.
-                state = self.committer.states.state(database, label)
-                existing = {"PRECOMMITTED": "PRECOMMITTED", "COMMITTED": "FINISHED", "VISIBLE": "FINISHED"}.get(
-                    state, "RUNNING")
-                if existing != "RUNNING":
-                    return Committable(database, table, label, txn, payload.rows)
             if existing == "RUNNING" or existing is None:
                 if self.committer is None:
                     raise LabelError(f"label of {where} is held by a running load (txn {txn}): {message}")
                 log.warning("label %s held by a running load (txn %s): aborting it and loading again", label, txn)
-                if txn is not None:
-                    self.committer.abort_txn(database, txn)
-                else:
-                    self.committer.abort_label(database, label)
+                self._abort_holder(database, label, txn)
                 return None
             raise LabelError(f"label of {where} exists with status {existing!r}: {message}")
         if "no valid Basic authorization" in message or "Access denied" in message:
@@ -244,6 +254,12 @@ class StreamLoader:
                 "— check the sink's username and password"
             )
         raise self._load_error(where, body, message or f"status {status!r}")
+
+    def _abort_holder(self, database: str, label: str, txn: int | None) -> None:
+        if txn is not None:
+            self.committer.abort_txn(database, txn)
+        else:
+            self.committer.abort_label(database, label)
 
     def _load_error(self, where: str, body: dict[str, Any], reason: str) -> StreamLoadError:
         url = body.get("ErrorURL")

@@ -100,8 +100,8 @@ class TxnManager:
         if t.txn_id not in ids:
             ids.append(t.txn_id)
 
-    def _save(self, cur: Any, t: Txn) -> None:
-        self.st.save_txn(cur, asdict(t))
+    def _save(self, cur: Any, t: Txn, *, new: bool = False) -> None:
+        self.st.save_txn(cur, asdict(t), new=new)
 
     def _set_aborted(self, cur: Any, t: Txn, reason: str) -> None:
         if t.staged:
@@ -139,7 +139,7 @@ class TxnManager:
                 raise LabelAlreadyUsed(holder)
             t = Txn(txn_id=self.st.next_id(cur, "txn", 1000), db=db, label=label, tbl=tbl, status="PREPARE",
                     two_pc=two_pc, prepare_ms=now_ms())
-            self._save(cur, t)
+            self._save(cur, t, new=True)
             self._index(t)
             return t
 

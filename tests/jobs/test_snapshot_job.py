@@ -11,7 +11,7 @@ from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId
 from jobs.doris_writer import writer_spec
-from jobs.fused_chunks import run_fused
+from jobs.fused_chunks import MIN_CHUNKS_PER_TASK, run_fused, task_count
 from jobs.runner import PipelineRunner
 from jobs.snapshot_job import source_spec
 from tests.jobs.conftest import doris_load_state, doris_query
@@ -25,6 +25,20 @@ def fill(root_conn, db: str) -> None:
                     "'2026-01-01' + INTERVAL seq SECOND, seq % 2, 18446744073709551615 - seq FROM `{db}`.seq_1_to_2500")
         cur.execute(f"CREATE TABLE `{db}`.events (event_id INT NOT NULL, kind VARCHAR(10), KEY (event_id))")
         cur.execute(f"INSERT INTO `{db}`.events SELECT seq, IF(seq % 3 = 0, 'a', 'b') FROM `{db}`.seq_1_to_1700")
+
+
+def test_fused_tasks_take_long_runs_of_chunks_in_a_multiple_of_the_parallelism():
+    assert task_count(0, 2) == 0
+    assert task_count(1, 2) == 1
+    assert task_count(123, 2) == 2  # 1M rows of the bench table: one run per slot
+    assert task_count(618, 2) == 10  # 5M rows: five runs per slot
+    assert task_count(618, 4) == 12
+    for chunks in range(1, 3000, 37):
+        for parallelism in (1, 2, 3, 8):
+            n = task_count(chunks, parallelism)
+            assert 1 <= n <= chunks
+            assert n == chunks or n % parallelism == 0  # every slot gets as many tasks
+            assert n <= parallelism or chunks / n > MIN_CHUNKS_PER_TASK / 2  # no task is short
 
 
 def test_snapshot_loads_invisibly_then_commits(pipeline_factory, root_conn, fresh_db, doris_standin, spark_session):

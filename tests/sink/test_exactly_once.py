@@ -79,6 +79,21 @@ def test_label_left_over_from_an_earlier_run(doris, sink, users):
     again.close()
 
 
+def test_a_fresh_load_replaces_what_an_earlier_attempt_precommitted(doris, sink, users):
+    # a snapshot chunk read again (another high watermark) must not get the earlier rows back
+    earlier = sink.load(users, "chunk-6-g0", _rows([1, 2], "old"))
+    c = sink.load(users, "chunk-6-g0", _rows([1, 2, 3], "new"), fresh=True)
+    assert c.label == earlier.label and c.txn_id != earlier.txn_id and c.rows == 3
+    with pytest.raises(TransactionAbortedError):
+        sink.commit([earlier])
+    sink.commit([c])
+    assert select(sink, users, "id, name") == [(1, "new1"), (2, "new2"), (3, "new3")]
+    # once committed, the label cannot take other rows: the chunk needs its next generation's label
+    with pytest.raises(TransactionCommittedError, match="already committed"):
+        sink.load(users, "chunk-6-g0", _rows([4], "late"), fresh=True)
+    assert select(sink, users, "id, name") == [(1, "new1"), (2, "new2"), (3, "new3")]
+
+
 def test_recovery_aborts_lingering_labels_no_record_names(doris, sink, users):
     lingering = sink.load(users, "chunk-7-g0", _rows([7]))
     committed = sink.load(users, "chunk-8-g0", _rows([8]))
