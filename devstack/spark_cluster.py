@@ -1,8 +1,10 @@
-"""A Spark standalone cluster on localhost (one master, one worker) from the installed PySpark.
+"""Spark on localhost from the installed PySpark: a standalone cluster (one master, one worker)
+and a Spark Connect server.
 
-It shows that Tidemark's jobs run on a real cluster by configuration alone: the same job, with
-``tidemark.spark.master: spark://127.0.0.1:<port>``. Started with ``spark-class`` as Spark's own
-scripts would, each process in its own session so it can be stopped as a group.
+They show that Tidemark's jobs run on a real cluster by configuration alone: the same job, with
+``tidemark.spark.master: spark://127.0.0.1:<port>`` or ``tidemark.spark.remote: sc://127.0.0.1:<port>``.
+Started with ``spark-class`` / ``spark-submit`` as Spark's own scripts would, each process in its own
+session so it can be stopped as a group.
 """
 
 from __future__ import annotations
@@ -95,3 +97,58 @@ class SparkStandaloneCluster:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
         self._procs.clear()
+
+
+@dataclass
+class SparkConnectServer:
+    """A Spark Connect server on localhost from the installed PySpark (its driver runs ``master``).
+
+    Shows the ``tidemark.spark.remote: sc://…`` path: the client process holds no SparkContext,
+    and Tidemark's code reaches the server's Python workers as artifacts.
+    """
+
+    base_dir: Path
+    host: str = "127.0.0.1"
+    master: str = "local[1,4]"
+    port: int = field(default_factory=free_port)
+    ui_port: int = field(default_factory=free_port)
+    _proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 120.0) -> str:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        home = _spark_home()
+        env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": self.host,
+               "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+        log_path = self.base_dir / "connect.log"
+        log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
+        self._proc = subprocess.Popen(
+            [str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+             "--name", "Spark Connect server", "--master", self.master,
+             "--conf", f"spark.connect.grpc.binding.port={self.port}",
+             "--conf", f"spark.connect.grpc.binding.address={self.host}",
+             "--conf", f"spark.driver.host={self.host}", "--conf", f"spark.ui.port={self.ui_port}"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if port_open(self.host, self.port):
+                return self.url
+            if self._proc.poll() is not None:
+                break
+            time.sleep(0.3)
+        tail = log_path.read_text(errors="replace")[-2000:]
+        self.stop()
+        raise RuntimeError(f"the Spark Connect server did not start; log tail:\n{tail}")
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            if not wait_gone(proc.pid, 20):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
