@@ -4,21 +4,28 @@ Layout inside ``<data-dir>/doris.duckdb``:
 
 * ``__standin.tables`` / ``__standin.dbs`` / ``__standin.kv`` — catalog JSON and id counters;
 * ``__standin.txns`` — one row per transaction (state machine of :mod:`transactions`);
-* ``__standin."stg_<txn>"`` — rows of a load, converted to table types, waiting for commit;
+* ``<data-dir>/staging/<txn>.arrow`` (beside the DuckDB file) — rows of a load, converted to table
+  types, waiting for commit: an Arrow IPC file written and fsynced before the load's PRECOMMITTED
+  record, deleted only after the transaction that applies or aborts it has committed;
 * ``"__data__<db>"."<t>"`` — the stored rows, with hidden ``__DORIS_DELETE_SIGN__`` (and
   ``__DORIS_SEQUENCE_COL__``) on unique tables; tombstones are kept when a sequence column exists so
   that late, lower-sequence rows stay deleted (as Doris does until compaction);
 * ``"<db>"."<t>"`` — a view of the visible rows (what SELECT reads);
 * ``__standin_is.*`` — materialised ``information_schema`` tables, rebuilt after every DDL.
 
-Why one file and one write lock: data, staging and transaction state change together in a single
-DuckDB transaction, so ``kill -9`` at any instant leaves either the old or the new state.
+Why one file and one write lock: data and transaction state change together in a single DuckDB
+transaction, so ``kill -9`` at any instant leaves either the old or the new state. A staged file
+without a record that holds it (a load that died before its precommit, a deletion that a crash cut
+short) is an orphan, removed at start-up. Staging is a file and not a DuckDB table because a load's
+``CREATE TABLE AS`` and the catalog churn of creating and dropping a table per load cost DuckDB
+more than the conversion itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +34,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
 from .types import DorisType, quote_ident, quote_str
@@ -49,7 +57,8 @@ def view_ref(db: str, name: str) -> str:
     return f"{quote_ident(db)}.{quote_ident(name)}"
 
 
-def staging_ref(txn_id: int) -> str:
+def legacy_staging_ref(txn_id: int) -> str:
+    """Where data directories of earlier stand-in versions staged a load (a DuckDB table)."""
     return f"{META}.{quote_ident(f'stg_{txn_id}')}"
 
 
@@ -62,6 +71,10 @@ class Storage:
         self.con = duckdb.connect(str(self.path))
         self.lock = threading.RLock()
         self._counters: dict[str, int] = {}
+        self.staging_dir = data_dir / "staging"
+        self.staging_dir.mkdir(exist_ok=True)
+        self._unstage_after_commit: list[int] = []
+        self._legacy_staging: set[int] = set()
         self.dbs: dict[str, int] = {}
         self.tables: dict[tuple[str, str], Table] = {}
         with self.cursor() as cur:
@@ -79,6 +92,11 @@ class Storage:
                 "prepare_ms BIGINT, precommit_ms BIGINT, commit_ms BIGINT, finish_ms BIGINT, "
                 "staged BOOLEAN, visible_at_ms BIGINT)"
             )
+            for (name,) in cur.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE schema_name = ? AND table_name LIKE 'stg_%'",
+                    [META]).fetchall():
+                with contextlib.suppress(ValueError):
+                    self._legacy_staging.add(int(name[4:]))
             for (name, dbid) in cur.execute(f"SELECT name, id FROM {META}.dbs").fetchall():
                 self.dbs[name] = dbid
             for (db, name, d) in cur.execute(f"SELECT db, name, def FROM {META}.tables").fetchall():
@@ -96,15 +114,22 @@ class Storage:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Write lock + one DuckDB transaction; rolls back on any exception."""
+        """Write lock + one DuckDB transaction; rolls back on any exception. Staged files the
+        transaction dropped are deleted once it has committed (never when it rolls back)."""
         with self.lock, self.cursor() as cur:
+            outer = self._unstage_after_commit
+            self._unstage_after_commit = []
             cur.execute("BEGIN TRANSACTION")
             try:
                 yield cur
             except BaseException:
+                self._unstage_after_commit = outer
                 cur.execute("ROLLBACK")
                 raise
             cur.execute("COMMIT")
+            dropped, self._unstage_after_commit = self._unstage_after_commit, outer
+            for txn_id in dropped:
+                self.staging_path(txn_id).unlink(missing_ok=True)
 
     def next_id(self, cur: duckdb.DuckDBPyConnection, key: str = "id", start: int = 10000) -> int:
         """The next value of counter ``key``, written in the caller's transaction.
@@ -249,31 +274,64 @@ class Storage:
         self._refresh_information_schema(cur)
 
     # ---- loads: staging and merge -----------------------------------------------------------
+    def staging_path(self, txn_id: int) -> Path:
+        return self.staging_dir / f"{txn_id}.arrow"
+
+    def write_staging(self, txn_id: int, rows: pa.Table) -> None:
+        """Persist a load's converted rows (before its PRECOMMITTED record: see the module doc)."""
+        path = self.staging_path(txn_id)
+        tmp = path.with_suffix(".tmp")
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, rows.schema) as writer:
+            writer.write_table(rows)
+        _fsync(tmp)
+        os.replace(tmp, path)
+        _fsync(self.staging_dir)
+
     def drop_staging(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> None:
-        cur.execute(f"DROP TABLE IF EXISTS {staging_ref(txn_id)}")
+        """Forget a load's staged rows once the caller's transaction commits."""
+        if txn_id in self._legacy_staging:
+            cur.execute(f"DROP TABLE IF EXISTS {legacy_staging_ref(txn_id)}")
+        self._unstage_after_commit.append(txn_id)
 
-    def staging_columns(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> list[str]:
-        """A staged load's columns (the load's staging table must exist).
+    def remove_orphan_staging(self, keep: set[int]) -> None:
+        """Delete staged files no transaction record holds (only ``keep`` do)."""
+        for path in self.staging_dir.iterdir():
+            stem = path.name.split(".", 1)[0]
+            if not (path.suffix == ".arrow" and stem.isdigit() and int(stem) in keep):
+                path.unlink(missing_ok=True)
 
-        Read from the table itself, not ``information_schema.columns``, which lists the columns
-        of every table — and every precommitted load is a staging table until it is committed.
-        """
-        rel = cur.execute(f"SELECT * FROM {staging_ref(txn_id)} LIMIT 0")
-        return [d[0] for d in rel.description or []]
+    @contextlib.contextmanager
+    def staged_rows(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> Iterator[tuple[str, list[str]]]:
+        """The staged rows as a relation name on ``cur``, and their columns (none: nothing staged)."""
+        path = self.staging_path(txn_id)
+        if not path.exists():
+            if txn_id in self._legacy_staging:
+                rel = cur.execute(f"SELECT * FROM {legacy_staging_ref(txn_id)} LIMIT 0")
+                yield legacy_staging_ref(txn_id), [d[0] for d in rel.description or []]
+            else:
+                yield "", []
+            return
+        rows = ipc.open_file(pa.memory_map(str(path))).read_all()  # the map closes with its last buffer
+        view = f"stg_{txn_id}"
+        cur.register(view, rows)
+        try:
+            yield view, rows.column_names
+        finally:
+            cur.unregister(view)  # (DuckDB refuses while a result is half-read: read results whole)
 
     def merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int) -> int:
         """Apply a staged load (one that staged rows) to its table inside the caller's transaction;
         returns rows applied."""
-        stg = staging_ref(txn_id)
-        staged = set(self.staging_columns(cur, txn_id))
-        if not staged:
-            return 0
+        with self.staged_rows(cur, txn_id) as (stg, columns):
+            return self._merge(cur, t, txn_id, stg, set(columns)) if columns else 0
+
+    def _merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int, stg: str, staged: set[str]) -> int:
         target = data_ref(t.db, t.name)
         cols = [c.name for c in t.columns if c.name in staged]
         col_sql = ", ".join(quote_ident(c) for c in cols)
         if not t.is_unique:
             cur.execute(f"INSERT INTO {target} ({col_sql}) SELECT {col_sql} FROM {stg} ORDER BY __ord")
-            return cur.execute(f"SELECT count(*) FROM {stg}").fetchone()[0]  # type: ignore[index]
+            return cur.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
         keys = [k for k in t.key_names]
         nullable_key = any((t.column(k) or Column(k, "INT")).nullable for k in keys)
         eq = " IS NOT DISTINCT FROM " if nullable_key else " = "
@@ -311,7 +369,7 @@ class Storage:
             f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} "
             f"FROM {work}{keep}"
         )
-        n = cur.execute(f"SELECT count(*) FROM {work}").fetchone()[0]  # type: ignore[index]
+        n = cur.execute(f"SELECT count(*) FROM {work}").fetchall()[0][0]
         cur.execute(f"DROP TABLE {work}")
         return n
 
@@ -365,6 +423,14 @@ class Storage:
             rel = cur.execute(f"SELECT * FROM {META}.txns ORDER BY txn_id")
             names = [d[0] for d in rel.description]  # type: ignore[union-attr]
             return [dict(zip(names, r, strict=True)) for r in rel.fetchall()]
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def now_ms() -> int:

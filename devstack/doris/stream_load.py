@@ -2,14 +2,16 @@
 
 The response is built field by field in the order of BE ``StreamLoadContext::to_json`` because
 clients (and our own tests) compare shapes, and ``TwoPhaseCommit`` is a *string* there.
-Conversion and row filtering run as one DuckDB ``CREATE TABLE AS`` over the Arrow source: values
-that fail conversion become NULL (non-strict) or filter the row (strict), NOT NULL violations and
-over-long strings always filter it, exactly the cases Doris counts in ``NumberFilteredRows``.
+Conversion and row filtering run as one DuckDB query over the Arrow source: values that fail
+conversion become NULL (non-strict) or filter the row (strict), NOT NULL violations and over-long
+strings always filter it, exactly the cases Doris counts in ``NumberFilteredRows``. The rows kept
+are staged as a file (:meth:`Storage.write_staging`) until the transaction is committed or aborted.
+The query reads only the request's rows, so it runs outside the storage's write lock: concurrent
+loads convert in parallel, as BEs do.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -17,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import sqlglot
 
 from . import loads
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Table
-from .storage import Storage, staging_ref
+from .storage import Storage
 from .transactions import LABEL_RE, LabelAlreadyUsed, TxnError, TxnManager, fe_error
 from .types import DorisType, quote_ident, quote_str
 
@@ -378,30 +381,28 @@ class StreamLoader:
         where = h.get("where", "").strip()
         unsel = f"NOT COALESCE(({_translate(where)}), FALSE)" if where else "FALSE"
         final = f"SELECT x.*, {unsel} AS __unsel FROM ({conv_sql}) AS x"
-        stg = staging_ref(txn_id)
         view = f"src_{txn_id}"
-        with self.st.lock, self.st.cursor() as cur:
+        with self.st.cursor() as cur:
             cur.register(view, parsed.table)
             try:
-                cur.execute(f"CREATE TABLE {stg} AS {final}")
+                rows = cur.sql(final).to_arrow_table()
             except Exception as e:
-                with contextlib.suppress(Exception):
-                    cur.execute(f"DROP TABLE IF EXISTS {stg}")
                 raise loads.LoadError(f"[INTERNAL_ERROR]{e}") from e
             finally:
                 cur.unregister(view)
-            filtered, unselected = cur.execute(
-                f"SELECT count(*) FILTER (WHERE __err IS NOT NULL), count(*) FILTER (WHERE __err IS NULL AND __unsel) "
-                f"FROM {stg}").fetchone()  # type: ignore[misc]
-            errors: list[tuple[str, str]] = list(parsed.bad)
-            if filtered:
-                rows = cur.execute(f"SELECT __ord, __err FROM {stg} WHERE __err IS NOT NULL ORDER BY __ord LIMIT 50"
-                                   ).fetchall()
-                for ordinal, reason in rows:
-                    src_row = parsed.table.slice(ordinal, 1).drop(["__ord"]).to_pylist()[0]
-                    errors.append((reason, str(src_row)))
-            if filtered or unselected:
-                cur.execute(f"DELETE FROM {stg} WHERE __err IS NOT NULL OR __unsel")
+        failed = pc.is_valid(rows.column("__err"))
+        unselected_mask = pc.and_(pc.invert(failed), rows.column("__unsel"))
+        filtered = pc.sum(failed).as_py() or 0
+        unselected = pc.sum(unselected_mask).as_py() or 0
+        errors: list[tuple[str, str]] = list(parsed.bad)
+        if filtered:
+            rejected = rows.filter(failed).sort_by("__ord").slice(0, 50)
+            for ordinal, reason in zip(rejected.column("__ord").to_pylist(), rejected.column("__err").to_pylist(),
+                                       strict=True):
+                src_row = parsed.table.slice(ordinal, 1).drop(["__ord"]).to_pylist()[0]
+                errors.append((reason, str(src_row)))
+        if filtered or unselected:
+            rows = rows.filter(pc.invert(pc.or_(failed, unselected_mask)))
         res.filtered = filtered + len(parsed.bad)
         res.unselected = unselected
         res.loaded = res.total - res.filtered - res.unselected
@@ -411,7 +412,8 @@ class StreamLoader:
         if res.filtered and res.filtered / max(res.total, 1) > ratio:
             res.status = "Fail"
             res.message = "[DATA_QUALITY_ERROR]too many filtered rows"
-            return True
+            return False
+        self.st.write_staging(txn_id, rows.drop_columns(["__err", "__unsel"]))
         return True
 
     def _write_error_log(self, ctx: LoadContext, errors: list[tuple[str, str]]) -> str:

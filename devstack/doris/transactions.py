@@ -6,8 +6,8 @@ labels are forgotten after ``label_keep_s`` (Doris ``streaming_label_keep_max_se
 when a database holds more than ``label_num_threshold`` finished transactions (Doris 2.x
 ``label_num_threshold``, 2000) — after that a label can be reused, exactly as on a real FE.
 
-Every state change is written to ``__standin.txns`` inside the same DuckDB transaction as the data it
-implies (staging for PRECOMMITTED, the merged rows for VISIBLE), so a restart — even after
+Every state change is written to ``__standin.txns``: PRECOMMITTED after the load's staged file is
+on disk, VISIBLE in the same DuckDB transaction as the merged rows, so a restart — even after
 ``kill -9`` — sees a consistent picture. PREPARE transactions found at start-up belonged to loads that
 died with the process and are aborted.
 """
@@ -92,6 +92,7 @@ class TxnManager:
             for t in list(self.txns.values()):
                 if t.status == "PREPARE":
                     self._set_aborted(cur, t, RESTART_REASON)
+        storage.remove_orphan_staging({t.txn_id for t in self.txns.values() if t.staged})
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _index(self, t: Txn) -> None:

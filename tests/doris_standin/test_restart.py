@@ -33,6 +33,10 @@ def test_kill_9_with_precommitted_txn_then_commit_after_restart(tmp_path) -> Non
     srv.txn("d", "abort", txn_id=gone["TxnId"])
     visible = srv.rows("SELECT id, v FROM t ORDER BY id", "d")
     assert visible == [[1, "committed"]]
+    staging = data / "staging"  # only the precommitted load's rows wait there
+    assert sorted(p.name for p in staging.iterdir()) == [f"{pre['TxnId']}.arrow"]
+    (staging / "99999.arrow").write_bytes(b"a load that died before its precommit")
+    (staging / "99998.tmp").write_bytes(b"a staged file cut short")
     assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
 
     again = StandInProcess(data)
@@ -42,10 +46,12 @@ def test_kill_9_with_precommitted_txn_then_commit_after_restart(tmp_path) -> Non
         assert again.rows("SELECT id, v FROM t ORDER BY id", "d") == visible  # unchanged, pending still invisible
         state = requests.get(f"{again.fe}/api/d/get_load_state?label=pending", auth=AUTH).json()["data"]
         assert state == "PRECOMMITTED"
+        assert sorted(p.name for p in staging.iterdir()) == [f"{pre['TxnId']}.arrow"]  # orphans removed
         dup = again.load("d", "t", b"", label="pending", two_phase_commit="true", **JSONL)
         assert dup["Status"] == "Label Already Exists" and dup["ExistingJobStatus"] == "PRECOMMITTED"
         assert again.txn("d", "commit", txn_id=pre["TxnId"])["status"] == "Success"
         assert again.rows("SELECT id, v FROM t ORDER BY id", "d") == [[1, "pending"], [2, "new"]]
+        assert list(staging.iterdir()) == []  # applied, then deleted
         assert again.txn("d", "abort", txn_id=gone["TxnId"])["msg"].endswith("is already aborted, abort reason: User Abort")
         # schema, labels and txn ids carry on
         assert again.load("d", "t", _rows({"id": 1}), label="base", **JSONL)["ExistingJobStatus"] == "FINISHED"
