@@ -10,7 +10,7 @@ what the successful tasks prepared.
 Retries are safe by construction. Labels are deterministic per (target table, batch), and:
 
 * a **snapshot chunk** may read different rows on a retry (a later high watermark), so its
-  task first aborts whatever an earlier attempt left under its label, then loads afresh;
+  load aborts whatever an earlier attempt left under its label and loads afresh (``fresh``);
 * a **binlog batch** is the same events on a retry, so an earlier attempt's precommitted load
   under the same label is reused as it is.
 """

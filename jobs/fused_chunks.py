@@ -20,8 +20,8 @@ retries a failed one and runs them on any cluster. ``tidemark.spark.fused-chunk-
 sends every table through the DataFrame (source → writer, one task per chunk) instead; a table
 with a transform always takes that path.
 
-Failures: a retried task reads and loads all its chunks again, each load aborting what an
-earlier attempt left under the chunk's label first (:func:`load_chunk`). When the job fails as
+Failures: a retried task reads and loads all its chunks again, each load replacing what an
+earlier attempt left under the chunk's label (:func:`load_chunk`). When the job fails as
 a whole, the driver waits for its other tasks to stop, then aborts every chunk label of the
 job — what the writer's ``abort`` does for the DataFrame path.
 """
