@@ -8,10 +8,10 @@ rows of the bench table (``bench/snapshot_spark.py``), against ~1.2 s for the ch
 ~4 s for the stream loads.
 
 So, by default, such a table's chunks run as ``mapInArrow`` over the chunk positions. Each task
-takes a contiguous run of at least :data:`MIN_CHUNKS_PER_TASK` chunks (:func:`task_count`),
-because a Spark task with a Python function costs ~0.1 s of its own here (~45 ms of JVM and as
-much of Python worker CPU, measured with trivial tasks), about as much as reading and loading
-two 8096-row chunks. For each chunk the task does what
+takes a contiguous run of up to :data:`MAX_CHUNKS_PER_TASK` chunks, and there are as few tasks
+as that allows (:func:`task_count`), because a Spark task with a Python function costs ~0.1 s
+of its own here (~45 ms of JVM and as much of Python worker CPU, measured with trivial tasks),
+about as much as reading and loading two 8096-row chunks. For each chunk the task does what
 the ``tidemark_snapshot`` source and the ``tidemark_doris`` writer do —
 :func:`jobs.snapshot_source.read_chunk`, then :func:`jobs.doris_writer.load_chunk` — in one
 Python worker, and returns only its message: the prepared transactions and the chunk's rows and
@@ -46,18 +46,19 @@ log = logging.getLogger(__name__)
 MESSAGE_SCHEMA = "message string"
 CONNECT_STOP_GRACE_S = 30.0
 """Spark Connect: how long after a failure the driver waits before aborting the job's loads."""
-MIN_CHUNKS_PER_TASK = 64
-"""Chunks per task at the least: the per-task cost stays a few per cent of the chunks' work, and
-a retried task redoes at most a few seconds of it."""
+MAX_CHUNKS_PER_TASK = 64
+"""Chunks per task at the most: long runs keep the per-task cost a few per cent of the chunks'
+work, and a retried task redoes at most this many chunks (a few seconds of work here)."""
 
 
 def task_count(chunks: int, parallelism: int) -> int:
-    """Tasks for a table's chunks: a multiple of ``parallelism`` (every slot gets as many), each
-    with at least :data:`MIN_CHUNKS_PER_TASK` chunks where there are that many."""
+    """The fewest tasks for a table's chunks with at most :data:`MAX_CHUNKS_PER_TASK` chunks each,
+    rounded up to a multiple of ``parallelism`` so that every slot gets as many (so a task
+    holds more than half of that many once there are more than ``parallelism`` × that many)."""
     if chunks <= 0:
         return 0
     parallelism = max(1, parallelism)
-    per_slot = max(1, -(-chunks // (parallelism * MIN_CHUNKS_PER_TASK)))
+    per_slot = max(1, -(-chunks // (parallelism * MAX_CHUNKS_PER_TASK)))
     return min(chunks, parallelism * per_slot)
 
 

@@ -11,7 +11,7 @@ from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId
 from jobs.doris_writer import writer_spec
-from jobs.fused_chunks import MIN_CHUNKS_PER_TASK, run_fused, task_count
+from jobs.fused_chunks import MAX_CHUNKS_PER_TASK, run_fused, task_count
 from jobs.runner import PipelineRunner
 from jobs.snapshot_job import source_spec
 from tests.jobs.conftest import doris_load_state, doris_query
@@ -38,7 +38,8 @@ def test_fused_tasks_take_long_runs_of_chunks_in_a_multiple_of_the_parallelism()
             n = task_count(chunks, parallelism)
             assert 1 <= n <= chunks
             assert n == chunks or n % parallelism == 0  # every slot gets as many tasks
-            assert n <= parallelism or chunks / n > MIN_CHUNKS_PER_TASK / 2  # no task is short
+            assert chunks / n <= MAX_CHUNKS_PER_TASK or n == chunks  # no run is longer
+            assert n <= parallelism or chunks / n > MAX_CHUNKS_PER_TASK / 2  # nor needlessly short
 
 
 def test_snapshot_loads_invisibly_then_commits(pipeline_factory, root_conn, fresh_db, doris_standin, spark_session):
