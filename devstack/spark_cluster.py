@@ -91,12 +91,17 @@ class SparkStandaloneCluster:
 
     def stop(self) -> None:
         for proc in reversed(self._procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                if not wait_gone(proc.pid, 20):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+            _stop_group(proc)
         self._procs.clear()
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """TERM the process's session, KILL it after 20 s."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        if not wait_gone(proc.pid, 20):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
 
 
 @dataclass
@@ -147,8 +152,5 @@ class SparkConnectServer:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            if not wait_gone(proc.pid, 20):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        if proc is not None:
+            _stop_group(proc)

@@ -1,5 +1,5 @@
 """The same snapshot job on a Spark standalone cluster (master + worker from the installed PySpark) and
-through a Spark Connect server."""
+through a Spark Connect server: only the pipeline file changes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 from tests.jobs.conftest import doris_query
 
@@ -29,31 +30,37 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_snapshot_job_runs_on_a_standalone_cluster(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):
+def _snapshot(mysql_server, root_conn, fresh_db, tmp_path, doris_standin, name: str, server_ids: str,  # noqa: ANN001
+              spark_options: dict[str, Any]) -> dict[str, Any]:
+    """Snapshot a 3000-row table in a process of its own with ``spark_options`` in its pipeline file."""
     import yaml
-
-    from devstack.spark_cluster import SparkStandaloneCluster
 
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY, v VARCHAR(10))")
         cur.execute(f"INSERT INTO `{fresh_db}`.t SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_3000")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql_server.endpoint.port,
+                   "username": "cdc", "password": "cdc", "tables": f"{fresh_db}.t", "server-id": server_ids,
+                   "scan.incremental.snapshot.chunk.size": 1000},
+        "sink": {"type": "doris", "fenodes": doris_standin.fe_http, "username": "root", "password": ""},
+        "pipeline": {"name": name, "parallelism": 1, "tidemark.state.dir": str(tmp_path / "state"),
+                     **spark_options},
+    }))
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(path)], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_snapshot_job_runs_on_a_standalone_cluster(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):
+    from devstack.spark_cluster import SparkStandaloneCluster
+
     cluster = SparkStandaloneCluster(tmp_path / "spark", worker_cores=1, worker_memory="1g")
     master = cluster.start()
     try:
-        path = tmp_path / "cluster.yaml"
-        path.write_text(yaml.safe_dump({
-            "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql_server.endpoint.port,
-                       "username": "cdc", "password": "cdc", "tables": f"{fresh_db}.t", "server-id": "5600-5610",
-                       "scan.incremental.snapshot.chunk.size": 1000},
-            "sink": {"type": "doris", "fenodes": doris_standin.fe_http, "username": "root", "password": ""},
-            # Only the pipeline file changes: the master URL (and executor memory for this small worker).
-            "pipeline": {"name": "cluster_test", "parallelism": 1, "tidemark.state.dir": str(tmp_path / "state"),
-                         "tidemark.spark.master": master, "tidemark.spark.conf.spark.executor.memory": "768m"},
-        }))
-        result = subprocess.run([sys.executable, "-c", SCRIPT, str(path)], capture_output=True, text=True,
-                                timeout=900)
-        assert result.returncode == 0, result.stderr[-3000:]
-        report = json.loads(result.stdout.strip().splitlines()[-1])
+        # The master URL (and executor memory for this small worker).
+        report = _snapshot(mysql_server, root_conn, fresh_db, tmp_path, doris_standin, "cluster_test", "5600-5610",
+                           {"tidemark.spark.master": master, "tidemark.spark.conf.spark.executor.memory": "768m"})
     finally:
         cluster.stop()
     assert report == {"master": master, "connect": False, "rows": 3000, "done": True}
@@ -63,29 +70,13 @@ def test_snapshot_job_runs_on_a_standalone_cluster(mysql_server, root_conn, fres
 def test_snapshot_job_runs_through_spark_connect(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):
     """``tidemark.spark.remote`` alone sends the job to a Spark Connect server: the fused chunk tasks
     run in the server's Python workers, with Tidemark's code shipped as artifacts."""
-    import yaml
-
     from devstack.spark_cluster import SparkConnectServer
 
-    with root_conn.cursor() as cur:
-        cur.execute(f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY, v VARCHAR(10))")
-        cur.execute(f"INSERT INTO `{fresh_db}`.t SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_3000")
     server = SparkConnectServer(tmp_path / "connect", master="local[1,4]")
     url = server.start()
     try:
-        path = tmp_path / "connect.yaml"
-        path.write_text(yaml.safe_dump({
-            "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql_server.endpoint.port,
-                       "username": "cdc", "password": "cdc", "tables": f"{fresh_db}.t", "server-id": "5620-5630",
-                       "scan.incremental.snapshot.chunk.size": 1000},
-            "sink": {"type": "doris", "fenodes": doris_standin.fe_http, "username": "root", "password": ""},
-            "pipeline": {"name": "connect_test", "parallelism": 1, "tidemark.state.dir": str(tmp_path / "state"),
-                         "tidemark.spark.remote": url},
-        }))
-        result = subprocess.run([sys.executable, "-c", SCRIPT, str(path)], capture_output=True, text=True,
-                                timeout=900)
-        assert result.returncode == 0, result.stderr[-3000:]
-        report = json.loads(result.stdout.strip().splitlines()[-1])
+        report = _snapshot(mysql_server, root_conn, fresh_db, tmp_path, doris_standin, "connect_test", "5620-5630",
+                           {"tidemark.spark.remote": url})
     finally:
         server.stop()
     assert report == {"master": "local[1,4]", "connect": True, "rows": 3000, "done": True}
