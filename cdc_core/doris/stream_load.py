@@ -230,7 +230,10 @@ class StreamLoader:
             if fresh and existing == "FINISHED":
                 raise TransactionCommittedError(
                     f"label of {where} is already committed (txn {txn}); a chunk read again needs a new label")
-            if fresh and existing == "PRECOMMITTED" and self.committer is not None:
+            if fresh and existing == "PRECOMMITTED":
+                if self.committer is None:
+                    raise LabelError(f"label of {where} holds an earlier attempt's load (txn {txn}), and this "
+                                     "loader has no committer to abort it with")
                 log.info("label %s holds an earlier attempt's load (txn %s): aborting it and loading again",
                          label, txn)
                 self._abort_holder(database, label, txn)

@@ -287,6 +287,11 @@ class Storage:
         os.replace(tmp, path)
         _fsync(self.staging_dir)
 
+    def discard_staging(self, txn_id: int) -> None:
+        """Delete what a load staged before it failed: no record holds the file yet, so no
+        transaction is needed."""
+        self.staging_path(txn_id).unlink(missing_ok=True)
+
     def drop_staging(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> None:
         """Forget a load's staged rows once the caller's transaction commits."""
         if txn_id in self._legacy_staging:

@@ -200,7 +200,7 @@ class StreamLoader:
         try:
             staged = self._load(ctx, table, txn.txn_id, res, merge_type)
             if res.status != "Success":
-                self._cleanup(txn.txn_id, staged)
+                self.st.discard_staging(txn.txn_id)
                 self.txns.fail(txn, res.message)
                 return res
             t1 = time.monotonic()
@@ -214,20 +214,16 @@ class StreamLoader:
             res.commit_ms = int((time.monotonic() - t1) * 1000)
             return res
         except loads.LoadError as e:
-            self._cleanup(txn.txn_id, staged)
+            self.st.discard_staging(txn.txn_id)
             self.txns.fail(txn, str(e))
             return res.fail(str(e))
         except TxnError as e:  # aborted while the load ran
-            self._cleanup(txn.txn_id, staged)
+            self.st.discard_staging(txn.txn_id)
             return res.fail(f"[ANALYSIS_ERROR]{fe_error(str(e))}")
         except Exception as e:
-            self._cleanup(txn.txn_id, staged)
+            self.st.discard_staging(txn.txn_id)
             self.txns.fail(txn, f"[INTERNAL_ERROR]{e}")
             return res.fail(f"[INTERNAL_ERROR]{e}")
-
-    def _cleanup(self, txn_id: int, staged: bool) -> None:
-        with self.st.transaction() as cur:
-            self.st.drop_staging(cur, txn_id)
 
     # ---- the work -----------------------------------------------------------------------------
     def _source_names(self, table: Table, columns: list[tuple[str, str | None]] | None,
