@@ -46,7 +46,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
 from cdc_core.mysql.binlog_values import RowImageConverter
 from cdc_core.mysql.connection import MySqlConnectionSettings
-from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser, is_shadow_table
+from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser, is_shadow_table
 from cdc_core.mysql.gtid import GtidState
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId, TableSchema

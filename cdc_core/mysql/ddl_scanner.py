@@ -3,7 +3,7 @@
 The sensor must notice a DDL as soon as it is in the binlog, every few seconds, without reading
 the rows in between: ``SHOW BINLOG EVENTS`` lets the server walk its own files and send one short
 line per event (rows events are a few bytes of text), so only the query events are parsed, with
-the same :class:`~cdc_core.mysql.ddl_parser.MySqlDdlParser` the stream uses. It needs no
+the same :class:`~cdc_core.mysql.ddl.MySqlDdlParser` the stream uses. It needs no
 replication connection (no server id to collide with the stream's) and the privilege the
 pipeline user already has (``REPLICATION CLIENT`` = MariaDB's ``BINLOG MONITOR``).
 
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser
+from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId, TableSchema
 

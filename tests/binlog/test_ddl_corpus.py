@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from cdc_core.events import SchemaChangeEvent
-from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser
+from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
 from cdc_core.schema import Column, TableId, TableSchema
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "ddl_corpus.yaml").read_text())

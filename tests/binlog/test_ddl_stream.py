@@ -13,7 +13,7 @@ from cdc_core.events import (
 )
 from cdc_core.mysql.binlog_filter import BinlogEventFilter, FinishedChunk
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
-from cdc_core.mysql.ddl_parser import DdlParseError, MySqlDdlParser
+from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
 from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.schema import TableId
 from cdc_core.state import StateStore

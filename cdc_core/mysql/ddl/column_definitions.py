@@ -1,0 +1,176 @@
+"""A column definition (``name type [attributes] [FIRST | AFTER col]``) → :class:`Column`.
+
+Used by CREATE TABLE and by ALTER's ADD / MODIFY / CHANGE; the type text itself is read by
+``column_types``. A new column attribute is one more branch in :meth:`ColumnParser.parse`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdc_core.mysql.ddl.column_types import STRING_TYPES, canonical_type
+from cdc_core.mysql.ddl.errors import DdlSyntaxError
+from cdc_core.mysql.ddl.tokens import Cursor
+from cdc_core.schema import Column
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """A parsed column definition: the column, whether it declares the primary key, and where it goes."""
+
+    column: Column
+    primary_key: bool = False
+    position: str = "LAST"  # LAST | FIRST | AFTER
+    after: str | None = None
+
+
+class ColumnParser:
+    """Parses ``name type [attributes]`` at the cursor."""
+
+    def __init__(self, cur: Cursor, mariadb: bool = True):
+        self.cur = cur
+        self.mariadb = mariadb
+
+    def parse(self, name: str | None = None) -> ColumnDef:
+        cur = self.cur
+        if name is None:
+            name = cur.ident()
+        start_tok = cur.peek()
+        if start_tok is None:
+            raise DdlSyntaxError(f"column {name!r} has no type")
+        # the type: one or two words, an optional parenthesised list, then type modifiers
+        cur.next()
+        if cur.is_word("PRECISION", "VARYING", "VARCHAR", "VARBINARY", "CHAR", "CHARACTER") and \
+                start_tok.kind == "word" and start_tok.up in ("DOUBLE", "CHARACTER", "NATIONAL", "LONG", "CHAR"):
+            cur.next()
+            if cur.is_word("VARYING"):
+                cur.next()
+        if cur.is_punct("("):
+            cur.skip_balanced()
+        while cur.is_word("UNSIGNED", "SIGNED", "ZEROFILL"):
+            cur.next()
+        type_end = self.cur.toks[cur.i - 1].end
+        raw_type = cur.sql[start_tok.start:type_end + 1]
+        column_type, data_type, facts = canonical_type(raw_type, mariadb=self.mariadb)
+        nullable = not raw_type.strip().lower().startswith("serial")
+        default: str | None = None
+        comment = ""
+        charset: str | None = None
+        primary = False
+        position, after = "LAST", None
+        while not cur.at_end() and not cur.is_punct(",") and not cur.is_punct(")"):
+            if cur.accept("NOT"):
+                cur.expect_word("NULL")
+                nullable = False
+            elif cur.accept("NULL"):
+                nullable = True
+            elif cur.accept("DEFAULT"):
+                default = self.default()
+            elif cur.accept("COMMENT"):
+                comment = self.string()
+            elif cur.accept("AUTO_INCREMENT", "VISIBLE", "INVISIBLE", "VIRTUAL", "STORED", "PERSISTENT",
+                            "COMPRESSED", "ASCII", "UNICODE", "BYTE", "BINARY"):
+                pass
+            elif cur.accept("PRIMARY"):
+                cur.accept("KEY")
+                primary = True
+                nullable = False
+            elif cur.accept("KEY"):
+                primary = True
+                nullable = False
+            elif cur.accept("UNIQUE"):
+                cur.accept("KEY")
+            elif cur.accept("CHARACTER"):
+                cur.expect_word("SET")
+                charset = cur.ident().lower()
+            elif cur.accept("CHARSET"):
+                charset = cur.ident().lower()
+            elif cur.accept("COLLATE"):
+                cur.ident()
+            elif cur.accept("COLUMN_FORMAT", "STORAGE", "SRID"):
+                cur.next()
+            elif cur.accept("ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE"):
+                cur.accept_punct("=")
+                cur.next()
+            elif cur.accept("ON"):
+                cur.expect_word("UPDATE")
+                self.default()
+            elif cur.accept("GENERATED"):
+                cur.expect_word("ALWAYS")
+            elif cur.accept("AS", "CHECK"):
+                cur.skip_balanced()
+            elif cur.accept("CONSTRAINT"):
+                if not cur.is_word("CHECK"):
+                    cur.ident()
+            elif cur.accept("REFERENCES"):
+                cur.qualified()
+                if cur.is_punct("("):
+                    cur.skip_balanced()
+                while cur.is_word("MATCH", "ON") and not cur.is_word("FIRST", "AFTER"):
+                    cur.next()
+                    while cur.is_word("FULL", "PARTIAL", "SIMPLE", "DELETE", "UPDATE", "RESTRICT", "CASCADE",
+                                      "SET", "NULL", "NO", "ACTION", "DEFAULT"):
+                        cur.next()
+            elif cur.accept("WITHOUT"):
+                cur.expect_word("SYSTEM")
+                cur.expect_word("VERSIONING")
+            elif cur.is_word("WITH") and cur.is_word("SYSTEM", k=1):
+                raise DdlSyntaxError("system-versioned columns add hidden row_start/row_end columns; not supported")
+            elif cur.accept("FIRST"):
+                position = "FIRST"
+            elif cur.accept("AFTER"):
+                position, after = "AFTER", cur.ident()
+            else:
+                raise DdlSyntaxError(f"unexpected {cur.found()} in the definition of column {name!r}")
+        column = Column(
+            name=name, column_type=column_type, data_type=data_type, nullable=nullable, default=default,
+            comment=comment, charset=charset if data_type in STRING_TYPES else None, **facts,
+        )
+        return ColumnDef(column, primary, position, after)
+
+    def string(self) -> str:
+        t = self.cur.next()
+        if t.kind != "string":
+            raise DdlSyntaxError(f"expected a string, found {self.cur.sql[t.start:t.end + 1]!r}")
+        return t.text
+
+    def default(self) -> str | None:
+        """A default value as information_schema shows it: strings quoted, NULL → None."""
+        cur = self.cur
+        t = cur.peek()
+        if t is None:
+            raise DdlSyntaxError("DEFAULT without a value")
+        if t.kind == "punct" and t.text == "(":
+            start = t.start
+            cur.skip_balanced()
+            return cur.sql[start + 1:cur.toks[cur.i - 1].end].strip()
+        if t.kind == "word" and t.text.startswith("_") and cur.peek(1) and cur.peek(1).kind == "string":
+            cur.next()  # charset introducer
+            t = cur.peek()
+        if t.kind == "string":
+            cur.next()
+            return "'" + t.text.replace("'", "''") + "'"
+        if t.kind == "number":
+            cur.next()
+            return t.text
+        if t.kind == "other" and t.text in ("-", "+"):
+            cur.next()
+            n = cur.next()
+            return ("-" if t.text == "-" else "") + n.text
+        if t.kind == "other":
+            cur.next()
+            return t.text
+        if t.kind == "word" and t.up == "NULL":
+            cur.next()
+            return None
+        if t.kind == "word":
+            cur.next()
+            word = t.text.lower()
+            if cur.is_punct("("):
+                start = cur.peek().start
+                cur.skip_balanced()
+                return word + cur.sql[start:cur.toks[cur.i - 1].end + 1].replace(" ", "").lower()
+            if word in ("current_timestamp", "now", "localtime", "localtimestamp"):
+                return "current_timestamp()"
+            return word
+        raise DdlSyntaxError(f"cannot read default value {cur.found()}")

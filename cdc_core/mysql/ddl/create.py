@@ -1,0 +1,112 @@
+"""``CREATE [OR REPLACE] TABLE``: a column list, ``LIKE other``, or a shadow table of a migration."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cdc_core.events import CreateTableEvent, DropTableEvent, SchemaChangeEvent
+from cdc_core.mysql.ddl.errors import DdlSyntaxError
+from cdc_core.mysql.ddl.statement import Statement
+from cdc_core.schema import Column, TableId, TableSchema
+
+_KEY_ITEMS = ("CONSTRAINT", "PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK",
+              "PERIOD")
+
+
+def parse_create(stmt: Statement) -> list[SchemaChangeEvent]:
+    cur = stmt.cur
+    cur.expect_word("CREATE")
+    or_replace = cur.accept_seq("OR", "REPLACE")
+    temporary = cur.accept("TEMPORARY")
+    if not cur.is_word("TABLE"):
+        return []  # database, index, view, routine, user...: no table columns change
+    cur.next()
+    if_not_exists = cur.accept_seq("IF", "NOT", "EXISTS")
+    t = stmt.table()
+    if temporary:
+        return []
+    existing = stmt.schema(t)
+    if if_not_exists and existing is not None:
+        return []
+    if cur.accept("LIKE") or (cur.is_punct("(") and cur.is_word("LIKE", k=1)):
+        schema = _like(stmt, t)
+        if schema is None:
+            return []
+    else:
+        schema = _body(stmt, t)
+    events: list[SchemaChangeEvent] = []
+    if or_replace and existing is not None:
+        stmt.emit(events, DropTableEvent(t))
+    stmt.emit(events, CreateTableEvent(t, schema=schema))
+    return stmt.route_shadow(events)
+
+
+def _like(stmt: Statement, t: TableId) -> TableSchema | None:
+    """``LIKE source`` or ``(LIKE source)``: the source's schema under the new name."""
+    cur = stmt.cur
+    paren = cur.accept_punct("(")
+    if paren:
+        cur.expect_word("LIKE")
+    source = stmt.table()
+    if paren:
+        cur.expect_punct(")")
+    src = stmt.schema(source)
+    if src is None:
+        if stmt.is_relevant(t):
+            raise DdlSyntaxError(f"CREATE TABLE {t} LIKE {source}: the schema of {source} is unknown")
+        return None
+    return replace(src, table_id=t)
+
+
+def _body(stmt: Statement, t: TableId) -> TableSchema:
+    """``(column and key definitions) [table options] [AS SELECT ...]``."""
+    cur = stmt.cur
+    if not cur.accept_punct("("):
+        if cur.is_word("SELECT", "AS", "IGNORE", "REPLACE"):
+            raise DdlSyntaxError("CREATE TABLE ... SELECT without column definitions")
+        raise DdlSyntaxError(f"expected '(' after CREATE TABLE {t}, found {cur.found()}")
+    columns: list[Column] = []
+    pk: list[str] = []
+    while True:
+        if cur.is_word(*_KEY_ITEMS):
+            if cur.accept("CONSTRAINT") and not cur.is_word("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
+                cur.ident()
+            if cur.accept("PRIMARY"):
+                cur.expect_word("KEY")
+                pk = stmt.key_columns()
+            else:
+                cur.skip_to_item_end()
+        else:
+            col = stmt.columns().parse()
+            columns.append(col.column)
+            if col.primary_key:
+                pk = [col.column.name]
+        if cur.accept_punct(","):
+            continue
+        cur.expect_punct(")")
+        break
+    comment = _table_options(stmt)
+    pk_set = {p.lower() for p in pk}
+    columns = [replace(c, nullable=False) if c.name.lower() in pk_set else c for c in columns]
+    return TableSchema(t, tuple(columns), tuple(pk), comment)
+
+
+def _table_options(stmt: Statement) -> str:
+    """Skips the table options after the column list; returns the table COMMENT ('' without one)."""
+    cur = stmt.cur
+    comment = ""
+    while not cur.at_end():
+        if cur.accept("COMMENT"):
+            cur.accept_punct("=")
+            tok = cur.next()
+            comment = tok.text
+        elif cur.is_punct("("):
+            cur.skip_balanced()
+        elif cur.is_word("WITH") and cur.is_word("SYSTEM", k=1):
+            raise DdlSyntaxError("WITH SYSTEM VERSIONING adds hidden row_start/row_end columns; system-versioned "
+                                 "tables are not supported")
+        elif cur.is_word("AS", "SELECT", "IGNORE", "REPLACE") and not cur.is_punct("=", k=1):
+            break  # CREATE TABLE ... SELECT: ROW binlog logs explicit columns; the rows follow
+        else:
+            cur.next()
+    return comment
