@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from cdc_core.doris.catalog import DorisCatalog, DorisTableInfo, qualified, quote_ident, quote_string
 from cdc_core.doris.errors import TableMismatchError
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
+from cdc_core.mysql.types import doris_type
 from cdc_core.schema import Column, TableId, TableSchema
 
 log = logging.getLogger(__name__)
@@ -37,13 +38,7 @@ TypeMapper = Callable[[Column], str]
 
 
 def default_type_mapper(tinyint1_as_boolean: bool = True) -> TypeMapper:
-    """``cdc_core.mysql.types.doris_type`` (Flink CDC's MySQL → Doris mapping)."""
-    try:
-        from cdc_core.mysql.types import doris_type  # type: ignore[attr-defined]
-    except ImportError as exc:  # pragma: no cover - depends on the snapshot engine being merged
-        raise RuntimeError(
-            "cdc_core.mysql.types.doris_type is not available; pass a type_mapper to the Doris sink"
-        ) from exc
+    """:func:`~cdc_core.mysql.types.doris_type` (Flink CDC's MySQL → Doris mapping) with the option bound."""
     return lambda column: doris_type(column, tinyint1_as_boolean=tinyint1_as_boolean)
 
 

@@ -39,7 +39,8 @@ from typing import Any
 
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
 from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.mysql.types import TypeKind, _members, kind_of, parse_tz
+from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
+from cdc_core.mysql.types.kinds import members_of
 from cdc_core.schema import Column, TableId, TableSchema
 
 ChangeEvent = DataChangeEvent | SchemaChangeEvent
@@ -175,7 +176,7 @@ class ChunkKeyOrder:
         self.tz = parse_tz(tz)
         self.weigher = weigher
         self.is_text = self.kind in (TypeKind.STRING, TypeKind.JSON)
-        self._members = [m.lower() for m in _members(column.column_type)] if self.kind in (
+        self._members = [m.lower() for m in members_of(column.column_type)] if self.kind in (
             TypeKind.ENUM, TypeKind.SET) else []
         self._charset: str | None = None
         self._collation: str | None = None

@@ -53,14 +53,14 @@ from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_literal, key_para
 from cdc_core.mysql.types import (
     DorisValueConverter,
     TypeKind,
-    _is_utc,
-    _members,
     arrow_to_doris,
     doris_arrow_type,
     kind_of,
     parse_tz,
     select_expression,
 )
+from cdc_core.mysql.types.kinds import members_of
+from cdc_core.mysql.types.time_zones import is_utc
 from cdc_core.schema import Column, TableId, TableSchema
 
 log = logging.getLogger(__name__)
@@ -156,11 +156,11 @@ class KeyRange:
         if kind in (TypeKind.FLOAT, TypeKind.DOUBLE):
             return float(value)
         if kind == TypeKind.ENUM:  # MySQL orders ENUM by member index ('' = 0), not by text
-            members = [m.lower() for m in _members(self.key.column_type)]
+            members = [m.lower() for m in members_of(self.key.column_type)]
             text = str(value).lower()
             return members.index(text) + 1 if text in members else 0
         if kind == TypeKind.SET:  # … and SET by its bitmask
-            members = [m.lower() for m in _members(self.key.column_type)]
+            members = [m.lower() for m in members_of(self.key.column_type)]
             parts = [p for p in str(value).lower().split(",") if p]
             return sum(1 << members.index(p) for p in parts if p in members)
         if kind == TypeKind.BINARY:
@@ -175,7 +175,7 @@ class KeyRange:
             return base64.b64decode(value)
         if self.kind == TypeKind.TIMESTAMP and value is not None:
             tz = self._tz
-            if not _is_utc(tz):
+            if not is_utc(tz):
                 local = dt.datetime.fromisoformat(value).replace(tzinfo=tz)
                 utc = local.astimezone(dt.UTC).replace(tzinfo=None)
                 fsp = len(value.split(".")[1]) if "." in value else 0
