@@ -106,9 +106,6 @@ class TableSelector:
             return False
         return any(p.matches(database, table) for p in self.include)
 
-    def databases_hint(self) -> list[re.Pattern[str]]:
-        return [p.database for p in self.include]
-
 
 def parse_chunk_key_columns(text: str) -> list[tuple[TablePattern, str]]:
     """``db.tbl_[0-9]+:col1;db2.x_\\.*:col2;`` → ordered (pattern, column) pairs."""

@@ -45,11 +45,6 @@ def make_label(prefix: str, database: str, table: str, batch_id: str) -> str:
     return label
 
 
-def label_prefix_of(prefix: str) -> str:
-    """The leading part every label of ``prefix`` starts with (to recognise our own labels)."""
-    return f"{_clean(prefix)}__" if prefix else ""
-
-
 def validate_label(label: str) -> str:
     if not LABEL_RE.match(label):
         raise ValueError(f"Doris label {label!r} must match {LABEL_RE.pattern}")

@@ -35,7 +35,6 @@ from cdc_core.events import DataChangeEvent, Op
 
 DELETE_SIGN = "__DORIS_DELETE_SIGN__"
 SEQUENCE_COLUMN = "__tidemark_seq"
-CONTROL_COLUMNS = (DELETE_SIGN, SEQUENCE_COLUMN)
 CHUNK_BYTES = 256 * 1024
 CSV_SEPARATOR = "\x01"
 CSV_DELIMITER = "\x02"
@@ -61,16 +60,6 @@ def snapshot_row(row: Mapping[str, Any], sequence: int) -> dict[str, Any]:
     out[DELETE_SIGN] = "0"
     out[SEQUENCE_COLUMN] = sequence
     return out
-
-
-def arrow_with_control(data: pa.Table | pa.RecordBatch, sequence: int | None = None) -> pa.Table:
-    """An Arrow table with the control columns present (delete sign 0, sequence = ``sequence``)."""
-    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-    if DELETE_SIGN not in table.column_names:
-        table = table.append_column(DELETE_SIGN, pa.array([0] * table.num_rows, pa.int8()))
-    if SEQUENCE_COLUMN not in table.column_names and sequence is not None:
-        table = table.append_column(SEQUENCE_COLUMN, pa.array([sequence] * table.num_rows, pa.int64()))
-    return table
 
 
 # -- values ----------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import requests
@@ -107,10 +106,6 @@ class TwoPhaseCommitter:
             log.warning("commit of %s failed (attempt %d): %s", what, n + 1, msg)
         raise TransactionError(f"cannot commit {what} after {self.max_attempts} attempts: {msg}")
 
-    def commit_all(self, committables: Iterable[Committable]) -> None:
-        for c in committables:
-            self.commit(c)
-
     # -- abort ----------------------------------------------------------------------------------
 
     def abort(self, committable: Committable) -> None:
@@ -119,10 +114,6 @@ class TwoPhaseCommitter:
             self.abort_txn(committable.database, committable.txn_id, label=committable.label)
         else:
             self.abort_label(committable.database, committable.label)
-
-    def abort_all(self, committables: Iterable[Committable]) -> None:
-        for c in committables:
-            self.abort(c)
 
     def abort_txn(self, database: str, txn_id: int, *, label: str | None = None) -> None:
         what = f"txn {txn_id}" + (f" (label {label})" if label else "") + f" in {database}"

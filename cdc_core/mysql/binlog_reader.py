@@ -93,10 +93,6 @@ class BinlogBatch:
     schema_change: list[SchemaChangeEvent] | None = None
     schema_change_end: BinlogOffset | None = None
 
-    @property
-    def reached_end_of_log(self) -> bool:
-        return self.events_read == 0
-
 
 @dataclass
 class _Position:

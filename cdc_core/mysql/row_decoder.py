@@ -85,19 +85,6 @@ def _decimal_text(data: bytes, int_size: int, int_words: int, frac_words: int, f
     return negative, int_text, frac_text
 
 
-def _decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], tuple[bool, str, str]]]:
-    integral = precision - scale
-    int_words, int_rest = divmod(integral, 9)
-    frac_words, frac_rest = divmod(scale, 9)
-    int_size, frac_size = _COMPRESSED[int_rest], _COMPRESSED[frac_rest]
-    size = int_size + int_words * 4 + frac_words * 4 + frac_size
-
-    def read(data: bytes) -> tuple[bool, str, str]:
-        return _decimal_text(data, int_size, int_words, frac_words, frac_size, frac_rest)
-
-    return size, read
-
-
 def decimal_to_doris(parts: tuple[bool, str, str], scale: int) -> str:
     negative, int_text, frac_text = parts
     int_value = int(int_text) if int_text else 0

@@ -55,14 +55,6 @@ class SnapshotSplit:
     def split_id(self) -> str:
         return f"{self.table_id}:{self.index}"
 
-    @property
-    def is_first(self) -> bool:
-        return self.start is None
-
-    @property
-    def is_last(self) -> bool:
-        return self.end is None
-
     def to_plan_dict(self) -> dict[str, Any]:
         """The ``tidemark splits --json`` shape."""
         return {
