@@ -475,7 +475,7 @@ class PipelineRunner:
         return plan
 
     def _finished_chunks(self) -> list[Any]:
-        from cdc_core.mysql.binlog_filter import FinishedChunk
+        from cdc_core.mysql.finished_chunk import FinishedChunk
 
         with self.store.transaction(readonly=True) as tx:
             return [FinishedChunk.from_state(c) for c in tx.chunks(status=COMMITTED)]
@@ -527,8 +527,8 @@ class PipelineRunner:
         import time as _time
 
         from cdc_core.doris.labels import binlog_batch_id
-        from cdc_core.mysql.binlog_filter import CollationWeigher
         from cdc_core.mysql.binlog_reader import BinlogSplitReader
+        from cdc_core.mysql.collation import CollationWeigher
         from cdc_core.mysql.connection import connect
         from cdc_core.mysql.hybrid_assigner import BinlogSplit
         from cdc_core.mysql.purge import ensure_offset_available

@@ -2,8 +2,8 @@
 
 The stream starts at the minimum high watermark (HW) of all finished chunks (see
 :mod:`cdc_core.mysql.hybrid_assigner`). Between that start and a table's maximum HW, a change may
-already be inside a chunk: the chunk's rows are the table as it was at the chunk's HW. So
-(``cdc-anchors.md`` §1.6):
+already be inside a chunk: the chunk's rows are the table as it was at the chunk's HW. So, as in
+Flink CDC's ``BinlogSplitReader.shouldEmit``:
 
 * a change of a table whose chunks all lie behind it (offset > the table's max HW) is emitted,
   and the table becomes "pure binlog" from then on;
@@ -18,247 +18,26 @@ already be inside a chunk: the chunk's rows are the table as it was at the chunk
   back when ``scan.newly-added-table.enabled`` (they get a snapshot first, and their chunks join
   the filter with :meth:`BinlogEventFilter.add_chunks`); dropped otherwise.
 
-Key order is MySQL's: numbers and temporal values compare as values; binary strings byte-wise;
-ENUM by member index and SET by bitmask (as ``SnapshotSplitReader``'s backfill compares them);
-character strings by the chunk-key column's collation, using the server's ``WEIGHT_STRING``
-(with PAD SPACE semantics) so case- and accent-insensitive collations order exactly as the chunk
-query did. Event values are the converted (Doris) values, bounds are the splitter's bound values;
-both are mapped to the same sort key.
+Key order is MySQL's (``chunk_key_order``): character strings by the chunk-key column's
+collation, so case- and accent-insensitive collations order exactly as the chunk query did.
 """
 
 from __future__ import annotations
 
-import base64
 import bisect
 import datetime as dt
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
+from cdc_core.mysql.chunk_key_order import ChunkKeyOrder
+from cdc_core.mysql.collation import CollationWeigher
+from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
-from cdc_core.mysql.types.kinds import members_of
-from cdc_core.schema import Column, TableId, TableSchema
+from cdc_core.schema import TableId, TableSchema
 
 ChangeEvent = DataChangeEvent | SchemaChangeEvent
-Bound = tuple[Any, ...] | None
-
-
-@dataclass(frozen=True)
-class FinishedChunk:
-    """A chunk read up to its high watermark: Flink's ``FinishedSnapshotSplitInfo``."""
-
-    table_id: TableId
-    index: int
-    start: Bound
-    end: Bound
-    high_watermark: BinlogOffset
-    key_columns: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "table": str(self.table_id), "index": self.index,
-            "start": None if self.start is None else list(self.start),
-            "end": None if self.end is None else list(self.end),
-            "high_watermark": self.high_watermark.to_dict(), "key_columns": list(self.key_columns),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FinishedChunk:
-        return cls(
-            TableId.parse(data["table"]), int(data["index"]),
-            None if data.get("start") is None else tuple(data["start"]),
-            None if data.get("end") is None else tuple(data["end"]),
-            BinlogOffset.from_dict(data["high_watermark"]), tuple(data.get("key_columns", ())),
-        )
-
-    @classmethod
-    def from_split(cls, split: Any, high_watermark: BinlogOffset) -> FinishedChunk:
-        """From a ``cdc_core.mysql.splits.SnapshotSplit`` and the HW its read ended at."""
-        return cls(split.table_id, split.index, split.start, split.end, high_watermark,
-                   tuple(getattr(split, "key_columns", ()) or ()))
-
-    @classmethod
-    def from_state(cls, record: dict[str, Any]) -> FinishedChunk:
-        """From a chunk record of the state store (``tx.chunks()``) that has a high watermark."""
-        hw = record.get("high_watermark")
-        if hw is None:
-            raise ValueError(f"chunk {record.get('table_id')}#{record.get('chunk_index')} has no high watermark yet")
-        table = record.get("table_id") or record.get("table")
-        index = record.get("chunk_index", record.get("index"))
-        start, end = record.get("start"), record.get("end")
-        detail = record.get("detail") or {}
-        return cls(TableId.parse(str(table)), int(index), None if start is None else tuple(start),
-                   None if end is None else tuple(end), BinlogOffset.from_dict(hw),
-                   tuple(detail.get("key_columns", ())) if isinstance(detail, dict) else ())
-
-
-# -- key order ---------------------------------------------------------------------------------
-
-
-def _pad_space(collation: str | None) -> bool:
-    c = (collation or "").lower()
-    return "nopad" not in c and "_0900_" not in c and not c.endswith("_0900_bin")
-
-
-class CollationWeigher:
-    """Sort keys of strings under a collation, from the server's ``WEIGHT_STRING`` (cached)."""
-
-    def __init__(self, connect: Callable[[], Any]):
-        self._connect = connect
-        self._conn: Any = None
-        self._cache: dict[tuple[str, str, str], bytes] = {}
-        self._collations: dict[tuple[TableId, str], tuple[str, str | None]] = {}
-
-    def _cursor(self) -> Any:
-        if self._conn is None:
-            self._conn = self._connect()
-        return self._conn.cursor()
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def collation(self, table_id: TableId, column: str) -> tuple[str, str | None]:
-        key = (table_id, column.lower())
-        if key not in self._collations:
-            with self._cursor() as cur:
-                cur.execute(
-                    "SELECT CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
-                    "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s AND COLUMN_NAME=%s",
-                    (table_id.database, table_id.table, column),
-                )
-                row = cur.fetchone()
-            if row:
-                values = list(row.values()) if isinstance(row, dict) else list(row)
-                self._collations[key] = (values[0] or "utf8mb4", values[1])
-            else:
-                self._collations[key] = ("utf8mb4", None)
-        return self._collations[key]
-
-    def prefetch(self, charset: str, collation: str | None, values: Iterable[str]) -> None:
-        coll = collation or ""
-        todo = sorted({v for v in values if (charset, coll, v) not in self._cache})
-        clause = f" COLLATE {collation}" if collation else ""
-        for i in range(0, len(todo), 500):
-            part = todo[i:i + 500]
-            args = [v.rstrip(" ") if _pad_space(collation) else v for v in part]
-            sql = "SELECT " + ", ".join(f"WEIGHT_STRING(CONVERT(%s USING {charset}){clause})" for _ in part)
-            with self._cursor() as cur:
-                cur.execute(sql, args)
-                row = cur.fetchone()
-            values_out = list(row.values()) if isinstance(row, dict) else list(row)
-            for v, w in zip(part, values_out, strict=True):
-                self._cache[(charset, coll, v)] = bytes(w or b"")
-
-    def weight(self, charset: str, collation: str | None, value: str) -> bytes:
-        key = (charset, collation or "", value)
-        if key not in self._cache:
-            self.prefetch(charset, collation, [value])
-        return self._cache[key]
-
-
-_TIME = re.compile(r"^(-)?(\d+):(\d{2}):(\d{2})(?:\.(\d+))?$")
-
-
-class ChunkKeyOrder:
-    """Maps a chunk-key value (a bound, or an event's converted value) to a sort key."""
-
-    def __init__(self, table_id: TableId, column: Column, *, tz: str | dt.tzinfo | None = "UTC",
-                 tinyint1_as_boolean: bool = True, weigher: CollationWeigher | None = None):
-        self.table_id = table_id
-        self.column = column
-        self.kind = kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean)
-        self.tz = parse_tz(tz)
-        self.weigher = weigher
-        self.is_text = self.kind in (TypeKind.STRING, TypeKind.JSON)
-        self._members = [m.lower() for m in members_of(column.column_type)] if self.kind in (
-            TypeKind.ENUM, TypeKind.SET) else []
-        self._charset: str | None = None
-        self._collation: str | None = None
-
-    def _coll(self) -> tuple[str, str | None]:
-        if self._charset is None:
-            if self.weigher is not None:
-                self._charset, self._collation = self.weigher.collation(self.table_id, self.column.name)
-            else:
-                self._charset, self._collation = (self.column.charset or "utf8mb4"), None
-        return self._charset, self._collation
-
-    def prefetch(self, values: Iterable[Any]) -> None:
-        if self.is_text and self.weigher is not None:
-            charset, collation = self._coll()
-            self.weigher.prefetch(charset, collation, [str(v) for v in values if v is not None])
-
-    def _text_key(self, value: str) -> Any:
-        charset, collation = self._coll()
-        if self.weigher is not None:
-            return self.weigher.weight(charset, collation, value)
-        # no server at hand: MySQL's default collations are case-insensitive and PAD SPACE
-        return value.rstrip(" ").casefold().encode("utf-8")
-
-    def bound_key(self, value: Any) -> Any:
-        if value is None:
-            return None
-        if self.kind == TypeKind.BINARY:
-            return bytes.fromhex(str(value))
-        if self.kind == TypeKind.TIMESTAMP:
-            return self._datetime(str(value), utc=True)
-        return self._common(value)
-
-    def event_key(self, value: Any) -> Any:
-        if value is None:
-            return None
-        if self.kind == TypeKind.BINARY:
-            return base64.b64decode(value) if isinstance(value, str) else bytes(value)
-        if self.kind == TypeKind.TIMESTAMP:
-            return self._datetime(str(value), utc=False)
-        return self._common(value)
-
-    def _common(self, value: Any) -> Any:
-        kind = self.kind
-        if kind in (TypeKind.INT, TypeKind.UINT64, TypeKind.YEAR, TypeKind.BOOL, TypeKind.BIT):
-            if isinstance(value, bytes):
-                return int.from_bytes(value, "big")
-            return int(value)
-        if kind in (TypeKind.DECIMAL, TypeKind.FLOAT, TypeKind.DOUBLE):
-            try:
-                return Decimal(str(value))
-            except InvalidOperation:
-                return Decimal(0)
-        if kind in (TypeKind.DATE, TypeKind.DATETIME):
-            return self._datetime(str(value), utc=True)
-        if kind == TypeKind.ENUM:  # MySQL orders ENUM by member index ('' = 0), not by text
-            text = str(value).lower()
-            return self._members.index(text) + 1 if text in self._members else 0
-        if kind == TypeKind.SET:  # ... and SET by its bitmask
-            parts = [p for p in str(value).lower().split(",") if p]
-            return sum(1 << self._members.index(p) for p in parts if p in self._members)
-        if kind == TypeKind.TIME:
-            m = _TIME.match(str(value))
-            if not m:
-                return str(value)
-            sign = -1 if m.group(1) else 1
-            frac = int((m.group(5) or "0").ljust(6, "0")[:6])
-            return sign * (((int(m.group(2)) * 60 + int(m.group(3))) * 60 + int(m.group(4))) * 1_000_000 + frac)
-        return self._text_key(str(value))
-
-    def _datetime(self, text: str, *, utc: bool) -> Any:
-        try:
-            parsed = dt.datetime.fromisoformat(text.replace(" ", "T")) if "-" in text else None
-        except ValueError:
-            parsed = None
-        if parsed is None:
-            return dt.datetime.min  # zero dates sort first, as MySQL sorts them
-        if parsed.tzinfo is not None:
-            parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
-        elif not utc and self.kind == TypeKind.TIMESTAMP:
-            parsed = parsed.replace(tzinfo=self.tz).astimezone(dt.UTC).replace(tzinfo=None)
-        return parsed
 
 
 class _TableChunks:

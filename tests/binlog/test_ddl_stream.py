@@ -11,9 +11,10 @@ from cdc_core.events import (
     RenameColumnEvent,
     SchemaChangeEvent,
 )
-from cdc_core.mysql.binlog_filter import BinlogEventFilter, FinishedChunk
+from cdc_core.mysql.binlog_filter import BinlogEventFilter
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
+from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.schema import TableId
 from cdc_core.state import StateStore

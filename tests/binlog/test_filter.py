@@ -6,7 +6,9 @@ import pymysql
 import pytest
 
 from cdc_core.events import DataChangeEvent, DropColumnEvent, Op
-from cdc_core.mysql.binlog_filter import BinlogEventFilter, CollationWeigher, FinishedChunk
+from cdc_core.mysql.binlog_filter import BinlogEventFilter
+from cdc_core.mysql.collation import CollationWeigher
+from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import BinlogSplit, HybridSplitAssigner
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import Column, TableId, TableSchema

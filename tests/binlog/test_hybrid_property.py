@@ -36,10 +36,12 @@ import pymysql
 import pytest
 
 from cdc_core.events import DataChangeEvent, Op
-from cdc_core.mysql.binlog_filter import BinlogEventFilter, CollationWeigher, FinishedChunk
+from cdc_core.mysql.binlog_filter import BinlogEventFilter
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
+from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.discovery import read_table_schema
+from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
