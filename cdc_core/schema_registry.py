@@ -56,6 +56,7 @@ from cdc_core.events import (
     TruncateTableEvent,
 )
 from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.mysql.schema_history import apply_schema_change
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.schema_change_codec import event_from_dict, event_to_dict
 from cdc_core.schema_merging import least_common_schema, schema_difference
@@ -157,8 +158,6 @@ class DerivedChange:
 
 def apply_to_schema(schema: TableSchema | None, event: SchemaChangeEvent) -> TableSchema | None:
     """``event`` applied to one schema, leniently (the result for the event's own table)."""
-    from cdc_core.mysql.schema_history import apply_schema_change
-
     out = apply_schema_change(schema, event, strict=False)
     if isinstance(event, RenameTableEvent):
         return out.get(event.new_table_id) if event.new_table_id is not None else None

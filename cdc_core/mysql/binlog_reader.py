@@ -1,16 +1,12 @@
 """Reading the binlog: bounded ranges for chunk backfill, bounded batches for the stream.
 
 Built on mysql-replication's ``BinLogStreamReader`` with the workarounds its MariaDB use needs
-(``machine-notes.md`` §3):
+(see ``docs/mysql.md``):
 
 * we always dump by **file and position** (``is_mariadb=False``): with ``is_mariadb=True`` the
   library ignores ``log_file``/``log_pos`` and streams from the first binlog. A GTID start is first
   resolved to a file and position (:func:`cdc_core.mysql.startup.resolve_gtid`).
-* ``ev.packet.log_pos`` is the END offset of an event, which is exactly our
-  :class:`~cdc_core.mysql.offsets.BinlogOffset` convention; the file name follows RotateEvents.
-* MariaDB writes no ``BEGIN`` for DML: a transaction is ``GTID`` (not standalone), TableMap,
-  Rows…, ``XID`` (or a ``COMMIT`` query for non-transactional engines). A DDL is a standalone GTID
-  followed by its query.
+* how each event moves the position and frames transactions is in :mod:`cdc_core.mysql.binlog_steps`.
 
 Two ways to read:
 
@@ -27,28 +23,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import (
-    FormatDescriptionEvent,
-    GtidEvent,
-    HeartbeatLogEvent,
-    MariadbGtidEvent,
-    QueryEvent,
-    RotateEvent,
-    XidEvent,
-)
-from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
 
 from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
+from cdc_core.mysql.binlog_steps import BinlogStep, ChangeEvent, StreamPosition, step
 from cdc_core.mysql.binlog_values import RowImageConverter
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser, is_shadow_table
 from cdc_core.mysql.gtid import GtidState
 from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.mysql.purge import check_offset_available
+from cdc_core.mysql.schema_history import apply_schema_change
+from cdc_core.mysql.startup import resolve_gtid
+from cdc_core.mysql.types import DorisValueConverter
 from cdc_core.schema import TableId, TableSchema
 
 log = logging.getLogger(__name__)
@@ -58,11 +50,6 @@ ValueConverter = Callable[[Any, Any], Any]
 (``cdc_core.mysql.types.to_doris_value`` with its time zone bound)."""
 
 SchemaLookup = Callable[[TableId], TableSchema]
-
-ChangeEvent = DataChangeEvent | SchemaChangeEvent
-
-_ROWS_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
-_MARIADB_FL_STANDALONE = 0x01
 
 
 class BinlogReadError(RuntimeError):
@@ -92,43 +79,6 @@ class BinlogBatch:
     bytes_read: int = 0
     schema_change: list[SchemaChangeEvent] | None = None
     schema_change_end: BinlogOffset | None = None
-
-
-@dataclass
-class _Position:
-    """The reader's place while iterating (mutable, private)."""
-
-    file: str
-    position: int
-    gtid: GtidState
-    in_transaction: bool = False
-    transaction_gtid: str | None = None
-
-    def offset(self, with_gtid: bool = True) -> BinlogOffset:
-        return BinlogOffset(self.file, self.position, self.gtid.text() if with_gtid else None)
-
-
-@dataclass(frozen=True)
-class _Item:
-    """One decoded binlog step: the events it yields and whether it closed a transaction."""
-
-    offset: BinlogOffset
-    events: tuple[ChangeEvent, ...] = ()
-    boundary: bool = False  # after this step the stream is between transactions
-    size: int = 0
-    heartbeat: bool = False
-    is_data: bool = True  # false for protocol noise (rotate, format description) not counted as events
-
-
-_TRANSACTIONAL_STATEMENTS = {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "SELECT", "SET", "DO", "CALL",
-                             "SAVEPOINT", "RELEASE", "XA", "HANDLER"}
-
-
-def _first_word(query: str) -> str:
-    text = query.lstrip()
-    while text.startswith("/*") and "*/" in text and not text.startswith("/*!"):
-        text = text[text.index("*/") + 2:].lstrip()
-    return text.split(None, 1)[0].upper().rstrip(";") if text else ""
 
 
 def _event_fast(table_id: TableId, op: Op, before: Any, after: Any, offset: BinlogOffset, row_index: int,
@@ -214,8 +164,6 @@ class BinlogSplitReader:
         connection, the first server id of its range, the shared Doris value converter bound to
         ``server-time-zone``/``treat-tinyint1-as-boolean.enabled``, its table selector, heartbeat
         and online-schema-change options."""
-        from cdc_core.mysql.types import DorisValueConverter
-
         selector = source.selector
         return cls(
             source,
@@ -233,9 +181,7 @@ class BinlogSplitReader:
 
     def offset_for_gtid(self, gtid_set: str) -> BinlogOffset:
         """Where a GTID set resumes, as a file and position this reader can start from (the GTID
-        dump itself cannot start at a file position: ``machine-notes.md`` §3)."""
-        from cdc_core.mysql.startup import resolve_gtid
-
+        dump itself cannot start at a file position: see ``docs/mysql.md``)."""
         return resolve_gtid(self.settings, gtid_set, self.server_id)
 
     def read_range(
@@ -382,8 +328,6 @@ class BinlogSplitReader:
 
     def _prepare(self, start: BinlogOffset) -> GtidState:
         """Refuse a purged start (never skip data) and find the GTID state there."""
-        from cdc_core.mysql.purge import check_offset_available
-
         with self._control().cursor() as cur:
             check_offset_available(cur, start)
             if start.gtid_set:
@@ -408,77 +352,36 @@ class BinlogSplitReader:
             return self._is_captured(table_id)
         return True
 
-    def _items(self, start: BinlogOffset, *, blocking: bool, tables: set[TableId] | None) -> Iterator[_Item]:
-        pos = _Position(start.file, start.position, self._prepare(start))
+    def _items(self, start: BinlogOffset, *, blocking: bool, tables: set[TableId] | None) -> Iterator[BinlogStep]:
+        pos = StreamPosition(start.file, start.position, self._prepare(start))
         stream = self._open(start, blocking)
+
+        def on_query(query: str, default_db: str, offset: BinlogOffset) -> tuple[ChangeEvent, ...]:
+            return self._on_query(query, default_db, offset, tables)
+
+        def on_rows(ev: Any, offset: BinlogOffset, gtid: str | None) -> tuple[ChangeEvent, ...]:
+            return self._on_rows(ev, offset, gtid, tables)
+
         try:
             for ev in stream:
-                item = self._step(ev, pos, tables)
+                item = step(ev, pos, on_query, on_rows)
                 if item is not None:
                     yield item
         finally:
             stream.close()
 
-    def _step(self, ev: Any, pos: _Position, tables: set[TableId] | None) -> _Item | None:
-        end = ev.packet.log_pos
-        size = getattr(ev, "event_size", 0) or 0
-        if isinstance(ev, RotateEvent):
-            pos.file = ev.next_binlog
-            pos.position = ev.position
-            return _Item(pos.offset(), boundary=not pos.in_transaction, is_data=False)
-        if isinstance(ev, HeartbeatLogEvent):
-            return _Item(pos.offset(), boundary=not pos.in_transaction, heartbeat=True, is_data=False)
-        if not end:  # artificial events (e.g. the format description sent on connect)
-            return None
-        if isinstance(ev, FormatDescriptionEvent):
-            pos.position = end
-            return _Item(pos.offset(), boundary=not pos.in_transaction, size=size, is_data=False)
-        pos.position = end
-        if isinstance(ev, MariadbGtidEvent):
-            pos.transaction_gtid = ev.gtid
-            pos.gtid.add_mariadb(ev.domain_id, ev.server_id, ev.gtid_seq_no)
-            pos.in_transaction = not (ev.flags & _MARIADB_FL_STANDALONE)
-            return _Item(pos.offset(), size=size)
-        if isinstance(ev, GtidEvent):
-            pos.transaction_gtid = ev.gtid
-            pos.gtid.add_mysql(ev.gtid)
-            pos.in_transaction = True  # a BEGIN query or a DDL follows; both end the group
-            return _Item(pos.offset(), size=size)
-        if isinstance(ev, XidEvent):
-            pos.in_transaction = False
-            return _Item(pos.offset(), boundary=True, size=size)
-        if isinstance(ev, QueryEvent):
-            return self._query(ev, pos, tables, size)
-        if isinstance(ev, TableMapEvent):
-            return _Item(pos.offset(), size=size)
-        if isinstance(ev, _ROWS_EVENTS):
-            return self._rows_event(ev, pos, tables, size)
-        return _Item(pos.offset(), boundary=not pos.in_transaction, size=size)
-
-    def _query(self, ev: QueryEvent, pos: _Position, tables: set[TableId] | None, size: int) -> _Item:
-        query = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
-        head = query.lstrip()[:10].upper()
-        if head.startswith("BEGIN") or head.startswith("XA START"):
-            pos.in_transaction = True
-            return _Item(pos.offset(), size=size)
-        if head.startswith("COMMIT") or head.startswith("ROLLBACK") or head.startswith("XA COMMIT"):
-            pos.in_transaction = False
-            return _Item(pos.offset(), boundary=True, size=size)
-        # DDL commits implicitly and stands alone; statement-based DML (STATEMENT/MIXED format) belongs to
-        # the transaction around it, which must not be cut there.
-        inside = pos.in_transaction and _first_word(query) in _TRANSACTIONAL_STATEMENTS
-        pos.in_transaction = inside
-        offset = pos.offset()
-        default_db = ev.schema.decode() if isinstance(ev.schema, bytes | bytearray) else (ev.schema or "")
+    def _on_query(self, query: str, default_db: str, offset: BinlogOffset, tables: set[TableId] | None
+                  ) -> tuple[ChangeEvent, ...]:
+        """A query that is no transaction marker: DDL on a captured table becomes schema-change events."""
         try:
             changes = self._ddl_parser.parse_captured(
                 query, default_db, lambda t: self._wanted(t, tables), self.schema_or_none
             )
         except DdlParseError as exc:
             raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
-        events: tuple[ChangeEvent, ...] = tuple(self._stamp(c, offset) for c in changes)
+        events: tuple[ChangeEvent, ...] = tuple(replace(c, offset=offset) for c in changes)
         self._apply_schema_changes(events)
-        return _Item(offset, events, boundary=not inside, size=size)
+        return events
 
     def schema_or_none(self, table_id: TableId) -> TableSchema | None:
         try:
@@ -486,15 +389,7 @@ class BinlogSplitReader:
         except Exception:  # noqa: BLE001 - an unknown table simply has no schema yet
             return None
 
-    @staticmethod
-    def _stamp(change: SchemaChangeEvent, offset: BinlogOffset) -> SchemaChangeEvent:
-        from dataclasses import replace
-
-        return replace(change, offset=offset)
-
     def _apply_schema_changes(self, changes: Iterable[SchemaChangeEvent]) -> None:
-        from cdc_core.mysql.schema_history import apply_schema_change
-
         for change in changes:
             current = self._schema_cache.get(change.table_id)
             if current is None:
@@ -507,16 +402,15 @@ class BinlogSplitReader:
                 else:
                     self._schema_cache[table_id] = schema
 
-    def _rows_event(self, ev: Any, pos: _Position, tables: set[TableId] | None, size: int) -> _Item:
-        offset = pos.offset()
+    def _on_rows(self, ev: Any, offset: BinlogOffset, gtid: str | None, tables: set[TableId] | None
+                 ) -> tuple[ChangeEvent, ...]:
         table_id = self._table_ids.get((ev.schema, ev.table))
         if table_id is None:  # one TableId object per table: identity checks downstream stay cheap
             table_id = self._table_ids.setdefault((ev.schema, ev.table), TableId(ev.schema, ev.table))
         if not self._wanted(table_id, tables):
-            return _Item(offset, size=size)
+            return ()
         schema = self.schema(table_id)
         commit_ms = ev.timestamp * 1000 if ev.timestamp else None
-        gtid = pos.transaction_gtid
         images = self._rows.images(ev, schema)
         if isinstance(ev, WriteRowsEvent):
             out = [_event(table_id, Op.INSERT, None, after, offset, i, gtid, commit_ms)
@@ -527,4 +421,4 @@ class BinlogSplitReader:
         else:
             out = [_event(table_id, Op.UPDATE, before, after, offset, i, gtid, commit_ms)
                    for i, (before, after) in enumerate(images)]
-        return _Item(offset, tuple(out), size=size)
+        return tuple(out)

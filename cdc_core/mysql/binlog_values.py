@@ -121,7 +121,7 @@ class RowImageConverter:
     """
 
     def __init__(self, converter: Callable[[Column, Any], Any] | None, *, fast: bool = True) -> None:
-        from cdc_core.mysql.row_decoder import FastRowDecoder
+        from cdc_core.mysql.row_decoder import FastRowDecoder  # deferred: row_decoder imports this module
 
         self.converter = converter
         self._fast = FastRowDecoder(converter) if fast else None

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cdc_core.config import load_pipeline
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
@@ -41,8 +42,6 @@ def plan_splits(source: Any, tables: list[str] | None = None) -> list[SnapshotSp
 
 def splits_command(pipeline_path: str | Path, tables: list[str] | None = None, as_json: bool = False) -> str:
     """What ``tidemark splits PIPELINE.yaml [--table db.tbl]... [--json]`` prints."""
-    from cdc_core.config import load_pipeline
-
     definition = load_pipeline(Path(pipeline_path))
     splits = plan_splits(definition.source, tables)
     if as_json:

@@ -35,6 +35,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
 
 from cdc_core.mysql.binlog_values import normalizer
+from cdc_core.mysql.types import DorisValueConverter, TypeKind, kind_of
 from cdc_core.schema import Column, TableSchema
 
 _COMPRESSED = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
@@ -161,8 +162,6 @@ class _Builder:
     def _kind(self, i: int) -> str | None:
         if self.fused is None:
             return None
-        from cdc_core.mysql.types import kind_of
-
         return kind_of(self.schema_columns[i], tinyint1_as_boolean=self.fused.tinyint1_as_boolean)
 
     def _generic(self, i: int) -> str:
@@ -188,8 +187,6 @@ class _Builder:
         t = c.type
         v = f"v{i}"
         kind = self._kind(i)
-        from cdc_core.mysql.types import TypeKind
-
         generic = self._generic(i)
         passthrough_int = kind in (TypeKind.INT, TypeKind.UINT64)
 
@@ -379,8 +376,6 @@ class FastRowDecoder:
     """Decodes rows events of supported layouts; :meth:`images` returns None to ask for the fallback."""
 
     def __init__(self, converter: Any) -> None:
-        from cdc_core.mysql.types import DorisValueConverter
-
         self.converter = converter
         self.fused = converter if isinstance(converter, DorisValueConverter) else None
         self._plans: dict[tuple[tuple, int, bool], Callable[[bytes], list] | None] = {}

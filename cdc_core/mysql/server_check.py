@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_core.mysql.connection import MySqlConnectionSettings, connect
+from cdc_core.mysql.discovery import list_captured_tables
 from cdc_core.schema import TableId
 
 
@@ -153,9 +155,6 @@ def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the 
 
 def check_source_server(source: Any) -> ServerInfo:
     """Connect with a pipeline's ``source:`` options and check the server for its captured tables."""
-    from cdc_core.mysql.connection import MySqlConnectionSettings, connect
-    from cdc_core.mysql.discovery import list_captured_tables
-
     settings = MySqlConnectionSettings.from_options(source)
     conn = connect(settings)
     try:

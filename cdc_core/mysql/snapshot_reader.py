@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from cdc_core.events import DataChangeEvent, Op
+from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.connection import (
     SESSION_TIME_ZONE,
     MySqlConnectionSettings,
@@ -367,8 +368,6 @@ def acquire_server_id(conn: Any, server_id_range: tuple[int, int], *, reserve_fi
 
 def _default_binlog_reader(settings: MySqlConnectionSettings, server_id: int, schema: TableSchema,
                            converter: DorisValueConverter) -> BinlogRangeReader:
-    from cdc_core.mysql.binlog_reader import BinlogSplitReader  # the binlog engine's reader
-
     return BinlogSplitReader(settings, server_id, lambda _t: schema, converter)
 
 
