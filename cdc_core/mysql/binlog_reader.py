@@ -39,6 +39,7 @@ from cdc_core.mysql.gtid import GtidState
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.purge import check_offset_available
 from cdc_core.mysql.schema_history import apply_schema_change
+from cdc_core.mysql.server_ids import stream_server_id
 from cdc_core.mysql.startup import resolve_gtid
 from cdc_core.mysql.types import DorisValueConverter
 from cdc_core.schema import TableId, TableSchema
@@ -113,13 +114,6 @@ def _filtered(event_filter: Callable[[ChangeEvent], Any] | None, events: list[Ch
         elif verdict:
             out.extend(verdict)
     return out
-
-
-def stream_server_id(source: Any) -> int:
-    """The binlog stream's server id: the first of the ``server-id`` range (chunk backfills take the
-    others, see ``cdc_core.mysql.snapshot_reader.acquire_server_id``)."""
-    lo, _hi = source.server_id_range()
-    return lo
 
 
 class BinlogSplitReader:

@@ -1,6 +1,6 @@
 """Read one chunk lock-free: low watermark, range scan, high watermark, binlog backfill.
 
-Flink CDC's ``MySqlSnapshotSplitReadTask`` (``cdc-anchors.md`` §1.5):
+Flink CDC's ``MySqlSnapshotSplitReadTask``:
 
 1. **low watermark** (LW) = the server's binlog end (``SHOW MASTER STATUS``);
 2. the chunk's half-open range scan, built as Flink's ``buildSplitScanQuery`` builds it
@@ -10,7 +10,7 @@ Flink CDC's ``MySqlSnapshotSplitReadTask`` (``cdc-anchors.md`` §1.5):
 3. **high watermark** (HW) = the binlog end again (HW := LW with ``backfill.skip``);
 4. if HW > LW, the binlog ``(LW, HW]`` of this table is read and its inserts, updates and deletes
    whose chunk key falls in the chunk's range are applied to the buffered rows
-   (:func:`apply_backfill`, Flink's ``RecordUtils.upsertBinlog`` normalisation).
+   (:func:`~cdc_core.mysql.backfill.apply_backfill`, Flink's ``RecordUtils.upsertBinlog`` normalisation).
 
 The result is the chunk exactly as it was at HW: every row change before HW is either in the
 scan (which saw the table at some instant between LW and HW) or replayed from the binlog, and
@@ -20,26 +20,23 @@ One deviation from Flink, for exactness: when the chunk key is nullable (a non-p
 ``chunk.key-column``) the first chunk also takes the rows whose key is NULL — Flink's
 ``k <= ?`` silently drops them.
 
-Server ids: a backfill is a replication client and needs a server id no other client uses at the
-same time. :func:`acquire_server_id` takes one from the ``server-id`` range with a MySQL named
-lock held on the reader's control connection (``GET_LOCK``), so parallel readers on any number of
-hosts never collide; the range's first id is left to the binlog stream.
+The backfill's key ranges and the replay are in :mod:`cdc_core.mysql.backfill`; the server id a
+backfill reads the binlog with comes from :mod:`cdc_core.mysql.server_ids`.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-from cdc_core.events import DataChangeEvent, Op
+from cdc_core.events import DataChangeEvent
+from cdc_core.mysql.backfill import KeyRange, apply_backfill
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.connection import (
     SESSION_TIME_ZONE,
@@ -50,7 +47,8 @@ from cdc_core.mysql.connection import (
 )
 from cdc_core.mysql.discovery import chunk_key_column
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
-from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_literal, key_param
+from cdc_core.mysql.server_ids import acquire_server_id
+from cdc_core.mysql.splits import SnapshotSplit, key_literal
 from cdc_core.mysql.types import (
     DorisValueConverter,
     TypeKind,
@@ -60,13 +58,10 @@ from cdc_core.mysql.types import (
     parse_tz,
     select_expression,
 )
-from cdc_core.mysql.types.kinds import members_of
-from cdc_core.mysql.types.time_zones import is_utc
 from cdc_core.schema import Column, TableId, TableSchema
 
 log = logging.getLogger(__name__)
 
-SERVER_ID_LOCK_PREFIX = "tidemark.server-id."
 
 
 class BinlogRangeReader(Protocol):
@@ -123,247 +118,6 @@ def scan_condition(split: SnapshotSplit, key: Column) -> str | None:
         return f"{k} >= {start}"
     end = key_literal(key, split.end[0])
     return f"{k} >= {start} AND NOT ({k} = {end}) AND {k} <= {end}"
-
-
-# -- key ranges for the backfill ----------------------------------------------------------------
-
-
-class KeyRange:
-    """Is a converted chunk-key value inside ``[start, end)``? Compared as MySQL compares it.
-
-    Numbers, dates and binary keys compare exactly in Python; text keys (and TIME) are compared by
-    the server with the column's own collation, all of a backfill's keys in one query.
-    """
-
-    def __init__(self, split: SnapshotSplit, key: Column, *, conn: Any = None, collation: str | None = None,
-                 tz: str | dt.tzinfo | None = "UTC", tinyint1_as_boolean: bool = True):
-        self.split = split
-        self.key = key
-        self.kind = kind_of(key, tinyint1_as_boolean=tinyint1_as_boolean)
-        self._conn = conn
-        self._collation = collation
-        self._tz = parse_tz(tz)
-        self._server_side = self.kind in (TypeKind.STRING, TypeKind.TIME, TypeKind.JSON, TypeKind.GEOMETRY)
-        self._cache: dict[Any, bool] = {}
-
-    def _comparable(self, value: Any) -> Any:
-        kind = self.kind
-        if kind in (TypeKind.INT, TypeKind.UINT64, TypeKind.YEAR):
-            return int(value)
-        if kind == TypeKind.BOOL:
-            return int(value)
-        if kind == TypeKind.DECIMAL:
-            return Decimal(str(value))
-        if kind in (TypeKind.FLOAT, TypeKind.DOUBLE):
-            return float(value)
-        if kind == TypeKind.ENUM:  # MySQL orders ENUM by member index ('' = 0), not by text
-            members = [m.lower() for m in members_of(self.key.column_type)]
-            text = str(value).lower()
-            return members.index(text) + 1 if text in members else 0
-        if kind == TypeKind.SET:  # … and SET by its bitmask
-            members = [m.lower() for m in members_of(self.key.column_type)]
-            parts = [p for p in str(value).lower().split(",") if p]
-            return sum(1 << members.index(p) for p in parts if p in members)
-        if kind == TypeKind.BINARY:
-            return value
-        if kind == TypeKind.TIMESTAMP and isinstance(value, str):
-            return value
-        return value
-
-    def _converted_key(self, value: Any) -> Any:
-        """A converted (Doris) key value → the form the bounds use."""
-        if self.kind == TypeKind.BINARY:
-            return base64.b64decode(value)
-        if self.kind == TypeKind.TIMESTAMP and value is not None:
-            tz = self._tz
-            if not is_utc(tz):
-                local = dt.datetime.fromisoformat(value).replace(tzinfo=tz)
-                utc = local.astimezone(dt.UTC).replace(tzinfo=None)
-                fsp = len(value.split(".")[1]) if "." in value else 0
-                text = utc.strftime("%Y-%m-%d %H:%M:%S")
-                return text + ("." + f"{utc.microsecond:06d}"[:fsp] if fsp else "")
-        return value
-
-    def _bound(self, value: KeyValue) -> Any:
-        if self.kind == TypeKind.BINARY:
-            return bytes.fromhex(str(value))
-        return self._comparable(value)
-
-    def prefetch(self, values: Iterable[Any]) -> None:
-        """Decide many text keys in one server round trip (no-op for keys compared locally)."""
-        if not self._server_side or self._conn is None:
-            return
-        todo = [v for v in {v for v in values if v is not None} if v not in self._cache]
-        for i in range(0, len(todo), 500):
-            part = todo[i : i + 500]
-            exprs, params = [], []
-            for v in part:
-                expr, p = self._server_predicate()
-                exprs.append(f"({expr})")
-                params.extend(p(v))
-            with self._conn.cursor() as cur:
-                cur.execute("SELECT " + ", ".join(exprs), params)
-                row = cur.fetchone()
-            for v, answer in zip(part, row, strict=True):
-                self._cache[v] = bool(int(answer))
-
-    def _server_predicate(self) -> tuple[str, Callable[[Any], list[Any]]]:
-        if self.kind == TypeKind.TIME:
-            def lit() -> str:
-                return "CAST(%s AS TIME)"
-        else:
-            charset = (self.key.charset or "utf8mb4")
-            coll = f" COLLATE {self._collation}" if self._collation else ""
-
-            def lit() -> str:
-                return f"CONVERT(%s USING {charset}){coll}"
-        parts, order = [], []
-        if self.split.start is not None:
-            parts.append(f"{lit()} >= {lit()}")
-            order.append(("v", self.split.start[0]))
-        if self.split.end is not None:
-            parts.append(f"{lit()} < {lit()}")
-            order.append(("v", self.split.end[0]))
-        expr = " AND ".join(parts) or "1"
-
-        def params(v: Any) -> list[Any]:
-            out: list[Any] = []
-            for _, bound in order:
-                out.extend([v, key_param(self.key, bound)])
-            return out
-
-        return expr, params
-
-    def contains(self, value: Any) -> bool:
-        if value is None:
-            return self.split.start is None  # NULL keys live in the first chunk
-        if self.split.start is None and self.split.end is None:
-            return True
-        if self._server_side and self._conn is not None:
-            if value not in self._cache:
-                self.prefetch([value])
-            return self._cache[value]
-        v = self._comparable(self._converted_key(value))
-        if self.split.start is not None and v < self._bound(self.split.start[0]):
-            return False
-        return not (self.split.end is not None and not v < self._bound(self.split.end[0]))
-
-
-# -- backfill normalisation ---------------------------------------------------------------------
-
-
-def apply_backfill(table: pa.Table, events: Iterable[DataChangeEvent], *, key_columns: tuple[str, ...],
-                   chunk_key: str, in_range: Callable[[Any], bool]) -> tuple[pa.Table, int]:
-    """Apply binlog changes to a chunk's rows (Flink's ``upsertBinlog`` normalisation).
-
-    ``table`` holds converted rows; events carry converted images. Rows are identified by
-    ``key_columns`` (the primary key; for a table without one, the whole row, as a multiset).
-    A change whose image's chunk key is in range puts that image in the chunk; a change whose
-    before image was in range takes it out. Returns the corrected table and the number of
-    events applied.
-    """
-    events = list(events)
-    if not events:
-        return table, 0
-    names = table.column_names
-    whole_row = not key_columns
-    cols = names if whole_row else list(key_columns)
-
-    def key_of(row: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(row.get(c) for c in cols)
-
-    # Final state per affected key: list of rows (a list to keep duplicates of key-less tables).
-    touched: dict[tuple[Any, ...], list[dict[str, Any]] | None] = {}
-    current = {c: table.column(c).to_pylist() for c in cols}
-    existing: dict[tuple[Any, ...], int] = {}
-    for i in range(table.num_rows):
-        k = tuple(current[c][i] for c in cols)
-        existing[k] = existing.get(k, 0) + 1
-
-    def rows_for(k: tuple[Any, ...]) -> list[dict[str, Any]]:
-        if k not in touched:
-            if existing.get(k):
-                mask_rows = _rows_with_key(table, cols, k)
-                touched[k] = mask_rows
-            else:
-                touched[k] = []
-        return touched[k]  # type: ignore[return-value]
-
-    applied = 0
-    for ev in events:
-        if not isinstance(ev, DataChangeEvent):
-            continue
-        applied += 1
-        if ev.before is not None and ev.op in (Op.UPDATE, Op.DELETE):
-            bk = key_of(ev.before)
-            rows = rows_for(bk)
-            if whole_row:
-                if rows:
-                    rows.pop(0)
-            else:
-                rows.clear()
-        if ev.after is not None and ev.op in (Op.INSERT, Op.UPDATE) and in_range(ev.after.get(chunk_key)):
-            ak = key_of(ev.after)
-            rows = rows_for(ak)
-            image = {n: ev.after.get(n) for n in names}
-            if whole_row:
-                rows.append(image)
-            else:
-                rows[:] = [image]
-    if not touched:
-        return table, applied
-    keep = _mask_without_keys(table, cols, set(touched))
-    kept = table.filter(keep)
-    replacement = [r for rows in touched.values() if rows for r in rows]
-    if not replacement:
-        return kept, applied
-    extra = pa.Table.from_pylist(replacement, schema=table.schema)
-    return pa.concat_tables([kept, extra]), applied
-
-
-def _rows_with_key(table: pa.Table, cols: list[str], key: tuple[Any, ...]) -> list[dict[str, Any]]:
-    mask = _mask_with_keys(table, cols, {key})
-    return table.filter(mask).to_pylist()
-
-
-def _mask_with_keys(table: pa.Table, cols: list[str], keys: set[tuple[Any, ...]]) -> pa.Array:
-    values = [table.column(c).to_pylist() for c in cols]
-    return pa.array([tuple(v[i] for v in values) in keys for i in range(table.num_rows)], pa.bool_())
-
-
-def _mask_without_keys(table: pa.Table, cols: list[str], keys: set[tuple[Any, ...]]) -> pa.Array:
-    values = [table.column(c).to_pylist() for c in cols]
-    return pa.array([tuple(v[i] for v in values) not in keys for i in range(table.num_rows)], pa.bool_())
-
-
-# -- server ids ---------------------------------------------------------------------------------
-
-
-def acquire_server_id(conn: Any, server_id_range: tuple[int, int], *, reserve_first_for_stream: bool = True,
-                      wait_s: float = 0.0) -> int:
-    """Take a server id from the range for as long as ``conn`` lives (a ``GET_LOCK`` per id).
-
-    ``wait_s``: how long to keep trying when all ids are taken (a reader that just ended frees its
-    id when the server notices its disconnect).
-    """
-    lo, hi = server_id_range
-    first = lo + 1 if reserve_first_for_stream and hi > lo else lo
-    deadline = time.monotonic() + wait_s
-    while True:
-        with conn.cursor() as cur:
-            for candidate in range(first, hi + 1):
-                cur.execute("SELECT GET_LOCK(%s, 0)", (f"{SERVER_ID_LOCK_PREFIX}{candidate}",))
-                (got,) = cur.fetchone()
-                if got is not None and int(got) == 1:
-                    return candidate
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
-    raise RuntimeError(
-        f"every server id in the 'server-id' range {lo}-{hi} is in use by another Tidemark reader; "
-        f"widen the range in the source block (e.g. '{lo}-{lo + 64}') to at least the snapshot "
-        f"parallelism + 1 (the first id is the binlog stream's)"
-    )
 
 
 def _default_binlog_reader(settings: MySqlConnectionSettings, server_id: int, schema: TableSchema,

@@ -8,9 +8,11 @@ import pyarrow as pa
 import pytest
 
 from cdc_core.events import DataChangeEvent, Op
+from cdc_core.mysql.backfill import KeyRange, apply_backfill
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.mysql.snapshot_reader import KeyRange, acquire_server_id, apply_backfill, build_scan_query
+from cdc_core.mysql.server_ids import acquire_server_id
+from cdc_core.mysql.snapshot_reader import build_scan_query
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.schema import Column, TableId
 from tests.snapshot.conftest import reader, run
