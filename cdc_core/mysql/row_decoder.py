@@ -2,7 +2,7 @@
 
 mysql-replication decodes a row column by column through several method calls per value
 (``__read_values_name``, ``packet.read``, ``BitGet``...), which is where the stream's time goes
-(``machine-notes.md`` §4: ~50k rows/s, almost all in ``__read_values_name``). This module reads
+(about 50k rows/s measured, almost all of it in ``__read_values_name``). This module reads
 the same bytes — the rows event body after mysql-replication has parsed its header and bitmaps —
 with one function generated for the table's column layout (the TableMap) and the sink's value
 conversion, so a row costs a few slicing and ``struct`` operations and one dict.
@@ -23,8 +23,6 @@ path, on every type):
 
 from __future__ import annotations
 
-import calendar
-import codecs
 import datetime as dt
 import struct
 from collections.abc import Callable
@@ -32,112 +30,28 @@ from decimal import Decimal
 from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.row_event import RowsEvent
 
 from cdc_core.mysql.binlog_values import normalizer
+from cdc_core.mysql.row_formats import (
+    COMPRESSED,
+    DAYS,
+    FRAC,
+    HM,
+    S2,
+    day_text,
+    fsp_size,
+    micro_expr,
+    python_codec,
+    valid_date,
+)
 from cdc_core.mysql.types import DorisValueConverter, TypeKind, kind_of
 from cdc_core.schema import Column, TableSchema
 
-_COMPRESSED = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
 _SUPPORTED = {
     FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG, FIELD_TYPE.DOUBLE,
     FIELD_TYPE.FLOAT, FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB,
     FIELD_TYPE.DATETIME2, FIELD_TYPE.DATE, FIELD_TYPE.TIMESTAMP2, FIELD_TYPE.YEAR,
 }
-
-
-def _encoding(charset_name: str | None) -> str | None:
-    """The Python codec mysql-replication decodes a column with (None: it keeps bytes)."""
-    if charset_name is None:
-        return None
-    name = RowsEvent.charset_to_encoding(charset_name)
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return None
-
-
-def _valid_date(y: int, m: int, d: int) -> bool:
-    return y > 0 and 0 < m <= 12 and 0 < d <= (28 if d <= 28 else calendar.monthrange(y, m)[1])
-
-
-def _decimal_text(data: bytes, int_size: int, int_words: int, frac_words: int, frac_size: int,
-                  frac_digits_last: int) -> tuple[bool, str, str]:
-    """(negative, integer digits, fraction digits) of a packed DECIMAL."""
-    first = data[0]
-    negative = not first & 0x80
-    raw = bytes([first ^ 0x80]) + data[1:]
-    if negative:
-        raw = bytes(b ^ 0xFF for b in raw)
-    pos = 0
-    int_text = ""
-    if int_size:
-        int_text = str(int.from_bytes(raw[0:int_size], "big"))
-        pos = int_size
-    for _ in range(int_words):
-        int_text += f"{int.from_bytes(raw[pos:pos + 4], 'big'):09d}"
-        pos += 4
-    frac_text = ""
-    for _ in range(frac_words):
-        frac_text += f"{int.from_bytes(raw[pos:pos + 4], 'big'):09d}"
-        pos += 4
-    if frac_size:
-        frac_text += f"{int.from_bytes(raw[pos:pos + frac_size], 'big'):0{frac_digits_last}d}"
-    return negative, int_text, frac_text
-
-
-def decimal_to_doris(parts: tuple[bool, str, str], scale: int) -> str:
-    negative, int_text, frac_text = parts
-    int_value = int(int_text) if int_text else 0
-    frac_text = frac_text[:scale].ljust(scale, "0") if scale else ""
-    zero = int_value == 0 and not frac_text.strip("0")
-    text = str(int_value) + ("." + frac_text if scale else "")
-    return text if zero or not negative else "-" + text
-
-
-def decimal_to_python(parts: tuple[bool, str, str]) -> Decimal:
-    negative, int_text, frac_text = parts
-    return Decimal(("-" if negative else "") + (int_text or "0") + "." + (frac_text or "0"))
-
-
-_DAYS: dict[int, str] = {}
-_HM = [f"{h:02d}:{m:02d}:" for h in range(32) for m in range(64)]  # index: hour * 64 + minute
-_S2 = [f"{x:02d}" for x in range(64)]
-_FRAC = {n: [f".{x:0{n}d}" for x in range(10 ** n)] for n in (1, 2, 3)}
-
-
-def _day_text(ymd: int) -> str:
-    """``'YYYY-MM-DD '`` for DATETIME2's 22 date bits, or '' for a zero/invalid date (cached)."""
-    ym, day = ymd >> 5, ymd & 31
-    year, month = ym // 13, ym % 13
-    text = f"{year:04d}-{month:02d}-{day:02d} " if _valid_date(year, month, day) else ""
-    if len(_DAYS) < 100_000:
-        _DAYS[ymd] = text
-    return text
-
-
-def _fsp_size(fsp: int) -> int:
-    return (fsp + 1) // 2
-
-
-def _micro_expr(at: str, fsp: int) -> str:
-    """Source for the microseconds of a fractional-seconds field at ``at`` (as mysql-replication reads it)."""
-    if not fsp:
-        return "0"
-    n = _fsp_size(fsp)
-    raw = f"from_bytes(buf[{at}:{at} + {n}], 'big')"
-    if fsp % 2:
-        raw = f"({raw} // 10)"
-    return f"{raw} * {10 ** (6 - fsp)}"
-
-
-def _fsp_micro(data: bytes, fsp: int) -> int:
-    if not fsp:
-        return 0
-    value = int.from_bytes(data, "big", signed=True)
-    if fsp % 2:
-        value //= 10
-    return value * 10 ** (6 - fsp)
 
 
 class _Builder:
@@ -149,10 +63,9 @@ class _Builder:
         self.names = names
         self.fused = fused  # a DorisValueConverter, or None
         self.env: dict[str, Any] = {
-            "unpack_from": struct.unpack_from, "from_bytes": int.from_bytes, "valid_date": _valid_date,
-            "dt": dt, "fsp_micro": _fsp_micro, "decimal_to_doris": decimal_to_doris,
-            "decimal_to_python": decimal_to_python, "Decimal": Decimal, "dcache": _DAYS, "day_text": _day_text,
-            "HM": _HM, "S2": _S2, "FRAC1": _FRAC[1], "FRAC2": _FRAC[2], "FRAC3": _FRAC[3], "utcfromtimestamp": dt.datetime.utcfromtimestamp,
+            "unpack_from": struct.unpack_from, "from_bytes": int.from_bytes, "valid_date": valid_date,
+            "dt": dt, "Decimal": Decimal, "dcache": DAYS, "day_text": day_text,
+            "HM": HM, "S2": S2, "FRAC1": FRAC[1], "FRAC2": FRAC[2], "FRAC3": FRAC[3], "utcfromtimestamp": dt.datetime.utcfromtimestamp,
         }
         self.lines: list[str] = []
 
@@ -232,7 +145,7 @@ class _Builder:
             self.emit(f"n = from_bytes(buf[p:p + {size}], 'little')", ind)
             self.emit(f"p += {size}", ind)
             raw = "buf[p:p + n]"
-            encoding = _encoding(c.character_set_name)
+            encoding = python_codec(c.character_set_name)
             if t != FIELD_TYPE.BLOB and c.character_set_name is None:
                 decoded = f"{raw}.decode()"  # as mysql-replication: no charset known → UTF-8
             elif encoding is not None:
@@ -246,7 +159,7 @@ class _Builder:
             self.emit("p += n", ind)
         elif t == FIELD_TYPE.DATETIME2:
             fsp = c.fsp
-            size = 5 + _fsp_size(fsp)
+            size = 5 + fsp_size(fsp)
             self.emit("d = from_bytes(buf[p:p + 5], 'big') - 0x8000000000", ind)
             if kind == TypeKind.DATETIME:
                 # text from cached pieces: the date (per distinct day), "HH:MM:", "SS", the fraction
@@ -260,7 +173,7 @@ class _Builder:
                 self.emit("if dp:", ind)
                 self.emit(f"    {v} = dp + HM[(d >> 6) & 0x7FF] + S2[d & 63]{frac}", ind)
             else:
-                self.emit(f"mc = {_micro_expr('p + 5', fsp)}", ind)
+                self.emit(f"mc = {micro_expr('p + 5', fsp)}", ind)
                 self.emit("ym = (d >> 22) & 0x1FFFF; y = ym // 13; m = ym % 13; dd = (d >> 17) & 31", ind)
                 self.emit("if y and 0 < m and 0 < dd and (dd <= 28 or valid_date(y, m, dd)):", ind)
                 self.emit(f"    {v} = {generic}(dt.datetime(y, m, dd, (d >> 12) & 31, (d >> 6) & 63, d & 63, mc))",
@@ -280,8 +193,8 @@ class _Builder:
             self.emit("p += 3", ind)
         elif t == FIELD_TYPE.TIMESTAMP2:
             fsp = c.fsp
-            size = 4 + _fsp_size(fsp)
-            micro = _micro_expr("p + 4", fsp)
+            size = 4 + fsp_size(fsp)
+            micro = micro_expr("p + 4", fsp)
             self.emit("ts = utcfromtimestamp(from_bytes(buf[p:p + 4], 'big'))", ind)
             if fsp:
                 self.emit(f"mc = {micro}", ind)
@@ -296,7 +209,7 @@ class _Builder:
         v = f"v{i}"
         int_words, int_rest = divmod(precision - scale, 9)
         frac_words, frac_rest = divmod(scale, 9)
-        int_size, frac_size = _COMPRESSED[int_rest], _COMPRESSED[frac_rest]
+        int_size, frac_size = COMPRESSED[int_rest], COMPRESSED[frac_rest]
         size = int_size + 4 * (int_words + frac_words) + frac_size
         bits = 8 * size
         sign, full = 1 << (bits - 1), (1 << bits) - 1
