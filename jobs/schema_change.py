@@ -22,18 +22,15 @@ from cdc_core.doris.errors import SchemaChangeError as DorisSchemaChangeError
 from cdc_core.events import CreateTableEvent, DropTableEvent, RenameTableEvent, SchemaChangeEvent
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId, TableSchema
-from cdc_core.schema_registry import (
-    DROPPED_MARK,
+from cdc_core.schema_derivation import (
     DerivedChange,
-    RequestStatus,
     SchemaChangeBehavior,
     SchemaChangeRefused,
     SchemaChangeTypeFilter,
     SchemaDerivator,
-    SchemaRegistry,
     evolved_after,
-    schema_from_history,
 )
+from cdc_core.schema_registry import DROPPED_MARK, RequestStatus, SchemaRegistry, schema_from_history
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +391,7 @@ class SchemaChangeSteps:
 
     def _new_schema(self, table_id: TableId, upstream: dict[TableId, TableSchema | None],
                     events: Sequence[SchemaChangeEvent]) -> TableSchema | None:
-        from cdc_core.schema_registry import apply_to_schema
+        from cdc_core.schema_derivation import apply_to_schema
 
         schemas = dict(upstream)
         for e in events:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_core.schema_registry import RequestStatus, SchemaChangeRefused, SchemaRegistry
+from cdc_core.schema_derivation import SchemaChangeRefused
+from cdc_core.schema_registry import RequestStatus, SchemaRegistry
 from jobs.runner import PipelineRunner
 from jobs.schema_change import SchemaChangeApplyError, SchemaChangeSteps
 from tests.schema.helpers import (

@@ -18,16 +18,14 @@ from cdc_core.events import (
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import Column, TableId, TableSchema
 from cdc_core.schema_change_codec import event_from_dict, event_to_dict
-from cdc_core.schema_merging import widest_column
-from cdc_core.schema_registry import (
-    RegistryStateError,
-    RequestStatus,
+from cdc_core.schema_derivation import (
     SchemaChangeBehavior,
     SchemaChangeRefused,
     SchemaChangeTypeFilter,
     SchemaDerivator,
-    SchemaRegistry,
 )
+from cdc_core.schema_merging import widest_column
+from cdc_core.schema_registry import RegistryStateError, RequestStatus, SchemaRegistry
 from cdc_core.state import StateStore
 
 T = TableId("db", "t")
