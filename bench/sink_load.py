@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from cdc_core.doris.client import DorisHttpClient  # noqa: E402
 from cdc_core.doris.committable import Committable  # noqa: E402
-from cdc_core.doris.rows import PayloadBuilder  # noqa: E402
+from cdc_core.doris.payloads import PayloadBuilder  # noqa: E402
 from cdc_core.doris.sink import DorisSink  # noqa: E402
 from cdc_core.schema import Column, TableId, TableSchema  # noqa: E402
 from devstack.procs import free_port  # noqa: E402

@@ -41,7 +41,7 @@ from cdc_core.doris.errors import (
     TransactionCommittedError,
 )
 from cdc_core.doris.labels import validate_label
-from cdc_core.doris.rows import Payload, PayloadBuilder, _is_arrow
+from cdc_core.doris.payloads import Payload, PayloadBuilder, is_arrow
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class StreamLoader:
         """Precommit ``rows`` into ``database.table`` under ``label``; see the module docstring
         (``fresh``: never reuse what an earlier attempt left under the label)."""
         validate_label(label)
-        if fmt is None and not self.explicit_format and _is_arrow(rows):
+        if fmt is None and not self.explicit_format and is_arrow(rows):
             fmt = "arrow"  # Arrow input travels as Arrow unless the pipeline chose a format
         builder = self.builder if fmt in (None, self.format) else PayloadBuilder(fmt, gzip=self.builder.gzip)
         payload = builder.build(rows, columns=columns, delete_sign=delete_sign, sequence=sequence)

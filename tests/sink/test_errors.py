@@ -82,7 +82,7 @@ def test_bad_options_are_named():
         StreamLoader(DorisHttpClient("h:1", "root"), properties={"label": "x"})
     with pytest.raises(ValueError, match="sink.properties.strip_outer_array cannot be used"):
         StreamLoader(DorisHttpClient("h:1", "root"), properties={"strip_outer_array": "true"})
-    from cdc_core.doris.rows import PayloadBuilder
+    from cdc_core.doris.payloads import PayloadBuilder
 
     with pytest.raises(ValueError, match="Arrow input"):
         PayloadBuilder("arrow").build([{"id": 1}], columns=["id"])

@@ -12,8 +12,9 @@ from cdc_core.config.pipeline import parse_pipeline
 from cdc_core.doris.batching import TableBuffers
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.labels import LABEL_RE, binlog_batch_id, chunk_batch_id, make_label
+from cdc_core.doris.payloads import PayloadBuilder
 from cdc_core.doris.routing import TableRouter
-from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN, PayloadBuilder
+from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.doris.sink import DorisSink
 from cdc_core.schema import TableId
 

@@ -1,0 +1,404 @@
+"""The bodies a stream load sends (JSON lines, CSV, Arrow IPC), built from rows or Arrow tables.
+
+Bodies are produced lazily, chunk by chunk, and can be produced again (a retry, a redirect)
+from re-iterable input (lists, pyarrow Tables); one-shot iterators are first spooled to a
+temporary file (memory up to a few MiB, then disk) so a batch never sits in memory twice.
+The control columns (:mod:`cdc_core.doris.rows`) are added here when the rows lack them. One
+module: the three formats share the spooling, the chunking and the control-column handling.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import io
+import itertools
+import json
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
+
+CHUNK_BYTES = 256 * 1024
+CSV_SEPARATOR = "\x01"
+CSV_DELIMITER = "\x02"
+CSV_NULL = "\\N"
+SPOOL_MEMORY = 8 * 1024 * 1024
+FORMATS = ("json", "csv", "arrow")
+
+
+# -- values ----------------------------------------------------------------------------------
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        total = int(value.total_seconds())
+        sign = "-" if total < 0 else ""
+        total = abs(total)
+        return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, set | frozenset):
+        return ",".join(sorted(map(str, value)))
+    raise TypeError(f"cannot send a {type(value).__name__} to Doris: {value!r}")
+
+
+def _csv_value(value: Any) -> str:
+    if value is None:
+        return CSV_NULL
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, str):
+        if CSV_SEPARATOR in value or CSV_DELIMITER in value:
+            raise ValueError(
+                "a value contains the control characters \\x01/\\x02 used as CSV separators; "
+                "load this table with format json or arrow"
+            )
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=_json_default, ensure_ascii=False)
+    return str(_json_default(value))
+
+
+# -- payloads ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Payload:
+    """A stream-load body: its headers and a way to produce its bytes (again) in chunks.
+
+    ``rows`` is known after the body has been produced once (it counts as it goes).
+    """
+
+    format: str
+    headers: dict[str, str]
+    _produce: Callable[[Payload], Iterator[bytes]]
+    gzip: bool = False
+    rows: int = 0
+    _cleanup: list[Callable[[], None]] = field(default_factory=list)
+
+    def chunks(self) -> Iterator[bytes]:
+        self.rows = 0
+        stream = self._produce(self)
+        if not self.gzip:
+            yield from stream
+            return
+        comp = zlib.compressobj(6, zlib.DEFLATED, 31)
+        for chunk in stream:
+            out = comp.compress(chunk)
+            if out:
+                yield out
+        yield comp.flush()
+
+    def close(self) -> None:
+        for fn in self._cleanup:
+            fn()
+        self._cleanup.clear()
+
+
+def _batched_lines(lines: Iterator[str], payload: Payload) -> Iterator[bytes]:
+    buf: list[str] = []
+    size = 0
+    for line in lines:
+        buf.append(line)
+        size += len(line)
+        payload.rows += 1
+        if size >= CHUNK_BYTES:
+            yield "".join(buf).encode()
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf).encode()
+
+
+def _reiterable(rows: Any) -> bool:
+    return isinstance(rows, Sequence | pa.Table | pa.RecordBatch) and not isinstance(rows, str | bytes)
+
+
+def is_arrow(rows: Any) -> bool:
+    """Rows given as Arrow (a Table, a RecordBatch, or an iterable of them)."""
+    if isinstance(rows, pa.Table | pa.RecordBatch):
+        return True
+    return isinstance(rows, Sequence) and bool(rows) and all(isinstance(r, pa.RecordBatch) for r in rows)
+
+
+def _peek_arrow(rows: Any) -> Any:
+    """An iterator of RecordBatches becomes a list (the batches are shared, not copied)."""
+    if isinstance(rows, Iterator):
+        first = next(rows, None)
+        if first is None:
+            return []
+        if isinstance(first, pa.RecordBatch):
+            return [first, *rows]
+        return itertools.chain([first], rows)
+    return rows
+
+
+def _as_arrow_table(rows: Any) -> pa.Table:
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    return pa.Table.from_batches(list(rows))
+
+
+class PayloadBuilder:
+    """Turns rows (dicts or Arrow) into a :class:`Payload` in ``json``, ``csv`` or ``arrow``.
+
+    ``columns`` is the Doris table's column order (needed for csv and arrow, whose fields are
+    positional); the delete sign is appended last, as Doris expects hidden columns after the
+    visible ones. ``delete_sign`` False leaves it out (tables without one: Duplicate model).
+    """
+
+    def __init__(self, fmt: str = "json", *, gzip: bool = False):
+        if fmt not in FORMATS:
+            raise ValueError(f"stream-load format {fmt!r} is not supported; use one of {', '.join(FORMATS)}")
+        self.format = fmt
+        self.gzip = gzip
+
+    def build(self, rows: Any, *, columns: Sequence[str] | None = None, delete_sign: bool = True,
+              sequence: int | None = None) -> Payload:
+        rows = _peek_arrow(rows)
+        headers: dict[str, str] = {}
+        if delete_sign:
+            headers["hidden_columns"] = DELETE_SIGN
+        if self.gzip:
+            headers["compress_type"] = "gz"
+        arrow = is_arrow(rows)
+        if self.format == "arrow" and not arrow:
+            raise ValueError("format 'arrow' needs Arrow input (a pyarrow Table or RecordBatches); use json or csv")
+        if self.format in ("csv", "arrow") and not columns:
+            raise ValueError(f"format {self.format!r} is positional: the Doris table's column order is needed")
+        fields = list(columns or [])
+        if delete_sign and DELETE_SIGN not in fields:
+            fields.append(DELETE_SIGN)
+
+        if self.format == "json":
+            headers.update({"format": "json", "read_json_by_line": "true"})
+            produce = self._json_arrow(rows, delete_sign, sequence) if arrow else self._json_dicts(delete_sign, sequence)
+        elif self.format == "csv":
+            headers.update({"format": "csv", "column_separator": "\\x01", "line_delimiter": "\\x02"})
+            produce = self._csv_arrow(rows, fields, sequence) if arrow else self._csv_dicts(fields, sequence)
+        else:
+            headers["format"] = "arrow"
+            produce = self._arrow(rows, fields, delete_sign, sequence)
+
+        payload = Payload(self.format, headers, produce, gzip=self.gzip)
+        if arrow or _reiterable(rows):
+            payload._produce = (lambda p, _f=produce, _r=rows: _f(p, _r))  # type: ignore[misc]
+            return payload
+        return self._spooled(payload, produce, rows)
+
+    # -- one-shot input: serialize once into a spool file, then replay the bytes ----------------
+
+    def _spooled(self, payload: Payload, produce: Callable[[Payload, Any], Iterator[bytes]], rows: Any) -> Payload:
+        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115 - closed by Payload.close
+        counter = Payload(payload.format, {}, lambda p: iter(()))
+        for chunk in produce(counter, rows):
+            spool.write(chunk)
+        total = counter.rows
+
+        def replay(p: Payload) -> Iterator[bytes]:
+            spool.seek(0)
+            while True:
+                chunk = spool.read(CHUNK_BYTES)
+                if not chunk:
+                    break
+                yield chunk
+            p.rows = total
+
+        payload._produce = replay
+        payload._cleanup.append(spool.close)
+        return payload
+
+    # -- json ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _json_dicts(delete_sign: bool, sequence: int | None):
+        """Dicts → JSON lines. Control columns a row lacks are spliced into its text (cheaper
+        than copying every row to add them); a numeric delete sign is sent as "0"/"1"."""
+        dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":")).encode
+        sign_text = f'"{DELETE_SIGN}":"0"'
+        seq_text = f'"{SEQUENCE_COLUMN}":{sequence}' if sequence is not None else ""
+
+        def produce(payload: Payload, rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+            def lines() -> Iterator[str]:
+                for row in rows:
+                    sign = row.get(DELETE_SIGN)
+                    if sign is not None and (not delete_sign or not isinstance(sign, str)):
+                        row = {k: v for k, v in row.items() if k != DELETE_SIGN}
+                        if delete_sign:
+                            row[DELETE_SIGN] = "1" if sign and int(sign) else "0"
+                    extra = []
+                    if delete_sign and DELETE_SIGN not in row:
+                        extra.append(sign_text)
+                    if seq_text and SEQUENCE_COLUMN not in row:
+                        extra.append(seq_text)
+                    text = dumps(row)
+                    if extra:
+                        text = text[:-1] + ("," if len(text) > 2 else "") + ",".join(extra) + "}"
+                    yield text + "\n"
+
+            yield from _batched_lines(lines(), payload)
+
+        return produce
+
+    def _json_arrow(self, rows: Any, delete_sign: bool, sequence: int | None):
+        dicts = self._json_dicts(delete_sign, sequence)
+
+        def produce(payload: Payload, data: Any) -> Iterator[bytes]:
+            table = _as_arrow_table(data)
+
+            def each() -> Iterator[dict[str, Any]]:
+                for batch in _json_friendly(table).to_batches(max_chunksize=8192):
+                    yield from batch.to_pylist()
+
+            yield from dicts(payload, each())
+
+        return produce
+
+    # -- csv ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _csv_dicts(fields: list[str], sequence: int | None):
+        def produce(payload: Payload, rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+            def lines() -> Iterator[str]:
+                for row in rows:
+                    values = []
+                    for name in fields:
+                        if name == DELETE_SIGN and name in row:
+                            values.append("1" if row[name] and int(row[name]) else "0")
+                        elif name in row:
+                            values.append(_csv_value(row[name]))
+                        elif name == DELETE_SIGN:
+                            values.append("0")
+                        elif name == SEQUENCE_COLUMN and sequence is not None:
+                            values.append(str(sequence))
+                        else:
+                            values.append(CSV_NULL)
+                    yield CSV_SEPARATOR.join(values) + CSV_DELIMITER
+
+            yield from _batched_lines(lines(), payload)
+
+        return produce
+
+    @staticmethod
+    def _csv_arrow(rows: Any, fields: list[str], sequence: int | None):
+        """Arrow → CSV with Arrow kernels: every column cast to text, joined, and the joined
+        column's value buffer *is* the body (no Python object per value)."""
+
+        def produce(payload: Payload, data: Any) -> Iterator[bytes]:
+            table = _conform(_as_arrow_table(data), fields, sequence)
+            for batch in table.to_batches(max_chunksize=65536):
+                texts = [_csv_text(col, name) for col, name in zip(batch.columns, fields, strict=True)]
+                joined = pc.binary_join_element_wise(*texts, CSV_SEPARATOR)
+                joined = pc.binary_join_element_wise(joined, pa.scalar(CSV_DELIMITER), "")
+                payload.rows += batch.num_rows
+                yield _string_buffer(joined)
+
+        return produce
+
+    # -- arrow --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _arrow(rows: Any, fields: list[str], delete_sign: bool, sequence: int | None):
+        def produce(payload: Payload, data: Any) -> Iterator[bytes]:
+            table = _conform(_as_arrow_table(data), fields, sequence)
+            buf = io.BytesIO()
+            writer = pa.ipc.new_stream(buf, table.schema)
+            for batch in table.to_batches(max_chunksize=65536):
+                writer.write_batch(batch)
+                payload.rows += batch.num_rows
+                yield _drain(buf)
+            writer.close()
+            tail = _drain(buf)
+            if tail:
+                yield tail
+
+        return produce
+
+
+def _json_friendly(table: pa.Table) -> pa.Table:
+    """Decimals, dates and timestamps as Doris-readable text, by Arrow kernels (not per value)."""
+    cols = []
+    for col in table.columns:
+        t = col.type
+        if pa.types.is_decimal(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
+            cols.append(col.cast(pa.string()))
+        else:
+            cols.append(col)
+    return pa.Table.from_arrays(cols, names=table.column_names)
+
+
+def _drain(buf: io.BytesIO) -> bytes:
+    data = buf.getvalue()
+    buf.seek(0)
+    buf.truncate()
+    return data
+
+
+def _csv_text(column: pa.Array, name: str) -> pa.Array:
+    """One column as CSV text: NULL as ``\\N``, booleans as 1/0, nested values as JSON."""
+    t = column.type
+    if pa.types.is_null(t):
+        return pa.array([CSV_NULL] * len(column), pa.string())
+    if pa.types.is_boolean(t):
+        text = pc.if_else(column, "1", "0")
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        text = column.cast(pa.string())
+        if pc.any(pc.match_substring_regex(text, "[\x01\x02]")).as_py():
+            raise ValueError(
+                f"column {name} has a value containing the control characters \\x01/\\x02 used as CSV "
+                "separators; load this table with format json or arrow"
+            )
+    elif pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        text = pa.array([None if v is None else _csv_value(v) for v in column.to_pylist()], pa.string())
+    else:
+        text = column.cast(pa.string())
+    return pc.fill_null(text, CSV_NULL)
+
+
+def _string_buffer(array: pa.Array) -> bytes:
+    """The concatenated bytes of a string array's values (its data buffer between first and last offset)."""
+    array = array.cast(pa.string()) if not pa.types.is_string(array.type) else array
+    if isinstance(array, pa.ChunkedArray):
+        return b"".join(_string_buffer(chunk) for chunk in array.chunks)
+    offsets = array.buffers()[1]
+    import numpy as np
+
+    offs = np.frombuffer(offsets, dtype=np.int32, count=len(array) + 1, offset=array.offset * 4)
+    data = array.buffers()[2]
+    if data is None:
+        return b""
+    return data.to_pybytes()[offs[0]:offs[-1]]
+
+
+def _conform(table: pa.Table, fields: list[str], sequence: int | None) -> pa.Table:
+    """Columns in the Doris order ``fields``; control columns filled, absent columns as nulls."""
+    arrays = []
+    for name in fields:
+        if name in table.column_names:
+            arrays.append(table.column(name))
+        elif name == DELETE_SIGN:
+            arrays.append(pa.array([0] * table.num_rows, pa.int8()))
+        elif name == SEQUENCE_COLUMN and sequence is not None:
+            arrays.append(pa.array([sequence] * table.num_rows, pa.int64()))
+        else:
+            arrays.append(pa.nulls(table.num_rows, pa.null()))
+    return pa.Table.from_arrays(arrays, names=fields)
