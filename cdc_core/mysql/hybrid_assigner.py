@@ -4,7 +4,8 @@ The binlog split starts at the **minimum high watermark** of all finished chunks
 every chunk's ``(table, index, start, end, HW)``, which the stream's
 :class:`~cdc_core.mysql.binlog_filter.BinlogEventFilter` uses to drop changes a chunk already
 holds. In ``snapshot`` startup mode the split also stops, at the **maximum** HW, "to provide a
-consistent snapshot view at the moment of high watermark" (``cdc-anchors.md`` §1.2).
+consistent snapshot view at the moment of high watermark", as Flink CDC's documentation of the
+``snapshot`` mode puts it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Start-up check of the source server: is it set up for lock-free CDC, and may we read it?
 
 Tidemark needs (as Flink CDC / Debezium do, plus full row metadata for real column names in
-the binlog, see ``machine-notes.md`` §3):
+the binlog; ``docs/mysql.md`` says why each is needed):
 
 * the binary log on (``log_bin``), ``binlog_format=ROW``, ``binlog_row_image=FULL``,
   ``binlog_row_metadata=FULL``;

@@ -1,6 +1,6 @@
 """Startup modes → where the stream starts and whether a snapshot comes first.
 
-Flink CDC's ``scan.startup.mode`` (``cdc-anchors.md`` §1.2):
+Flink CDC's ``scan.startup.mode``, as ``docs/mysql.md`` describes it:
 
 ==================  ========  ===============================================================
 mode                snapshot  stream start
