@@ -9,6 +9,9 @@ pipeline user already has (``REPLICATION CLIENT`` = MariaDB's ``BINLOG MONITOR``
 
 A DDL the parser cannot read on a captured table counts as found: the schema-change job reads it
 again with the stream's reader and reports the parse error in full.
+
+It lives beside the binlog readers, not in the ``ddl`` package: it talks to the server, while the
+parser only turns text into events.
 """
 
 from __future__ import annotations
