@@ -17,6 +17,9 @@ Two ways to read:
   events or bytes, never ending inside a transaction; the batch's ``end`` is a valid resume point
   (file, position and GTID state), and it advances even when nothing captured changed.
 * :meth:`BinlogSplitReader.stream` — blocking, with server heartbeats, for tailing.
+
+One module: the three reads share the reader's connection, its schema cache and the handling of
+the DDL and rows events the steps hand back.
 """
 
 from __future__ import annotations

@@ -51,10 +51,6 @@ class MySqlDdlParser:
         self.mariadb = mariadb
         self._shadows = ShadowTables(enabled=parse_online_schema_changes)
 
-    @property
-    def parse_online_schema_changes(self) -> bool:
-        return self._shadows.enabled
-
     def parse_captured(
         self, ddl: str, default_db: str, is_captured: IsCaptured, schema_of: SchemaOf
     ) -> list[SchemaChangeEvent]:
