@@ -15,6 +15,7 @@ import time
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+import pytest
 import requests
 
 from .conftest import AUTH, StandInProcess
@@ -376,6 +377,7 @@ def test_empty_body_2pc_probe_loads(doris: StandInProcess, db: str) -> None:
     assert doris.rows("SELECT count(*) FROM users", db) == [[0]]
 
 
+@pytest.mark.integration  # starts its own server
 def test_precommitted_transactions_time_out(tmp_path) -> None:
     srv = StandInProcess(tmp_path / "data", "--txn-timeout-s", "1").start()
     try:
