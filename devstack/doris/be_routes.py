@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .http_base import BaseHandler, DropConnection, Replied
-from .stream_load import LoadContext
+from .load_request import LoadContext
 from .transactions import TxnError, fe_error
 
 
