@@ -1,6 +1,6 @@
 # Tidemark: `make demo` runs the main job on the local stack; `make test` runs the tests
 # (`make test-unit` only those that need no server and no Spark); `make lint` checks style and layers.
-# Both do their own set-up on a fresh machine (Debian packages, the venv, everything).
+# Each does its own set-up on a fresh machine (Debian packages, the venv, everything).
 
 SHELL := /bin/bash
 PYTHON ?= python3
