@@ -1,5 +1,6 @@
-# Tidemark: `make demo` runs the main job on the local stack; `make test` runs the tests.
-# Both do their own set-up on a fresh machine (Debian packages, the venv, everything).
+# Tidemark: `make demo` runs the main job on the local stack; `make test` runs the tests
+# (`make test-unit` only those that need no server and no Spark); `make lint` checks style and layers.
+# Each does its own set-up on a fresh machine (Debian packages, the venv, everything).
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -12,7 +13,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup system-packages test demo lint bench clean-stack
+.PHONY: setup system-packages test test-unit demo lint bench clean-stack
 
 setup: system-packages $(STAMP)
 
@@ -35,11 +36,23 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # pytest exits 5 when it collects nothing; that is not a failure of the project.
-test: setup
-	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+NOTHING_COLLECTED_IS_OK = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
+# Everything in one pytest session (one exit status): tests/conftest.py orders the unit tier first.
+test: setup
+	@$(PY) -m pytest $(PYTEST_ARGS); $(NOTHING_COLLECTED_IS_OK)
+
+# The fast tier: every test that needs no server (MariaDB, the Doris stand-in, Dagster's webserver or
+# daemon) and no Spark, in under a minute. --no-servers fails a test that launches one anyway.
+test-unit: setup
+	@$(PY) -m pytest -m "not integration and not slow" --no-servers $(PYTEST_ARGS); $(NOTHING_COLLECTED_IS_OK)
+
+# Style (ruff) and the layers between the packages (import-linter, contracts in pyproject.toml).
+RUFF ?= $(VENV)/bin/ruff
+LINT_IMPORTS ?= $(VENV)/bin/lint-imports
 lint: setup
-	$(VENV)/bin/ruff check .
+	$(RUFF) check .
+	$(LINT_IMPORTS)
 
 # The demo: the local stack, a sample shop database, one pipeline run, a comparison, the UI.
 # Ports can be moved: make demo DEMO_MYSQL_PORT=3317 DEMO_DORIS_PORT=8130 DEMO_DORIS_BE_PORT=8140 DAGSTER_PORT=3100

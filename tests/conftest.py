@@ -1,14 +1,25 @@
-"""Shared fixtures: the real local stack (a private MariaDB; the Doris stand-in once it exists).
+"""Shared fixtures: the real local stack (a private MariaDB, the Doris stand-in, local Spark), and the tiers.
 
 Session scope: one MariaDB per test session, on a free port in a temporary directory, started by
 the same launcher as ``tidemark devstack up``. Tests isolate themselves by database name.
+
+Tiers: a test that needs a server (MariaDB, the Doris stand-in, Dagster's webserver or daemon) or Spark
+is marked ``integration``: automatically when it uses one of ``SERVER_FIXTURES`` (directly or through
+another fixture), explicitly with ``@pytest.mark.integration`` when it starts its servers itself. Every
+other test is the unit tier, ``make test-unit`` (``-m "not integration"``), which runs with
+``--no-servers``: any launch of a server process from the test process then fails the test, so a
+test that needs a server and lacks the mark cannot hide in the fast tier. ``make test`` runs both
+tiers in one session, the unit tier first.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import uuid
+from collections.abc import Sequence
+from pathlib import PurePath
 
 import pymysql
 import pytest
@@ -17,6 +28,53 @@ from devstack.mysql import MariaDBServer
 from devstack.procs import free_port
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+# The fixtures that start a server or Spark; a test using any of them is in the integration tier.
+# ``doris`` is the stand-in of tests/sink and of tests/doris_standin; ``private_standin`` is a
+# module's own stand-in (tests/schema/test_daemon_sensor.py).
+SERVER_FIXTURES = frozenset({"mysql_server", "doris_standin", "doris", "private_standin", "spark_session"})
+
+# Programs whose launch means a server or Spark: MariaDB, the stand-in, Dagster's services, the JVM.
+_SERVER_PROGRAMS = frozenset({
+    "mariadbd", "mysqld", "mariadb-install-db", "mysql_install_db", "dagster-webserver", "dagster-daemon",
+    "spark-submit", "spark-class", "java",
+})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--no-servers", action="store_true",
+                     help="fail any test that launches a server or Spark (proves the unit tier needs none)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+    # The unit tier first (a stable sort keeps each tier's order): its failures show within a minute.
+    items.sort(key=lambda item: item.get_closest_marker("integration") is not None)
+
+
+def _launches_a_server(args: str | bytes | Sequence) -> bool:
+    argv = [os.fsdecode(a) for a in ([args] if isinstance(args, str | bytes | os.PathLike) else args)]
+    if any(PurePath(a).name in _SERVER_PROGRAMS for a in argv) or "devstack.doris" in argv:
+        return True
+    cli = any(a == "orchestration.cli" or PurePath(a).name == "tidemark" for a in argv)
+    return cli and bool({"devstack", "dev"} & set(argv)) and "down" not in argv
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("--no-servers"):
+        return
+    original = subprocess.Popen.__init__
+
+    def refuse_servers(self, args, *more, **kwargs):
+        if _launches_a_server(args):
+            raise RuntimeError(f"--no-servers: this test launches a server ({args!r}); "
+                               "mark it @pytest.mark.integration or use a fixture in SERVER_FIXTURES")
+        original(self, args, *more, **kwargs)
+
+    subprocess.Popen.__init__ = refuse_servers
 
 
 @pytest.fixture(scope="session")

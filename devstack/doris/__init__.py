@@ -4,7 +4,7 @@ Run ``python -m devstack.doris --data-dir DIR [--host 127.0.0.1] [--fe-port 8030
 [--user root] [--password ""] [--txn-timeout-s 3600]``; ready when ``GET /api/health`` on the FE port
 answers ``{"msg":"success","code":0,"data":{"online_backend_num":1,"total_backend_num":1},"count":0}``.
 
-What it serves (shapes and messages from ``shared/reference/doris-http-api.md``):
+What it serves (shapes and messages as Doris' own; docs/doris.md describes the behaviour the sink relies on):
 
 * FE port: ``PUT /api/{db}/{t}/_stream_load`` and ``/_stream_load_2pc`` -> 307 to the BE
   (``Expect: 100-continue`` required for loads), ``GET /api/health``, ``GET /api/backends``,

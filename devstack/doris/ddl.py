@@ -15,9 +15,9 @@ from .sql import (
     CreateTable,
     DropDatabase,
     DropTable,
-    SqlError,
     TruncateTable,
 )
+from .sql_lexer import SqlError
 from .storage import Storage, data_ref, quote_default
 from .types import INTEGER_TYPES, DorisType, quote_ident
 

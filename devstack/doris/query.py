@@ -24,11 +24,11 @@ from .sql import (
     DropTable,
     Query,
     Show,
-    SqlError,
     TruncateTable,
     parse,
-    translate_query,
 )
+from .sql_lexer import SqlError
+from .sql_query import translate_query
 from .storage import Storage
 from .types import DorisType
 

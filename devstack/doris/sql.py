@@ -1,187 +1,18 @@
-"""Doris SQL front end: a small hand-written DDL/SHOW parser plus SELECT translation via sqlglot.
+"""Doris SQL front end: the statements and a small hand-written DDL/SHOW parser.
 
 sqlglot's Doris dialect cannot parse Doris ``CREATE TABLE`` (``DATETIMEV2``, ``UNIQUE KEY``,
-``DISTRIBUTED BY``, ``PROPERTIES``), so DDL is parsed here into plain dataclasses which
-:mod:`devstack.doris.storage` applies. Queries (``SELECT``/``WITH``) are parsed by sqlglot, their table
-references resolved against the catalog (``information_schema`` is redirected to the stand-in's own
-tables) and re-emitted as DuckDB SQL.
+``DISTRIBUTED BY``, ``PROPERTIES``), so DDL is parsed here (over :mod:`devstack.doris.sql_lexer`'s
+tokens) into plain dataclasses which :mod:`devstack.doris.ddl` applies to the storage. Queries
+(``SELECT``/``WITH``) are recognised here and translated by :mod:`devstack.doris.sql_query`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import sqlglot
-from sqlglot import exp
 
 from .catalog import Column
+from .sql_lexer import SqlError, TokenCursor
 from .types import DorisType, TypeError_
-
-
-class SqlError(Exception):
-    """An error Doris would report as ``errCode = 2, detailMessage = ...``."""
-
-
-# ---------------------------------------------------------------------------------------------
-# tokenizer
-# ---------------------------------------------------------------------------------------------
-_TOKEN_RE = re.compile(
-    r"""
-    (?P<ws>\s+|--[^\n]*|\#[^\n]*|/\*.*?\*/)
-  | (?P<bq>`(?:[^`]|``)*`)
-  | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-  | (?P<num>-?\d+(?:\.\d+)?)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-  | (?P<op><=|>=|!=|<>|[(),.;=<>*+\-/])
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-
-
-@dataclass
-class Tok:
-    kind: str  # ident | str | num | word | op
-    text: str  # unquoted value
-    raw: str
-
-
-def _unescape(body: str, quote: str) -> str:
-    out, i = [], 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            out.append({"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(nxt, nxt))
-            i += 2
-            continue
-        if ch == quote and i + 1 < len(body) and body[i + 1] == quote:
-            out.append(quote)
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def tokenize(sql: str) -> list[Tok]:
-    toks: list[Tok] = []
-    pos = 0
-    while pos < len(sql):
-        m = _TOKEN_RE.match(sql, pos)
-        if not m:
-            raise SqlError(f"Syntax error near '{sql[pos:pos + 20]}'")
-        pos = m.end()
-        kind = m.lastgroup
-        raw = m.group()
-        if kind == "ws":
-            continue
-        if kind == "bq":
-            toks.append(Tok("ident", raw[1:-1].replace("``", "`"), raw))
-        elif kind == "str":
-            toks.append(Tok("str", _unescape(raw[1:-1], raw[0]), raw))
-        elif kind == "word":
-            toks.append(Tok("word", raw, raw))
-        else:
-            toks.append(Tok(kind or "op", raw, raw))
-    return toks
-
-
-class _P:
-    """Cursor over tokens with the few helpers a recursive-descent DDL parser needs."""
-
-    def __init__(self, sql: str) -> None:
-        self.toks = tokenize(sql)
-        while self.toks and self.toks[-1].text == ";":
-            self.toks.pop()
-        self.i = 0
-        self.null_spec = False
-        self.comment_spec = False
-
-    def peek(self, k: int = 0) -> Tok | None:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
-
-    def at(self, *words: str) -> bool:
-        for k, w in enumerate(words):
-            t = self.peek(k)
-            if t is None or t.kind not in ("word", "op") or t.text.upper() != w:
-                return False
-        return True
-
-    def accept(self, *words: str) -> bool:
-        if self.at(*words):
-            self.i += len(words)
-            return True
-        return False
-
-    def expect(self, *words: str) -> None:
-        if not self.accept(*words):
-            t = self.peek()
-            near = t.raw if t else "end of statement"
-            raise SqlError(f"Syntax error: expected {' '.join(words)} near '{near}'")
-
-    def next(self) -> Tok:
-        t = self.peek()
-        if t is None:
-            raise SqlError("Syntax error: unexpected end of statement")
-        self.i += 1
-        return t
-
-    def ident(self) -> str:
-        t = self.next()
-        if t.kind not in ("ident", "word"):
-            raise SqlError(f"Syntax error: expected identifier near '{t.raw}'")
-        return t.text
-
-    def string(self) -> str:
-        t = self.next()
-        if t.kind != "str":
-            raise SqlError(f"Syntax error: expected string near '{t.raw}'")
-        return t.text
-
-    def name_list(self) -> list[str]:
-        self.expect("(")
-        out = [self.ident()]
-        while self.accept(","):
-            out.append(self.ident())
-        self.expect(")")
-        return out
-
-    def qualified(self) -> tuple[str | None, str]:
-        a = self.ident()
-        if self.accept("."):
-            return a, self.ident()
-        return None, a
-
-    def skip_balanced(self) -> None:
-        """Skip one parenthesised group (PARTITION definitions and the like)."""
-        self.expect("(")
-        depth = 1
-        while depth:
-            t = self.next()
-            if t.text == "(" and t.kind == "op":
-                depth += 1
-            elif t.text == ")" and t.kind == "op":
-                depth -= 1
-
-    def done(self) -> bool:
-        return self.i >= len(self.toks)
-
-    def properties(self) -> dict[str, str]:
-        self.expect("(")
-        props: dict[str, str] = {}
-        if self.accept(")"):
-            return props
-        while True:
-            k = self.next().text
-            self.expect("=")
-            v = self.next().text
-            props[k] = v
-            if self.accept(")"):
-                return props
-            self.expect(",")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,7 +93,7 @@ class Query:
 Statement = CreateDatabase | DropDatabase | CreateTable | DropTable | TruncateTable | AlterTable | Show | Query
 
 
-def _column_def(p: _P) -> Column:
+def _column_def(p: TokenCursor) -> Column:
     p.null_spec = False
     p.comment_spec = False
     name = p.ident()
@@ -328,7 +159,7 @@ def _column_def(p: _P) -> Column:
     return col
 
 
-def _position(p: _P) -> str | None:
+def _position(p: TokenCursor) -> str | None:
     if p.accept("FIRST"):
         return "FIRST"
     if p.accept("AFTER"):
@@ -336,7 +167,7 @@ def _position(p: _P) -> str | None:
     return None
 
 
-def _create_table(p: _P) -> CreateTable:
+def _create_table(p: TokenCursor) -> CreateTable:
     ine = p.accept("IF", "NOT", "EXISTS")
     db, name = p.qualified()
     p.expect("(")
@@ -394,7 +225,7 @@ def _create_table(p: _P) -> CreateTable:
     return ct
 
 
-def _alter_table(p: _P) -> AlterTable:
+def _alter_table(p: TokenCursor) -> AlterTable:
     db, name = p.qualified()
     ops: list[AlterOp] = []
     while True:
@@ -444,7 +275,7 @@ def parse(sql: str) -> Statement:
     head = stripped.split(None, 1)[0].upper() if stripped else ""
     if head in ("SELECT", "WITH", "(") or stripped.startswith("("):
         return Query(stripped)
-    p = _P(stripped)
+    p = TokenCursor(stripped)
     if p.accept("CREATE", "DATABASE") or p.accept("CREATE", "SCHEMA"):
         ine = p.accept("IF", "NOT", "EXISTS")
         return CreateDatabase(p.ident(), ine)
@@ -484,51 +315,3 @@ def parse(sql: str) -> Statement:
         db, name = p.qualified()
         return Show("columns", db=db, name=name, full=False)
     raise SqlError("Unsupported statement type")
-
-
-# ---------------------------------------------------------------------------------------------
-# queries
-# ---------------------------------------------------------------------------------------------
-INFO_SCHEMA = "information_schema"
-INFO_SCHEMA_STORE = "__standin_is"
-
-
-def translate_query(sql: str, current_db: str, resolve: Any) -> tuple[str, list[tuple[str, str]]]:
-    """Translate a Doris SELECT to DuckDB SQL.
-
-    ``resolve(db, table)`` returns the stored (db, table) pair or raises :class:`SqlError`; it is
-    also how unknown tables get Doris' message. Returns the DuckDB SQL and the referenced tables.
-    """
-    try:
-        tree = sqlglot.parse_one(sql, read="doris")
-    except sqlglot.errors.ParseError as e:
-        raise SqlError(f"Syntax error: {str(e).splitlines()[0]}") from e
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    refs: list[tuple[str, str]] = []
-    for t in list(tree.find_all(exp.Table)):
-        name = t.name
-        db = t.db or None
-        if not name:
-            continue
-        if db is None and name.lower() in ctes:
-            continue
-        effective_db = db or current_db
-        if effective_db and effective_db.lower() == INFO_SCHEMA:
-            t.set("db", exp.to_identifier(INFO_SCHEMA_STORE, quoted=True))
-            t.set("this", exp.to_identifier(name.upper(), quoted=True))
-            t.set("catalog", None)
-            continue
-        if not effective_db:
-            raise SqlError("No database selected")
-        sdb, stbl = resolve(effective_db, name)
-        refs.append((sdb, stbl))
-        t.set("catalog", None)
-        t.set("db", exp.to_identifier(sdb, quoted=True))
-        t.set("this", exp.to_identifier(stbl, quoted=True))
-    if isinstance(tree, exp.Select):
-        # Doris names an unaliased expression column by its text, e.g. "count(*)".
-        for i, e in enumerate(tree.expressions):
-            if not isinstance(e, (exp.Column, exp.Alias, exp.Star)):
-                tree.expressions[i] = exp.alias_(e, e.sql(dialect="doris", normalize_functions="lower"), quoted=True)
-    out = tree.sql(dialect="duckdb")
-    return out, refs

@@ -10,7 +10,8 @@ Layout inside ``<data-dir>/doris.duckdb``:
 * ``"__data__<db>"."<t>"`` — the stored rows, with hidden ``__DORIS_DELETE_SIGN__`` (and
   ``__DORIS_SEQUENCE_COL__``) on unique tables; tombstones are kept when a sequence column exists so
   that late, lower-sequence rows stay deleted (as Doris does until compaction);
-* ``"<db>"."<t>"`` — a view of the visible rows (what SELECT reads);
+* ``"<db>"."<t>"`` — a view of the visible rows (what SELECT reads); how a load's rows apply to
+  the stored ones is :mod:`devstack.doris.merge`;
 * ``__standin_is.*`` — materialised ``information_schema`` tables, rebuilt after every DDL.
 
 Why one file and one write lock: data and transaction state change together in a single DuckDB
@@ -37,11 +38,10 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
+from .merge import merge_rows
 from .types import DorisType, quote_ident, quote_str
 
 META = "__standin"
-_ORDERED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "DECIMALV3", "DATEV2", "DATETIMEV2",
-                  "CHAR", "VARCHAR", "STRING")
 IS_SCHEMA = "__standin_is"
 
 
@@ -328,77 +328,10 @@ class Storage:
         """Apply a staged load (one that staged rows) to its table inside the caller's transaction;
         returns rows applied."""
         with self.staged_rows(cur, txn_id) as (stg, columns):
-            return self._merge(cur, t, txn_id, stg, set(columns)) if columns else 0
-
-    def _merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int, stg: str, staged: set[str]) -> int:
-        target = data_ref(t.db, t.name)
-        cols = [c.name for c in t.columns if c.name in staged]
-        col_sql = ", ".join(quote_ident(c) for c in cols)
-        if not t.is_unique:
-            cur.execute(f"INSERT INTO {target} ({col_sql}) SELECT {col_sql} FROM {stg} ORDER BY __ord")
-            return cur.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
-        keys = [k for k in t.key_names]
-        nullable_key = any((t.column(k) or Column(k, "INT")).nullable for k in keys)
-        eq = " IS NOT DISTINCT FROM " if nullable_key else " = "
-        part = ", ".join(quote_ident(k) for k in keys)
-        has_seq = t.has_sequence and "__seq" in staged
-        order = "__seq DESC NULLS LAST, __ord DESC" if has_seq else "__ord DESC"
-        work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
-        cur.execute(f"DROP TABLE IF EXISTS {work}")
-        cur.execute(
-            f"CREATE TABLE {work} AS SELECT * EXCLUDE (__rn) FROM (SELECT *, row_number() OVER "
-            f"(PARTITION BY {part} ORDER BY {order}) AS __rn FROM {stg}) WHERE __rn = 1"
-        )
-        join = " AND ".join(f"d.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
-        seqc = quote_ident(SEQUENCE_COL)
-        bounds = self._key_bounds(cur, t, work, keys[0])
-
-        def within(alias: str) -> str:
-            return f" AND {alias}.{bounds}" if bounds else ""
-
-        if has_seq:
-            # A stored row with a higher sequence value wins (ties go to the newer load).
-            cur.execute(
-                f"DELETE FROM {work} w WHERE EXISTS (SELECT 1 FROM {target} d WHERE {join} AND "
-                f"(d.{seqc} > w.__seq OR (w.__seq IS NULL AND d.{seqc} IS NOT NULL)){within('d')})"
-            )
-        join_t = " AND ".join(f"{target}.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
-        cur.execute(f"DELETE FROM {target} USING {work} w WHERE {join_t}{within(target)}")
-        hidden = [quote_ident(DELETE_SIGN)]
-        hidden_src = ["__sign"]
-        if t.has_sequence:
-            hidden.append(seqc)
-            hidden_src.append("__seq" if "__seq" in staged else "NULL")
-        keep = "" if t.has_sequence else " WHERE __sign = 0"  # tombstones only matter with a sequence
-        cur.execute(
-            f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} "
-            f"FROM {work}{keep}"
-        )
-        n = cur.execute(f"SELECT count(*) FROM {work}").fetchall()[0][0]
-        cur.execute(f"DROP TABLE {work}")
-        return n
-
-    @staticmethod
-    def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -> str:
-        """``key BETWEEN lo AND hi`` for the batch's first key column, with constant bounds.
-
-        Constants let DuckDB skip the stored row groups whose min/max lie outside the batch's
-        keys, so a commit reads the rows it may replace rather than the whole table (a snapshot
-        arrives in key order, so its row groups barely overlap). Empty when the batch holds a
-        NULL key (BETWEEN would miss the stored NULL it replaces) or the type has no order.
-        """
-        column = t.column(key)
-        if column is None or column.dtype.name not in _ORDERED_TYPES:
-            return ""
-        q = quote_ident(key)
-        lo, hi, nulls = cur.execute(  # type: ignore[misc]
-            f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL) FROM {work}").fetchone()
-        if lo is None or nulls:
-            return ""
-        duck = column.dtype.duck()
-        lo_sql = f"CAST({quote_str(str(lo))} AS {duck})"
-        hi_sql = f"CAST({quote_str(str(hi))} AS {duck})"
-        return f"{q} BETWEEN {lo_sql} AND {hi_sql}"
+            if not columns:
+                return 0
+            work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
+            return merge_rows(cur, t, data_ref(t.db, t.name), stg, set(columns), work)
 
     # ---- transactions -----------------------------------------------------------------------
     def save_txn(self, cur: duckdb.DuckDBPyConnection, rec: dict[str, Any], *, new: bool = False) -> None:

@@ -1,7 +1,8 @@
 """Stream Load execution: headers -> transaction -> parse -> convert/filter in SQL -> stage -> commit.
 
-The response is built field by field in the order of BE ``StreamLoadContext::to_json`` because
-clients (and our own tests) compare shapes, and ``TwoPhaseCommit`` is a *string* there.
+The request and the reply (in the shape of BE ``StreamLoadContext::to_json``) are
+:mod:`devstack.doris.load_request`.
+
 Conversion and row filtering run as one DuckDB query over the Arrow source: values that fail
 conversion become NULL (non-strict) or filter the row (strict), NOT NULL violations and over-long
 strings always filter it, exactly the cases Doris counts in ``NumberFilteredRows``. The rows kept
@@ -14,9 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +23,7 @@ import sqlglot
 
 from . import loads
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Table
+from .load_request import LoadContext, LoadResult, header_flag, parse_columns
 from .storage import Storage
 from .transactions import LABEL_RE, LabelAlreadyUsed, TxnError, TxnManager, fe_error
 from .types import DorisType, quote_ident, quote_str
@@ -31,104 +31,11 @@ from .types import DorisType, quote_ident, quote_str
 _ERR_PREFIX = "error_log_insert_stmt_"
 
 
-@dataclass
-class LoadContext:
-    db: str
-    table: str
-    headers: dict[str, str]  # lower-cased names
-    body: bytes
-    be_host: str
-    be_port: int
-
-
-class LoadResult:
-    """Accumulates the fields of the BE reply."""
-
-    def __init__(self, label: str, two_pc: bool) -> None:
-        self.txn_id = -1
-        self.label = label
-        self.comment = ""
-        self.two_pc = two_pc
-        self.status = "Success"
-        self.existing = ""
-        self.message = "OK"
-        self.total = self.loaded = self.filtered = self.unselected = 0
-        self.load_bytes = 0
-        self.start = time.monotonic()
-        self.begin_ms = self.put_ms = self.read_ms = self.write_ms = self.commit_ms = 0
-        self.error_url = ""
-
-    def fail(self, msg: str) -> LoadResult:
-        self.status = "Fail"
-        self.message = msg
-        return self
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "TxnId": self.txn_id,
-            "Label": self.label,
-            "Comment": self.comment,
-            "TwoPhaseCommit": "true" if self.two_pc else "false",
-            "Status": self.status,
-        }
-        if self.status == "Label Already Exists":
-            out["ExistingJobStatus"] = self.existing
-        out.update({
-            "Message": self.message,
-            "NumberTotalRows": self.total,
-            "NumberLoadedRows": self.loaded,
-            "NumberFilteredRows": self.filtered,
-            "NumberUnselectedRows": self.unselected,
-            "LoadBytes": self.load_bytes,
-            "LoadTimeMs": int((time.monotonic() - self.start) * 1000),
-            "BeginTxnTimeMs": self.begin_ms,
-            "StreamLoadPutTimeMs": self.put_ms,
-            "ReadDataTimeMs": self.read_ms,
-            "WriteDataTimeMs": self.write_ms,
-            "CommitAndPublishTimeMs": self.commit_ms,
-        })
-        if self.error_url:
-            out["ErrorURL"] = self.error_url
-        return out
-
-
-def _bool(headers: dict[str, str], name: str) -> bool:
-    return headers.get(name, "").strip().lower() == "true"
-
-
 def _translate(expr: str) -> str:
     try:
         return sqlglot.transpile(expr, read="doris", write="duckdb")[0]
     except sqlglot.errors.ParseError as e:
         raise loads.LoadError(f"[ANALYSIS_ERROR]errCode = 2, detailMessage = Syntax error in '{expr}': {e}") from e
-
-
-def _parse_columns(spec: str) -> list[tuple[str, str | None]]:
-    """``k1,k2,tmp,k3=tmp+1`` -> [(k1,None),(k2,None),(tmp,None),(k3,'tmp+1')] (commas inside parens kept)."""
-    out: list[tuple[str, str | None]] = []
-    depth, cur = 0, []
-    parts: list[str] = []
-    for ch in spec:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    for p in parts:
-        p = p.strip()
-        if not p:
-            continue
-        if "=" in p and not p.startswith("="):
-            name, expr = p.split("=", 1)
-            out.append((name.strip().strip("`"), expr.strip()))
-        else:
-            out.append((p.strip("`"), None))
-    return out
 
 
 class StreamLoader:
@@ -181,7 +88,7 @@ class StreamLoader:
                             "upgrade table to support batch delete.")
         if h.get("jsonpaths") or h.get("json_root"):
             return res.fail("[NOT_IMPLEMENTED_ERROR]jsonpaths / json_root are not supported by the Doris stand-in")
-        if _bool(h, "partial_columns") or h.get("unique_key_update_mode", "UPSERT").upper() != "UPSERT":
+        if header_flag(h, "partial_columns") or h.get("unique_key_update_mode", "UPSERT").upper() != "UPSERT":
             return res.fail("[NOT_IMPLEMENTED_ERROR]partial column update is not supported by the Doris stand-in")
 
         t0 = time.monotonic()
@@ -242,7 +149,7 @@ class StreamLoader:
         fmt = h.get("format", "csv").strip().lower() or "csv"
         t_read = time.monotonic()
         body = loads.decompress(ctx.body, h.get("compress_type", ""))
-        columns = _parse_columns(h["columns"]) if h.get("columns", "").strip() else None
+        columns = parse_columns(h["columns"]) if h.get("columns", "").strip() else None
         hidden = [x.strip().upper() for x in h.get("hidden_columns", "").split(",") if x.strip()]
         seq_src = h.get("function_column.sequence_col", "").strip() or None
         names = self._source_names(table, columns, hidden, seq_src)
@@ -252,7 +159,7 @@ class StreamLoader:
             if c is not None:
                 hints[n] = c.dtype.arrow_hint()
         if fmt == "json":
-            parsed = loads.parse_json(body, names, hints, _bool(h, "read_json_by_line"), _bool(h, "strip_outer_array"))
+            parsed = loads.parse_json(body, names, hints, header_flag(h, "read_json_by_line"), header_flag(h, "strip_outer_array"))
         elif fmt.startswith("csv"):
             skip = int(h.get("skip_lines", "0") or 0)
             if fmt == "csv_with_names":
@@ -262,7 +169,7 @@ class StreamLoader:
             parsed = loads.parse_csv(
                 body, names, loads.unescape_separator(h.get("column_separator", "\t")),
                 loads.unescape_separator(h.get("line_delimiter", "\n")), skip, h.get("enclose", ""),
-                _bool(h, "trim_double_quotes"),
+                header_flag(h, "trim_double_quotes"),
             )
         elif fmt == "arrow":
             parsed = loads.parse_arrow(body)
@@ -283,7 +190,7 @@ class StreamLoader:
                columns: list[tuple[str, str | None]] | None, hidden: list[str], seq_src: str | None,
                merge_type: str, res: LoadResult) -> bool:
         h = ctx.headers
-        strict = _bool(h, "strict_mode")
+        strict = header_flag(h, "strict_mode")
         src_names = [n for n in parsed.table.column_names if n != "__ord"]
         src_lookup = {n.lower(): n for n in src_names}
         # 1. mapped source values (name -> SQL over the raw source)

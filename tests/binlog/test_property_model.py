@@ -31,7 +31,8 @@ def test_random_chunks_hand_every_row_to_exactly_one_chunk(mysql_server, root_co
         for a in LETTERS:
             for b in ["", *LETTERS]:
                 keys.setdefault((a + b).casefold().replace("é", "e"), a + b)  # one spelling per key
-        cur.executemany(f"INSERT IGNORE INTO `{fresh_db}`.s (k, v) VALUES (%s, 0)", sorted(keys.values()))
+        cur.executemany(f"INSERT IGNORE INTO `{fresh_db}`.s (k, v) VALUES (%s, 0)",
+                        [(k,) for k in sorted(keys.values())])
         cur.execute(f"SELECT k FROM `{fresh_db}`.s")
         stored = {r[0] for r in cur.fetchall()}
     schema = read_table_schema(root_conn, table)

@@ -121,6 +121,7 @@ def test_stream_blocks_and_heartbeats(settings, root_conn, fresh_db):
     assert beats[-1] == end  # idle: heartbeats keep reporting the resume point
 
 
+@pytest.mark.integration  # starts its own server
 def test_purged_binlog_stops_with_recovery_advice(tmp_path: Path):
     server = MariaDBServer(tmp_path / "purge", port=free_port(), server_id=2)
     server.start()

@@ -8,9 +8,12 @@ import signal
 import threading
 import time
 
+import pytest
 import requests
 
 from .conftest import AUTH, StandInProcess
+
+pytestmark = pytest.mark.integration  # each test starts (and kills) its own stand-in
 
 JSONL = {"format": "json", "read_json_by_line": "true"}
 

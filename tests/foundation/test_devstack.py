@@ -10,6 +10,8 @@ import pytest
 
 from devstack.procs import free_port, pid_alive
 
+pytestmark = pytest.mark.integration  # `tidemark devstack up` starts MariaDB and the stand-in
+
 
 def tidemark(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run([sys.executable, "-m", "orchestration.cli", *args], capture_output=True, text=True)

@@ -1,6 +1,6 @@
 """Every chunk-splitting rule of Flink CDC's MySqlChunkSplitter, on real tables.
 
-Expected plans are derived by hand from the rules (cdc-anchors.md §1.4 and the Java source),
+Expected plans are derived by hand from the splitter's rules as its Java source states them,
 not from our implementation. Tables are small and ANALYZEd so the approximate row count from
 SHOW TABLE STATUS equals the real count, which each test checks first.
 """

@@ -1,0 +1,88 @@
+"""How a load's rows apply to a table, as Doris' data models do.
+
+Duplicate-key tables append. Unique-key tables (merge-on-write) keep one row per key: within a load
+the last row of a key wins (or the highest sequence value, when the table has a sequence column);
+against the stored rows a load's row replaces the stored one, unless the stored row's sequence value
+is higher. A row whose delete sign is set removes its key; with a sequence column its tombstone is
+kept, so that a later load with a lower sequence value stays deleted (as Doris does until compaction).
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
+from .types import quote_ident, quote_str
+
+_ORDERED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "DECIMALV3", "DATEV2", "DATETIMEV2",
+                  "CHAR", "VARCHAR", "STRING")
+
+
+def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, staged: set[str], work: str) -> int:
+    """Apply the staged rows ``stg`` (columns ``staged``, plus ``__ord``, ``__sign``, maybe ``__seq``) to
+    ``target`` inside the caller's transaction, through the scratch table ``work``; returns rows applied."""
+    cols = [c.name for c in t.columns if c.name in staged]
+    col_sql = ", ".join(quote_ident(c) for c in cols)
+    if not t.is_unique:
+        cur.execute(f"INSERT INTO {target} ({col_sql}) SELECT {col_sql} FROM {stg} ORDER BY __ord")
+        return cur.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
+    keys = [k for k in t.key_names]
+    nullable_key = any((t.column(k) or Column(k, "INT")).nullable for k in keys)
+    eq = " IS NOT DISTINCT FROM " if nullable_key else " = "
+    part = ", ".join(quote_ident(k) for k in keys)
+    has_seq = t.has_sequence and "__seq" in staged
+    order = "__seq DESC NULLS LAST, __ord DESC" if has_seq else "__ord DESC"
+    cur.execute(f"DROP TABLE IF EXISTS {work}")
+    cur.execute(
+        f"CREATE TABLE {work} AS SELECT * EXCLUDE (__rn) FROM (SELECT *, row_number() OVER "
+        f"(PARTITION BY {part} ORDER BY {order}) AS __rn FROM {stg}) WHERE __rn = 1"
+    )
+    join = " AND ".join(f"d.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
+    seqc = quote_ident(SEQUENCE_COL)
+    bounds = _key_bounds(cur, t, work, keys[0])
+
+    def within(alias: str) -> str:
+        return f" AND {alias}.{bounds}" if bounds else ""
+
+    if has_seq:
+        # A stored row with a higher sequence value wins (ties go to the newer load).
+        cur.execute(
+            f"DELETE FROM {work} w WHERE EXISTS (SELECT 1 FROM {target} d WHERE {join} AND "
+            f"(d.{seqc} > w.__seq OR (w.__seq IS NULL AND d.{seqc} IS NOT NULL)){within('d')})"
+        )
+    join_t = " AND ".join(f"{target}.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
+    cur.execute(f"DELETE FROM {target} USING {work} w WHERE {join_t}{within(target)}")
+    hidden = [quote_ident(DELETE_SIGN)]
+    hidden_src = ["__sign"]
+    if t.has_sequence:
+        hidden.append(seqc)
+        hidden_src.append("__seq" if "__seq" in staged else "NULL")
+    keep = "" if t.has_sequence else " WHERE __sign = 0"  # tombstones only matter with a sequence
+    cur.execute(
+        f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} "
+        f"FROM {work}{keep}"
+    )
+    n = cur.execute(f"SELECT count(*) FROM {work}").fetchall()[0][0]
+    cur.execute(f"DROP TABLE {work}")
+    return n
+
+def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -> str:
+    """``key BETWEEN lo AND hi`` for the batch's first key column, with constant bounds.
+
+    Constants let DuckDB skip the stored row groups whose min/max lie outside the batch's
+    keys, so a commit reads the rows it may replace rather than the whole table (a snapshot
+    arrives in key order, so its row groups barely overlap). Empty when the batch holds a
+    NULL key (BETWEEN would miss the stored NULL it replaces) or the type has no order.
+    """
+    column = t.column(key)
+    if column is None or column.dtype.name not in _ORDERED_TYPES:
+        return ""
+    q = quote_ident(key)
+    lo, hi, nulls = cur.execute(  # type: ignore[misc]
+        f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL) FROM {work}").fetchone()
+    if lo is None or nulls:
+        return ""
+    duck = column.dtype.duck()
+    lo_sql = f"CAST({quote_str(str(lo))} AS {duck})"
+    hi_sql = f"CAST({quote_str(str(hi))} AS {duck})"
+    return f"{q} BETWEEN {lo_sql} AND {hi_sql}"
