@@ -76,7 +76,7 @@ class MySqlConnectionSettings:
 
     def as_replication_dict(self) -> dict[str, Any]:
         """``connection_settings`` for pymysqlreplication."""
-        return {"host": self.host, "port": self.port, "user": self.user, "passwd": self.password}
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
 
     def connectorx_uri(self, database: str | None = None) -> str:
         """connectorx's URL. ``prefer_socket=false``: by default its driver, connected to a
