@@ -150,11 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     from dagster import DagsterInstance
     from rich.console import Console
 
+    from devstack.workload import SteadyWriter
     from orchestration.dev import DagsterServices
     from orchestration.instance import prepare_home
     from orchestration.pipelines import PipelineHandle
     from orchestration.run_once import OnceRun
-    from orchestration.workload import SteadyWriter
 
     console = Console(stderr=True)
     work = Path(tempfile.mkdtemp(prefix="tidemark-freshness-"))

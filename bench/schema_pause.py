@@ -148,11 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from cdc_core.config import load_pipeline
+    from devstack.workload import SteadyWriter
     from jobs.runner import PipelineRunner
     from orchestration.dev import DagsterServices
     from orchestration.instance import prepare_home
     from orchestration.pipelines import PipelineHandle
-    from orchestration.workload import SteadyWriter
 
     console = Console(stderr=True)
     work = Path(tempfile.mkdtemp(prefix="tidemark-schema-pause-"))

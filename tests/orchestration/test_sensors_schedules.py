@@ -12,7 +12,11 @@ from tests.orchestration.test_assets_hooks import all_chunks_committed
 
 
 def sensor_of(h):
-    return h.defs.get_sensor_def(h.handle.sensor_name)
+    return h.defs.resolve_sensor_def(h.handle.sensor_name)
+
+
+def schedule_of(h):
+    return h.defs.resolve_schedule_def(h.handle.schedule_name)
 
 
 def tick(h):
@@ -29,11 +33,12 @@ def resources_of(h):
     return {key: h.defs.resources[key]}
 
 
-def test_sensor_and_schedule_run_by_default_and_target_the_binlog_job(harness):
+def test_sensor_runs_by_default_the_schedule_is_opt_in_and_both_target_the_binlog_job(harness):
+    """One of the two on by default: both launch the same job."""
     sensor = sensor_of(harness)
-    schedule = harness.defs.get_schedule_def(harness.handle.schedule_name)
+    schedule = schedule_of(harness)
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
     assert sensor.job_name == harness.handle.binlog_job_name == schedule.job_name
     assert sensor.minimum_interval_seconds <= 5
 
@@ -107,7 +112,7 @@ def test_sensor_and_schedule_respect_the_pause_flag(harness):
     harness.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "schema change on shop.orders")
     skip = tick(harness)
     assert isinstance(skip, dg.SkipReason) and "paused" in skip.skip_message
-    schedule = harness.defs.get_schedule_def(harness.handle.schedule_name)
+    schedule = schedule_of(harness)
     when = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     with dg.build_schedule_context(instance=harness.instance, resources=resources_of(harness),
                                    scheduled_execution_time=when) as context:
