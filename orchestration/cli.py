@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip the chunk parity checks after each snapshot run (faster on big tables)")
     run.set_defaults(handler=_run)
 
-    ui = sub.add_parser("dev", help="the Dagster UI and daemon for these pipelines (sensor and schedule running)")
+    ui = sub.add_parser("dev", help="the Dagster UI and daemon for these pipelines (binlog and DDL sensors running)")
     ui.add_argument("pipelines", nargs="+", metavar="PIPELINE.yaml")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)

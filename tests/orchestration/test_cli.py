@@ -10,6 +10,7 @@ import pytest
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.schema import TableId
 from orchestration.cli import build_parser, main, splits_report
+from orchestration.demo import CHECKSUM_COLUMNS, DATABASE, DemoSizes, demo_exists, load_demo, mysql_summary
 
 
 def write_pipeline(tmp_path: Path, ep, database: str, user: str, password: str) -> Path:
@@ -32,7 +33,8 @@ def run_sql(root_conn, *statements: str) -> None:
 
 def test_validate_offline_needs_no_server(tmp_path, capsys):
     good = tmp_path / "good.yaml"
-    good.write_text("source:\n  type: mysql\n  hostname: 127.0.0.1\n  port: 1\n  username: u\n  tables: a.b\n"
+    good.write_text("source:\n  type: mysql\n  hostname: 127.0.0.1\n  port: 1\n  username: u\n  password: p\n"
+                    "  tables: a.b\n"
                     "sink:\n  type: doris\n  fenodes: 127.0.0.1:8030\n  username: root\n")
     bad = tmp_path / "bad.yaml"
     bad.write_text("source:\n  type: mysql\n  hostname: h\nsink:\n  type: doris\n")
@@ -107,8 +109,6 @@ def test_demo_is_a_cli_subcommand():
 
 
 def test_demo_load_creates_the_sample_tables(root_conn):
-    from orchestration.demo import CHECKSUM_COLUMNS, DATABASE, DemoSizes, demo_exists, load_demo, mysql_summary
-
     try:
         counts = load_demo(root_conn, DemoSizes(customers=20, products=5, orders=10, events=10))
         assert demo_exists(root_conn)
