@@ -65,9 +65,9 @@ demo: export TIDEMARK_MYSQL_PORT = $(DEMO_MYSQL_PORT)
 demo: export TIDEMARK_DORIS_FE = 127.0.0.1:$(DEMO_DORIS_PORT)
 demo: setup
 	$(VENV)/bin/tidemark devstack up --mysql-port $(DEMO_MYSQL_PORT) --doris-port $(DEMO_DORIS_PORT) --doris-be-port $(DEMO_DORIS_BE_PORT)
-	$(PY) -m orchestration.demo load
+	$(VENV)/bin/tidemark demo load
 	$(VENV)/bin/tidemark run pipelines/demo.yaml --once
-	$(PY) -m orchestration.demo compare
+	$(VENV)/bin/tidemark demo compare
 	@echo
 	@echo "Next: the Dagster UI. The binlog sensor is running: change rows in MySQL, e.g."
 	@echo "  mariadb -uroot --socket=.tidemark/devstack/mysql/mariadb.sock tidemark_demo \\"

@@ -1,8 +1,8 @@
 """Binlog throughput: Tidemark's whole stream path vs mysql-replication's raw decode, same run.
 
-The 1M-row binlog of ``machine-notes.md`` §4: ``shop.t(id bigint pk, name varchar(64), amount
-decimal(10,2), ts datetime(3))`` filled by 10 × ``INSERT … SELECT … FROM seq_1_to_100000`` on a
-private MariaDB. Then, over exactly that binlog range:
+A 1M-row binlog: ``shop.t(id bigint pk, name varchar(64), amount decimal(10,2), ts datetime(3))``
+filled by 10 × ``INSERT … SELECT … FROM seq_1_to_100000`` on a private MariaDB (the table every
+benchmark here uses). Then, over exactly that binlog range:
 
 * **raw**: mysql-replication decoding every WriteRowsEvent (``ev.rows``) — the known ceiling;
 * **tidemark**: ``BinlogSplitReader.read_batch`` in bounded batches (as the stream job reads) with
@@ -10,9 +10,10 @@ private MariaDB. Then, over exactly that binlog range:
   conversion (``DorisValueConverter``): read, decode, filter, convert, one ``DataChangeEvent`` per row;
 * **mariadb-binlog -v** on the binlog file (C decoder to pseudo-SQL), for scale.
 
-The limit is measured in the same run: tidemark rows/s must be ≥ raw rows/s (ratio ≥ 1).
+The limit is measured in the same run: tidemark rows/s must be ≥ raw rows/s (ratio ≥ 1). Prints
+the figures as a markdown table, then the whole report as JSON.
 
-    PYTHONPATH=$PWD /work/main/.venv/bin/python bench/binlog_throughput.py [--rows 1000000] [--repeat 2]
+    .venv/bin/python bench/binlog_throughput.py [--rows 1000000] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
@@ -143,6 +145,16 @@ def main() -> int:
             "limit": "tidemark >= raw (ratio >= 1.0)",
             "verdict": "PASS" if ours >= raw else "FAIL",
         }
+        table = pd.DataFrame(
+            [("raw mysql-replication", raw, results["raw"]), ("tidemark", ours, results["tidemark"]),
+             ("mariadb-binlog -v", cli, cli_rates)],
+            columns=["decoder", "rows/s (best)", "rows/s (each run)"],
+        )
+        table["ratio to raw"] = (table["rows/s (best)"] / raw).round(2)
+        table["rows/s (best)"] = table["rows/s (best)"].round().astype(int)
+        table["rows/s (each run)"] = table["rows/s (each run)"].map(lambda rates: " / ".join(f"{r:,.0f}" for r in rates))
+        print(table.to_markdown(index=False, floatfmt=",.2f", intfmt=","))
+        print()
         print(json.dumps(report, indent=2))
         root.close()
         return 0 if ours >= raw else 1

@@ -2,8 +2,9 @@
 
 Run: ``python bench/doris_standin_load.py [--rows 1000000]``. Starts a stand-in on free ports in a
 temporary directory, creates ``UNIQUE KEY(id)`` tables, PUTs the body to the BE (as the connector does)
-and prints seconds and rows/s for each format, end to end (HTTP upload, parse, convert, stage, merge), plus
-the stand-in's own CPU seconds (a figure that stays meaningful when the machine is busy).
+and reports seconds and rows/s for each format, end to end (HTTP upload, parse, convert, stage, merge), plus
+the stand-in's own CPU seconds (a figure that stays meaningful when the machine is busy): a markdown
+table, then the same figures as JSON.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import json
 import os
 import socket
 import subprocess
@@ -19,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
@@ -92,7 +95,8 @@ def main() -> None:
                 q(f"CREATE TABLE {t} (id BIGINT NOT NULL, name VARCHAR(64), amount DECIMALV3(12,2), "
                   "ts DATETIMEV2(3)) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 8 "
                   "PROPERTIES ('replication_num'='1')")
-            print(f"generating {n} rows ...", flush=True)
+            print(f"generating {n} rows ...", file=sys.stderr, flush=True)
+            results = []
             bodies = {"json": json_body(n), "arrow": arrow_body(n)}
             for fmt, body in bodies.items():
                 headers = {"Expect": "100-continue", "format": fmt, "label": f"bench_{fmt}"}
@@ -107,8 +111,14 @@ def main() -> None:
                 res = r.json()
                 assert res["Status"] == "Success", res
                 count = q(f"SELECT count(*) FROM t_{fmt}")["data"]["data"][0][0]
-                print(f"{fmt:5s}: {n} rows, {len(body) / 1e6:.1f} MB in {secs:.2f} s = {n / secs:,.0f} rows/s "
-                      f"(LoadTimeMs {res['LoadTimeMs']}, stand-in CPU {cpu:.2f} s, visible rows {count})", flush=True)
+                results.append({"format": fmt, "rows": n, "body_mb": round(len(body) / 1e6, 1),
+                                "seconds": round(secs, 2), "rows_per_s": round(n / secs),
+                                "load_time_ms": res["LoadTimeMs"], "standin_cpu_s": round(cpu, 2),
+                                "visible_rows": count})
+                print(f"{fmt}: {secs:.2f} s", file=sys.stderr, flush=True)
+            print(pd.DataFrame(results).to_markdown(index=False, intfmt=","))
+            print()
+            print(json.dumps(results, indent=2))
         finally:
             proc.terminate()
             proc.wait(timeout=30)

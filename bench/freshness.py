@@ -6,7 +6,8 @@ Starts a private MariaDB and the Doris stand-in on free ports, snapshots a small
 webserver) while a writer commits 200 rows/s (20 transactions/s) for the measured window. A
 poller asks Doris every 0.2 s for new ids; freshness of a row = first seen in Doris − its MySQL
 commit. Reports p50/p90/p99/max, the ratios to the limits (p50 ≤ 10 s, p99 ≤ 30 s), and where a
-binlog run's time goes (sensor tick → run created → started → finished, from Dagster's records).
+binlog run's time goes (sensor tick → run created → started → finished, from Dagster's records):
+a markdown table, then the whole report as JSON.
 
     PYTHONPATH=. .venv/bin/python bench/freshness.py [--seconds 90] [--rate 200] [--queue-ahead] [--keep]
 """
@@ -25,6 +26,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pymysql
 import requests
 
@@ -114,6 +116,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+def freshness_table(p50: float, p90: float, p99: float, latencies: list[float]) -> pd.DataFrame:
+    """Freshness percentiles next to their limits (``None``: no limit for that percentile)."""
+    rows = [("p50", p50, P50_LIMIT_S), ("p90", p90, None), ("p99", p99, P99_LIMIT_S),
+            ("max", max(latencies) if latencies else float("nan"), None)]
+    table = pd.DataFrame(rows, columns=["freshness", "seconds", "limit (s)"])
+    table["ratio to limit"] = table["seconds"] / table["limit (s)"]
+    return table.astype(object).where(table.notna(), None)  # printed as "-" (no limit, or no value)
+
+
 def run_breakdown(instance, sensor_name: str, since: float) -> dict:
     from dagster import RunsFilter
     from dagster._core.storage.tags import SENSOR_NAME_TAG
@@ -150,11 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     from dagster import DagsterInstance
     from rich.console import Console
 
+    from devstack.workload import SteadyWriter
     from orchestration.dev import DagsterServices
     from orchestration.instance import prepare_home
     from orchestration.pipelines import PipelineHandle
     from orchestration.run_once import OnceRun
-    from orchestration.workload import SteadyWriter
 
     console = Console(stderr=True)
     work = Path(tempfile.mkdtemp(prefix="tidemark-freshness-"))
@@ -222,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             "binlog_runs": breakdown,
             "poll_errors": poller.errors,
         }
+        print(freshness_table(p50, p90, p99, latencies).to_markdown(index=False, floatfmt=".2f", missingval="-"))
+        print()
         print(json.dumps(result, indent=2))
         ok = missing == 0 and p50 <= P50_LIMIT_S and p99 <= P99_LIMIT_S
         console.print(f"freshness p50 {p50:.2f} s ({p50 / P50_LIMIT_S:.2f} of the limit), p99 {p99:.2f} s "

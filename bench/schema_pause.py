@@ -10,6 +10,9 @@ one at a time. For each DDL, from Dagster's run records and a Doris poller:
   (what a user sees; the limit: ≤ 30 s);
 * the start of the next ``binlog_stream`` run (the sensor-driven stream after the pause).
 
+Reports one row per DDL as a markdown table (seconds after the DDL's commit), then the whole
+report as JSON.
+
     PYTHONPATH=. .venv/bin/python bench/schema_pause.py [--ddls 3] [--rate 20] [--keep]
 """
 
@@ -26,6 +29,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pymysql
 import requests
 
@@ -148,11 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from cdc_core.config import load_pipeline
+    from devstack.workload import SteadyWriter
     from jobs.runner import PipelineRunner
     from orchestration.dev import DagsterServices
     from orchestration.instance import prepare_home
     from orchestration.pipelines import PipelineHandle
-    from orchestration.workload import SteadyWriter
 
     console = Console(stderr=True)
     work = Path(tempfile.mkdtemp(prefix="tidemark-schema-pause-"))
@@ -206,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             "ratio_to_limit_max": round(worst / PAUSE_LIMIT_S, 2),
             "limit_s": PAUSE_LIMIT_S,
         }
+        print(pd.DataFrame(results).to_markdown(index=False, floatfmt=".2f"))
+        print()
         print(json.dumps(out, indent=2))
         ok = worst <= PAUSE_LIMIT_S and all(r["schema_change_status"] == "SUCCESS" for r in results)
         console.print(f"pause window max {worst:.2f} s = {worst / PAUSE_LIMIT_S:.2f} of the {PAUSE_LIMIT_S:.0f} s limit: "

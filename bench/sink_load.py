@@ -1,8 +1,9 @@
 """Stream-load throughput into the Doris stand-in: JSON vs CSV vs Arrow (and gzip), 1M rows.
 
-    PYTHONPATH=$PWD /work/main/.venv/bin/python bench/sink_load.py [--rows 1000000] [--fe host:port]
+    .venv/bin/python bench/sink_load.py [--rows 1000000] [--fe host:port]
 
-Starts its own stand-in on free ports (unless --fe is given). For each format it reports:
+Starts its own stand-in on free ports (unless --fe is given). For each format it reports (a
+markdown table, then the same figures as JSON):
 
 * ``sink``  — rows/s of DorisSink.load + commit end to end (encoding, HTTP, the stand-in's parse
   and merge), for dict input (what the binlog path hands over) and for Arrow input (Spark);
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import decimal
 import io
+import json
 import os
 import signal
 import subprocess
@@ -23,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import requests
 
@@ -93,8 +96,8 @@ def main() -> None:
         sink = DorisSink(client, "bench", type_mapper=type_mapper, table_properties={"replication_num": "1"})
         dicts, table = make_rows(args.rows)
         db = f"bench_{int(time.time())}"
-        print(f"rows={args.rows}  stand-in FE={fe}")
-        print(f"{'case':<22}{'sink rows/s':>14}{'limit rows/s':>14}{'sink/limit':>12}{'body MB':>10}")
+        print(f"rows={args.rows}  stand-in FE={fe}", file=sys.stderr)
+        results = []
         cases = [("json dicts", "json", dicts, False), ("csv dicts", "csv", dicts, False),
                  ("json arrow", "json", table, False), ("csv arrow", "csv", table, False),
                  ("arrow arrow", "arrow", table, False), ("arrow arrow gzip", "arrow", table, True),
@@ -123,8 +126,13 @@ def main() -> None:
             assert answer["Status"] == "Success", answer
             sink.committer.commit(Committable(db, limit_target.table, f"limit{i}", answer["TxnId"]))
             limit_s = time.perf_counter() - t0
-            print(f"{name:<22}{args.rows / sink_s:>14,.0f}{args.rows / limit_s:>14,.0f}"
-                  f"{limit_s / sink_s:>12.2f}{len(body) / 1e6:>10.1f}", flush=True)
+            results.append({"case": name, "sink_rows_per_s": round(args.rows / sink_s),
+                            "limit_rows_per_s": round(args.rows / limit_s), "sink_to_limit": round(limit_s / sink_s, 2),
+                            "body_mb": round(len(body) / 1e6, 1)})
+            print(f"{name}: sink {sink_s:.2f} s, limit {limit_s:.2f} s", file=sys.stderr, flush=True)
+        print(pd.DataFrame(results).to_markdown(index=False, intfmt=","))
+        print()
+        print(json.dumps({"rows": args.rows, "cases": results}, indent=2))
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGTERM)

@@ -8,13 +8,14 @@ Per pipeline file (asset key prefix = the pipeline's name), built by factories i
   ``binlog_stream`` (one micro-batch per materialization, gated on the snapshot).
 * ``hooks.py`` — success hook commits what the step prepared, failure hook aborts it.
 * ``checks.py`` — ``chunk_parity``, ``table_parity``, ``no_pending_transactions``.
-* ``sensors.py`` / ``schedules.py`` — ``<name>_binlog_sensor`` and ``<name>_incremental_schedule``
-  (running by default; pause flag; one run at a time; run key = offset range).
+* ``sensors.py`` / ``schedules.py`` — ``<name>_binlog_sensor`` (running by default) and
+  ``<name>_incremental_schedule`` (stopped by default; opt-in); pause flag; one run at a time;
+  run key = offset range (``runs.py``).
 * ``jobs.py`` — ``<name>_splits_job``, ``<name>_snapshot_job``, ``<name>_binlog_job`` (in process).
 * ``resources.py`` — MySQL source, Doris sink, state store, dagster-pyspark, tied together by
   ``TidemarkPipelineResource`` (key ``tidemark_<name>``), which hands out the ``PipelineRunner``.
 
 The CLI (``cli.py``): ``tidemark run PIPELINE.yaml --once`` (``run_once.py``) and
-``tidemark dev PIPELINE.yaml...`` (``dev.py``); ``demo.py`` is ``make demo``'s sample data.
+``tidemark dev PIPELINE.yaml...`` (``dev.py``); ``demo.py`` is ``tidemark demo``'s sample data.
 Everything that moves data goes through ``jobs.runner.PipelineRunner``.
 """

@@ -1,17 +1,20 @@
 """The demo: a sample shop database in the local MariaDB, and a MySQL-vs-Doris comparison.
 
-``python -m orchestration.demo load`` (re)creates ``tidemark_demo`` with related tables that use
-most MySQL types, including ``events`` without a primary key (the pipeline splits it on its
-chunk key ``event_id``); ``python -m orchestration.demo compare`` prints, per table, row counts
-and a numeric checksum from both sides. The comparison queries Doris through its own HTTP query
-API, independently of the pipeline's code, so it checks the pipeline rather than repeating it.
+``tidemark demo load`` (re)creates ``tidemark_demo`` with related tables that use most MySQL
+types, including ``events`` without a primary key (the pipeline splits it on its chunk key
+``event_id``); ``tidemark demo compare`` prints, per table, row counts and a numeric checksum
+from both sides. The comparison queries Doris through its own HTTP query API, independently of
+the pipeline's code, so it checks the pipeline rather than repeating it.
+
+The CLI (``cli.py``) finds the local stack's endpoints and passes them in, so this module does
+not import ``devstack``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
+import shutil
 import sys
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,8 +22,13 @@ from pathlib import Path
 
 import pymysql
 import requests
+from rich.console import Console
+from rich.table import Table
+
+from cdc_core.config import load_pipeline
 
 DATABASE = "tidemark_demo"
+DEFAULT_PIPELINE = Path("pipelines/demo.yaml")
 
 SCHEMA = [
     """CREATE TABLE customers (
@@ -224,10 +232,6 @@ def reset_pipeline_state(pipeline_file: Path) -> Path:
     """Delete the demo pipeline's state (and its Dagster home under it): a fresh database needs a
     fresh pipeline (a new state store also draws a new label epoch, so its loads never meet the
     old pipeline's labels in Doris)."""
-    import shutil
-
-    from cdc_core.config import load_pipeline
-
     state_dir = load_pipeline(pipeline_file).state_dir
     shutil.rmtree(state_dir, ignore_errors=True)
     return state_dir
@@ -239,9 +243,6 @@ def _norm(value: object) -> str:
 
 
 def compare(conn: pymysql.connections.Connection, fe_http: str) -> bool:
-    from rich.console import Console
-    from rich.table import Table
-
     mysql, doris = mysql_summary(conn), doris_summary(fe_http)
     table = Table(title=f"{DATABASE}: MySQL vs Doris")
     for header in ("table", "MySQL rows", "Doris rows", "checksum column", "MySQL sum", "Doris sum", ""):
@@ -260,43 +261,25 @@ def compare(conn: pymysql.connections.Connection, fe_http: str) -> bool:
     return all_ok
 
 
-def _stack_endpoints(stack_dir: Path) -> dict:
-    from devstack.stack import DevStack
-
-    return DevStack(stack_dir).endpoints()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m orchestration.demo")
-    parser.add_argument("action", choices=["load", "compare"])
-    parser.add_argument("--stack-dir", default=".tidemark/devstack")
-    parser.add_argument("--reset", action="store_true",
-                        help="load: start over: drop the sample database in MySQL and Doris, delete the demo "
-                        "pipeline's state, and recreate the sample data")
-    parser.add_argument("--pipeline", default="pipelines/demo.yaml", help="the demo pipeline (for --reset)")
-    args = parser.parse_args(argv)
-    endpoints = _stack_endpoints(Path(args.stack_dir))
-    mysql = endpoints["mysql"]
-    conn = pymysql.connect(unix_socket=mysql["root_socket"], user="root", charset="utf8mb4", autocommit=False)
+def run_demo(action: str, mysql_root_socket: str, doris_fe_http: str | None, *, reset: bool = False,
+             pipeline: Path = DEFAULT_PIPELINE) -> int:
+    """``tidemark demo load|compare`` against the local stack's endpoints (the CLI finds them)."""
+    conn = pymysql.connect(unix_socket=mysql_root_socket, user="root", charset="utf8mb4", autocommit=False)
     try:
-        if args.action == "load":
-            if demo_exists(conn) and not args.reset:
+        if action == "load":
+            if demo_exists(conn) and not reset:
                 print(f"{DATABASE} already exists; keeping it (and the pipeline's progress). --reset recreates it.")
                 return 0
-            if args.reset:
-                if endpoints["doris"] is not None:
-                    drop_doris_database(endpoints["doris"]["fe_http"])
-                print(f"Reset: deleted the pipeline state in {reset_pipeline_state(Path(args.pipeline))}")
+            if reset:
+                if doris_fe_http is not None:
+                    drop_doris_database(doris_fe_http)
+                print(f"Reset: deleted the pipeline state in {reset_pipeline_state(pipeline)}")
             counts = load_demo(conn)
             print(f"Created {DATABASE}: " + ", ".join(f"{t} {n:,}" for t, n in counts.items()) + " rows")
             return 0
-        if endpoints["doris"] is None:
+        if doris_fe_http is None:
             print("The Doris stand-in is not part of this build; nothing to compare.", file=sys.stderr)
             return 1
-        return 0 if compare(conn, endpoints["doris"]["fe_http"]) else 1
+        return 0 if compare(conn, doris_fe_http) else 1
     finally:
         conn.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,25 +7,38 @@
 * ``runs_in_flight``: the runs of a pipeline that have not finished, whatever launched them
   (sensor, schedule, backfill, the UI's Materialize button), found by the asset keys they
   select rather than by tags, because UI launches carry no Tidemark tags.
+* ``IN_FLIGHT_STATUSES`` / ``EXECUTING_STATUSES``: the one list of "not finished" run states
+  (and the part of it that is actually running), for every check of that kind.
+* ``next_run_key``: the run key a sensor asks for when the run of a key may fail. Dagster
+  launches one run per run key, so after a failure the same work is asked for again under a
+  numbered key (``<base>~retry1`` ...), a bounded number of times.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+
+# Dagster's tag for a run's run key; it has no public name for it.
+from dagster._core.storage.tags import RUN_KEY_TAG
 
 from cdc_core.state import StateStore
 
 LEDGER_NAMESPACE = "orchestration.steps"
 
-IN_FLIGHT_STATUSES = [
-    DagsterRunStatus.QUEUED,
-    DagsterRunStatus.NOT_STARTED,
-    DagsterRunStatus.STARTING,
-    DagsterRunStatus.STARTED,
-    DagsterRunStatus.CANCELING,
-]
+# A run in one of these states has been launched but has not started executing.
+WAITING_STATUSES = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED)
+# A run in one of these states is executing (a canceling run may still be writing).
+EXECUTING_STATUSES = (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING)
+# Not finished: waiting or executing.
+IN_FLIGHT_STATUSES = WAITING_STATUSES + EXECUTING_STATUSES
+# Failed for good: the run key's work was not done and will not be by this run.
+UNSUCCESSFUL_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+
+MAX_RETRIES = 3
 
 
 class StepLedger:
@@ -86,3 +99,50 @@ def _planned_asset_keys(instance: DagsterInstance, run: Any) -> set[AssetKey]:
             if key is not None:
                 keys.add(key)
     return keys
+
+
+@dataclass(frozen=True)
+class RunKeyChoice:
+    """The outcome of :func:`next_run_key`.
+
+    ``run_key`` is the key to request, or ``None`` when the base key and all its retry keys are
+    spent. ``run`` is the latest run under ``run_key`` (``None``: the key is unused), or, when
+    every key is spent, the run under the last one (whose log has the cause).
+    """
+
+    base_key: str
+    run_key: str | None
+    run: DagsterRun | None
+    attempts: int  # keys looked at
+
+
+def retry_key(base_key: str, attempt: int) -> str:
+    """The run key of the ``attempt``-th retry of ``base_key`` (attempt 0 is the base key itself)."""
+    return base_key if attempt == 0 else f"{base_key}~retry{attempt}"
+
+
+def latest_run_with_key(instance: DagsterInstance, run_key: str) -> DagsterRun | None:
+    runs = instance.get_runs(filters=RunsFilter(tags={RUN_KEY_TAG: run_key}), limit=1)
+    return runs[0] if runs else None
+
+
+def failed(run: DagsterRun) -> bool:
+    """The default test of a spent key: its run failed or was canceled."""
+    return run.status in UNSUCCESSFUL_STATUSES
+
+
+def next_run_key(instance: DagsterInstance, base_key: str, spent: Callable[[DagsterRun], bool] = failed,
+                 max_retries: int = MAX_RETRIES) -> RunKeyChoice:
+    """The first of ``base_key``, ``base_key~retry1`` ... ``base_key~retry<max_retries>`` that is
+    unused or whose latest run is not ``spent``.
+
+    A key that is in use and not spent is returned with its run: requesting it again is a no-op
+    for Dagster (one run per run key), and the caller may read the run to say why it skips.
+    """
+    run: DagsterRun | None = None
+    for attempt in range(max_retries + 1):
+        key = retry_key(base_key, attempt)
+        run = latest_run_with_key(instance, key)
+        if run is None or not spent(run):
+            return RunKeyChoice(base_key, key, run, attempt + 1)
+    return RunKeyChoice(base_key, None, run, max_retries + 1)

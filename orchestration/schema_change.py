@@ -27,6 +27,7 @@ from typing import Any
 
 from dagster import (
     Config,
+    DagsterRun,
     DagsterRunStatus,
     DefaultSensorStatus,
     Definitions,
@@ -46,16 +47,13 @@ from dagster import (
     op,
     sensor,
 )
-from dagster._core.storage.tags import RUN_KEY_TAG
 
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema_registry import RequestStatus, SchemaRegistry
 from jobs.schema_change import SchemaChangeSteps
 from orchestration.pipelines import PipelineHandle
-from orchestration.runs import runs_in_flight
+from orchestration.runs import EXECUTING_STATUSES, IN_FLIGHT_STATUSES, next_run_key, runs_in_flight
 
-MAX_RETRIES = 3
-EXECUTING = (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING)
 # Dequeued before the binlog_stream runs queued earlier: the stream is paused until it is done.
 PRIORITY_TAG, PRIORITY = "dagster/priority", "10"
 SENSOR_INTERVAL_S = 1  # the daemon evaluates sensors at most every few seconds anyway
@@ -96,7 +94,7 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
             # Only runs that are executing: a queued binlog_stream run cannot start before this run
             # ends (dagster.yaml: one stream-tagged run per pipeline), so waiting for it would deadlock.
             runs = runs_in_flight(context.instance, asset_keys={handle.binlog_key}, exclude_run_id=context.run_id)
-            return [r.run_id for r in runs if r.status in EXECUTING]
+            return [r.run_id for r in runs if r.status in EXECUTING_STATUSES]
 
         return SchemaChangeSteps(runner, run_id=context.run_id, in_flight=in_flight, log_fn=context.log.info)
 
@@ -142,9 +140,7 @@ def run_config_for(offset: BinlogOffset | None) -> dict[str, Any]:
 def decide_schema_change_run(handle: PipelineHandle, runner: Any, instance: Any) -> RunRequest | SkipReason:
     """What ``ddl_sensor`` does on a tick (also usable from a schedule or a test)."""
     job_name = schema_change_job_name(handle)
-    in_flight = [r for r in instance.get_runs(filters=RunsFilter(job_name=job_name, statuses=[
-        DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED,
-        DagsterRunStatus.CANCELING]), limit=1)]
+    in_flight = instance.get_runs(filters=RunsFilter(job_name=job_name, statuses=IN_FLIGHT_STATUSES), limit=1)
     if in_flight:
         return SkipReason(f"schema_change run {in_flight[0].run_id[:8]} of '{handle.slug}' is in flight")
     registry = SchemaRegistry(runner.store)
@@ -160,23 +156,24 @@ def decide_schema_change_run(handle: PipelineHandle, runner: Any, instance: Any)
             return SkipReason(f"no DDL on a captured table of '{handle.slug}' ahead of the committed offset")
         offset = found.offset
     base = f"{handle.slug}:ddl:{offset.file}:{offset.position}" if offset else f"{handle.slug}:ddl:next"
-    run_key = base
-    for attempt in range(1, MAX_RETRIES + 2):
-        previous = instance.get_runs(filters=RunsFilter(tags={RUN_KEY_TAG: run_key}), limit=1)
-        if not previous:
-            break
-        done = previous[0].status == DagsterRunStatus.SUCCESS and (
-            offset is None or registry.handled(offset) is not None)
-        if done and current is None:
-            return SkipReason(f"the DDL at {offset} was carried over by run {previous[0].run_id[:8]}")
-        if attempt > MAX_RETRIES:
-            return SkipReason(f"schema_change for {base} failed {MAX_RETRIES + 1} times (last run "
-                              f"{previous[0].run_id[:8]}: see its log); fix the cause and re-execute it")
-        run_key = f"{base}~retry{attempt}"
+
+
+    def spent(run: DagsterRun) -> bool:
+        """Any run under a key spends it, except one that carried this DDL over (nothing is left to do)."""
+        done = run.status == DagsterRunStatus.SUCCESS and (offset is None or registry.handled(offset) is not None)
+        return current is not None or not done
+
+    choice = next_run_key(instance, base, spent=spent)
+    if choice.run_key is None:
+        last = choice.run.run_id[:8] if choice.run is not None else "?"
+        return SkipReason(f"schema_change for {base} failed {choice.attempts} times (last run "
+                          f"{last}: see its log); fix the cause and re-execute it")
+    if choice.run is not None:
+        return SkipReason(f"the DDL at {offset} was carried over by run {choice.run.run_id[:8]}")
     tags = {**handle.run_tags(stream=True), PRIORITY_TAG: PRIORITY}
     if offset is not None:
         tags[DDL_TAG] = f"{offset.file}:{offset.position}"
-    return RunRequest(run_key=run_key, run_config=run_config_for(offset), tags=tags)
+    return RunRequest(run_key=choice.run_key, run_config=run_config_for(offset), tags=tags)
 
 
 def build_ddl_sensor(handle: PipelineHandle, schema_change_job: JobDefinition) -> SensorDefinition:

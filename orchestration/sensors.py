@@ -9,8 +9,11 @@ The decision (shared with ``incremental_schedule``) is, in order:
    safe, nothing of this pipeline is running);
 5. the binlog not past the committed offset → skip;
 6. otherwise request a run, keyed by the offset range, so a range is requested once. A range
-   whose run failed gets a numbered retry key, up to ``MAX_RETRIES`` times, then the sensor
-   stops asking and says so (the failed run's log has the cause).
+   whose run failed gets a numbered retry key (``orchestration.runs.next_run_key``), up to
+   ``MAX_RETRIES`` times (``orchestration.runs``), then the sensor stops asking and says so
+   (the failed run's log has the cause).
+
+The sensor runs by default; ``incremental_schedule`` is the opt-in alternative (see its module).
 """
 
 
@@ -23,21 +26,18 @@ from dagster import (
     DefaultSensorStatus,
     JobDefinition,
     RunRequest,
-    RunsFilter,
     SensorDefinition,
     SensorEvaluationContext,
     SkipReason,
     sensor,
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
-from dagster._core.storage.tags import RUN_KEY_TAG
 
 from jobs.runner import PipelineRunner
 from orchestration.assets import binlog_paused, offset_text
 from orchestration.pipelines import STREAM_TAG, PipelineHandle
-from orchestration.runs import runs_in_flight
+from orchestration.runs import next_run_key, runs_in_flight
 
-MAX_RETRIES = 3
 SENSOR_INTERVAL_S = 1  # the daemon evaluates sensors at most every ~5 s anyway
 # Opt-in (=1): while one binlog run of the pipeline is executing, queue the next one, which the
 # stream tag limit and the pool start only when the first has finished. Saves the sensor tick
@@ -80,17 +80,13 @@ def decide_binlog_run(handle: PipelineHandle, runner: PipelineRunner, instance: 
     if not lag.behind:
         return SkipReason(f"'{handle.slug}' is caught up at {offset_text(lag.committed_offset)}")
     base = f"{handle.slug}:{offset_text(lag.committed_offset)}..{offset_text(lag.server_offset)}"
-    run_key = base
-    for attempt in range(1, MAX_RETRIES + 2):
-        previous = instance.get_runs(filters=RunsFilter(tags={RUN_KEY_TAG: run_key}), limit=1)
-        if not previous or previous[0].status not in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED):
-            break
-        if attempt > MAX_RETRIES:
-            return SkipReason(f"the binlog range {base} failed {MAX_RETRIES + 1} times (last run "
-                              f"{previous[0].run_id[:8]}); fix the cause, then materialize binlog_stream by hand")
-        run_key = f"{base}~retry{attempt}"
+    choice = next_run_key(instance, base)
+    if choice.run_key is None:
+        last = choice.run.run_id[:8] if choice.run is not None else "?"
+        return SkipReason(f"the binlog range {base} failed {choice.attempts} times (last run "
+                          f"{last}); fix the cause, then materialize binlog_stream by hand")
     return RunRequest(
-        run_key=run_key,
+        run_key=choice.run_key,
         tags={**handle.run_tags(stream=True), "tidemark/binlog_range": base},
     )
 

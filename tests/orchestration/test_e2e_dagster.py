@@ -23,14 +23,14 @@ from dagster import DagsterInstance, RunsFilter
 from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from cdc_core.config import load_pipeline
+from devstack.dagster_graphql import DagsterApi
 from devstack.procs import free_port, pid_alive
 from devstack.stack import DorisStandIn
+from devstack.workload import SteadyWriter
 from jobs.runner import PipelineRunner
 from orchestration.dev import DagsterServices
-from orchestration.graphql import DagsterApi
 from orchestration.pipelines import PipelineHandle
 from orchestration.runs import runs_in_flight
-from orchestration.workload import SteadyWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,11 @@ from tests.orchestration.test_assets_hooks import all_chunks_committed
 
 
 def sensor_of(h):
-    return h.defs.get_sensor_def(h.handle.sensor_name)
+    return h.defs.resolve_sensor_def(h.handle.sensor_name)
+
+
+def schedule_of(h):
+    return h.defs.resolve_schedule_def(h.handle.schedule_name)
 
 
 def tick(h):
@@ -29,11 +33,12 @@ def resources_of(h):
     return {key: h.defs.resources[key]}
 
 
-def test_sensor_and_schedule_run_by_default_and_target_the_binlog_job(harness):
+def test_sensor_runs_by_default_the_schedule_is_opt_in_and_both_target_the_binlog_job(harness):
+    """One of the two on by default: both launch the same job."""
     sensor = sensor_of(harness)
-    schedule = harness.defs.get_schedule_def(harness.handle.schedule_name)
+    schedule = schedule_of(harness)
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
     assert sensor.job_name == harness.handle.binlog_job_name == schedule.job_name
     assert sensor.minimum_interval_seconds <= 5
 
@@ -107,7 +112,7 @@ def test_sensor_and_schedule_respect_the_pause_flag(harness):
     harness.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "schema change on shop.orders")
     skip = tick(harness)
     assert isinstance(skip, dg.SkipReason) and "paused" in skip.skip_message
-    schedule = harness.defs.get_schedule_def(harness.handle.schedule_name)
+    schedule = schedule_of(harness)
     when = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     with dg.build_schedule_context(instance=harness.instance, resources=resources_of(harness),
                                    scheduled_execution_time=when) as context:
@@ -141,3 +146,29 @@ def test_queue_ahead_allows_one_queued_behind_one_running_stream_run(harness):
                                                  tags=harness.handle.run_tags(stream=True))
     assert queued.status == dg.DagsterRunStatus.NOT_STARTED
     assert isinstance(decide_binlog_run(harness.handle, runner, harness.instance, queue_ahead=True), dg.SkipReason)
+
+
+def test_next_run_key_skips_spent_keys_and_returns_the_run_of_a_live_one(harness):
+    """The helper both sensors use: a failed or canceled run spends its key, a run in flight does
+    not (re-requesting its key is a no-op for Dagster); a caller may count any run as spent."""
+    from orchestration.runs import next_run_key
+
+    job = harness.job(harness.handle.binlog_job_name)
+    base = f"{harness.handle.slug}:unit"
+
+    def launch(key: str):
+        return harness.instance.create_run_for_job(job_def=job, asset_selection=frozenset({harness.handle.binlog_key}),
+                                                   tags={RUN_KEY_TAG: key})
+
+    fresh = next_run_key(harness.instance, base)
+    assert (fresh.run_key, fresh.run, fresh.attempts) == (base, None, 1)
+    harness.instance.report_run_failed(launch(base))
+    done = launch(f"{base}~retry1")
+    harness.instance.report_run_canceled(done)
+    choice = next_run_key(harness.instance, base)
+    assert (choice.run_key, choice.run) == (f"{base}~retry2", None)
+    every_run_spends = next_run_key(harness.instance, base, spent=lambda run: True, max_retries=1)
+    assert every_run_spends.run_key is None and every_run_spends.run.run_id == done.run_id
+    live = launch(f"{base}~retry2")
+    choice = next_run_key(harness.instance, base)
+    assert choice.run_key == f"{base}~retry2" and choice.run.run_id == live.run_id

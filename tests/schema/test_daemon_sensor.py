@@ -15,11 +15,11 @@ from dagster._core.storage.tags import SENSOR_NAME_TAG
 from cdc_core.config import load_pipeline
 from devstack.procs import free_port
 from devstack.stack import DorisStandIn
+from devstack.workload import SteadyWriter
 from jobs.runner import PipelineRunner
 from orchestration.dev import DagsterServices
 from orchestration.pipelines import PipelineHandle
 from orchestration.schema_change import ddl_sensor_name
-from orchestration.workload import SteadyWriter
 from tests.schema.helpers import assert_rows_match, doris_columns, sql
 
 ROOT = Path(__file__).resolve().parents[2]

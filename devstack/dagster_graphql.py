@@ -1,5 +1,7 @@
-"""The few Dagster GraphQL calls Tidemark's tools make: launch a job, backfill an asset's
-partitions, and poll both. (``DagsterGraphQLClient`` has no backfill call.)"""
+"""The few Dagster GraphQL calls the end-to-end tests and the benchmarks make against a running
+``dagster-webserver``: launch a job, backfill an asset's partitions, and poll both.
+(``DagsterGraphQLClient`` has no backfill call.) A test and bench helper: production never
+imports it, and it imports nothing of Tidemark's."""
 
 from __future__ import annotations
 

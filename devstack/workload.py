@@ -1,5 +1,6 @@
-"""A steady write workload against MySQL: the end-to-end tests and the freshness bench drive
-the pipeline with it while Dagster streams the binlog.
+"""A steady write workload against MySQL: the end-to-end tests and the freshness and
+schema-pause benchmarks drive the pipeline with it while Dagster streams the binlog. A test
+and bench helper: production never imports it, and it imports nothing of Tidemark's.
 
 ``SteadyWriter`` commits small transactions on a fixed schedule (not "as fast as possible"),
 so a rate of 200 rows/s means 200 rows/s whatever the machine, and records when each inserted

@@ -1,0 +1,119 @@
+"""The ``tidemark`` CLI: ``validate`` (offline, and ``--connect`` against the real MariaDB),
+the human ``splits`` report, and the ``demo`` subcommand's sample data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.schema import TableId
+from orchestration.cli import build_parser, main, splits_report
+from orchestration.demo import CHECKSUM_COLUMNS, DATABASE, DemoSizes, demo_exists, load_demo, mysql_summary
+
+
+def write_pipeline(tmp_path: Path, ep, database: str, user: str, password: str) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "source:\n  type: mysql\n"
+        f"  hostname: {ep.host}\n  port: {ep.port}\n  username: {user}\n  password: {password}\n"
+        f"  tables: {database}.\\.*\n"
+        "sink:\n  type: doris\n  fenodes: 127.0.0.1:8030\n  username: root\n"
+        f"pipeline:\n  name: cli_{database}\n  tidemark.state.dir: {tmp_path / 'state'}\n"
+    )
+    return path
+
+
+def run_sql(root_conn, *statements: str) -> None:
+    with root_conn.cursor() as cur:
+        for sql in statements:
+            cur.execute(sql)
+
+
+def test_validate_offline_needs_no_server(tmp_path, capsys):
+    good = tmp_path / "good.yaml"
+    good.write_text("source:\n  type: mysql\n  hostname: 127.0.0.1\n  port: 1\n  username: u\n  password: p\n"
+                    "  tables: a.b\n"
+                    "sink:\n  type: doris\n  fenodes: 127.0.0.1:8030\n  username: root\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("source:\n  type: mysql\n  hostname: h\nsink:\n  type: doris\n")
+    assert main(["validate", str(good)]) == 0  # port 1: nothing listens there, and nothing connects
+    assert f"{good}: ok" in capsys.readouterr().out
+    assert main(["validate", str(good), str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: source.username" in err
+
+
+def test_validate_connect_passes_on_a_ready_server(mysql_server, root_conn, fresh_db, tmp_path, capsys):
+    run_sql(root_conn, f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY)")
+    ep = mysql_server.endpoint
+    path = write_pipeline(tmp_path, ep, fresh_db, ep.user, ep.password)
+    assert main(["validate", "--connect", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "source server ready for CDC" in captured.out and captured.err == ""
+
+
+def test_validate_connect_names_each_missing_grant_and_setting_with_its_fix(mysql_server, root_conn, fresh_db,
+                                                                          tmp_path, capsys):
+    """A user without REPLICATION CLIENT (MariaDB: BINLOG MONITOR) on a server whose row image is
+    not FULL: one line per problem, each with the statement that fixes it; exit status 1."""
+    run_sql(root_conn, f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY)",
+            "CREATE USER IF NOT EXISTS 'noclient'@'%' IDENTIFIED BY 'noclient-pw'",
+            "GRANT SELECT, REPLICATION SLAVE ON *.* TO 'noclient'@'%'",
+            "SET GLOBAL binlog_row_image = 'MINIMAL'")
+    try:
+        path = write_pipeline(tmp_path, mysql_server.endpoint, fresh_db, "noclient", "noclient-pw")
+        status = main(["validate", "--connect", str(path)])
+    finally:
+        run_sql(root_conn, "SET GLOBAL binlog_row_image = 'FULL'", "DROP USER 'noclient'@'%'")
+    captured = capsys.readouterr()
+    assert status == 1 and captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert all(line.startswith(f"{path}: source {mysql_server.endpoint.host}:") for line in lines)
+    (image,) = [line for line in lines if "binlog_row_image" in line]
+    assert "binlog_row_image is MINIMAL" in image and "SET GLOBAL binlog_row_image = 'FULL'" in image
+    (grant,) = [line for line in lines if "BINLOG MONITOR" in line]
+    assert "GRANT BINLOG MONITOR ON *.*" in grant
+    assert "noclient-pw" not in captured.err
+
+
+def test_validate_connect_reports_a_refused_login(mysql_server, fresh_db, tmp_path, capsys):
+    ep = mysql_server.endpoint
+    path = write_pipeline(tmp_path, ep, fresh_db, ep.user, "not-the-password")
+    assert main(["validate", "--connect", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}: source ") and "not-the-password" not in err
+
+
+def test_splits_report_is_a_table_with_counts_per_table():
+    orders, customers = TableId("shop", "orders"), TableId("shop", "customers")
+    report = splits_report([SnapshotSplit(orders, 0, None, (100,)), SnapshotSplit(orders, 1, (100,), None),
+                            SnapshotSplit(customers, 0, None, None)])
+    lines = report.splitlines()
+    assert lines[0].split("|")[1:4] == [" table          ", "   chunk ", " key range   "]
+    assert "| shop.orders    |       0 | (-∞, 100)   |" in lines
+    assert "| shop.orders    |       1 | [100, +∞)   |" in lines
+    assert "| shop.customers |       0 | (-∞, +∞)    |" in lines
+    assert "| shop.orders    |        2 |" in lines  # the chunk count per table
+    assert lines[-1] == "3 chunk(s)"
+    assert splits_report([]) == "0 chunk(s)"
+
+
+def test_demo_is_a_cli_subcommand():
+    args = build_parser().parse_args(["demo", "load", "--reset"])
+    assert (args.action, args.reset, args.pipeline) == ("load", True, "pipelines/demo.yaml")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["demo", "drop"])
+
+
+def test_demo_load_creates_the_sample_tables(root_conn):
+    try:
+        counts = load_demo(root_conn, DemoSizes(customers=20, products=5, orders=10, events=10))
+        assert demo_exists(root_conn)
+        summary = mysql_summary(root_conn)
+        assert set(summary) == set(CHECKSUM_COLUMNS)
+        assert {t: n for t, (n, _) in summary.items()} == counts
+    finally:
+        run_sql(root_conn, f"DROP DATABASE IF EXISTS {DATABASE}")
