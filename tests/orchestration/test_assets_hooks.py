@@ -29,7 +29,7 @@ def test_definitions_shape(harness):
     for assets_def in (chunks, binlog, repo.assets_defs_by_key[harness.handle.splits_key]):
         assert assets_def.op.pool == f"tidemark_{p}"
     # every run executes in process (the hook commits before the checks read Doris)
-    assert repo.get_implicit_global_asset_job_def().executor_def.name == "in_process"
+    assert repo.resolve_implicit_global_asset_job_def().executor_def.name == "in_process"
     binlog_job = harness.job(f"{p}_binlog_job")
     assert binlog_job.tags["tidemark/stream"] == p
 
@@ -177,7 +177,7 @@ def test_table_parity_is_authoritative_only_when_quiet(harness):
     harness.run_binlog()  # caught up: committed == server
     runner = harness.runner
     runner.script.parity_ok = False
-    job = harness.defs.get_implicit_global_asset_job_def()
+    job = harness.defs.resolve_implicit_global_asset_job_def()
     check_key = dg.AssetCheckKey(harness.handle.binlog_key, "table_parity")
     result = job.get_subset(asset_check_selection={check_key}, asset_selection=set()).execute_in_process(
         instance=harness.instance, raise_on_error=False)
