@@ -29,7 +29,7 @@ def test_definitions_shape(harness):
     for assets_def in (chunks, binlog, repo.assets_defs_by_key[harness.handle.splits_key]):
         assert assets_def.op.pool == f"tidemark_{p}"
     # every run executes in process (the hook commits before the checks read Doris)
-    assert repo.resolve_implicit_global_asset_job_def().executor_def.name == "in_process"
+    assert repo.get_implicit_global_asset_job_def().executor_def.name == "in_process"
     binlog_job = harness.job(f"{p}_binlog_job")
     assert binlog_job.tags["tidemark/stream"] == p
 
