@@ -25,6 +25,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from cdc_core import faults
+from cdc_core.mysql.connection import MySqlConnectionSettings
+from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
+from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.mysql.types import doris_arrow_type
+from cdc_core.schema import TableId, TableSchema
+
 SEQ = "__tidemark_seq"
 CHUNK = "__tidemark_chunk"
 META = "__tidemark_meta"
@@ -40,8 +47,6 @@ def spark_schema(arrow_schema: pa.Schema) -> StructType:
 
 
 def arrow_schema_of(spec: dict[str, Any]) -> pa.Schema:
-    from cdc_core.mysql.types import doris_arrow_type
-    from cdc_core.schema import TableSchema
 
     schema = TableSchema.from_dict(spec["schema"])
     tinyint = spec["source"]["tinyint1_as_boolean"]
@@ -71,8 +76,6 @@ _READERS: dict[str, Any] = {}
 
 
 def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
-    from cdc_core.mysql.connection import MySqlConnectionSettings
-    from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 
     source = spec["source"]
     cache_key = json.dumps(source, sort_keys=True)
@@ -119,9 +122,8 @@ class SnapshotChunkReader(DataSourceReader):
 def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
     """One chunk as it was at its high watermark, Spark-typed (:func:`spark_typed`), with the
     ``__tidemark_seq`` column; and its report: index, rows, watermarks, backfill events, timings."""
-    from cdc_core.mysql.splits import SnapshotSplit
-    from cdc_core.schema import TableId, TableSchema
 
+    faults.adopt(spec)
     schema = TableSchema.from_dict(spec["schema"])
     split = SnapshotSplit(
         TableId.parse(spec["table_id"]), chunk["index"],
@@ -132,6 +134,7 @@ def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tu
     reader = _chunk_reader(spec, password)
     try:
         result = reader.read(split, schema)
+        faults.fault_point("snapshot.read", table=spec["table_id"], chunk=chunk["index"])
     except BaseException:
         _READERS.clear()
         reader.close()

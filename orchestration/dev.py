@@ -151,16 +151,16 @@ class DagsterServices:
 
 
 def _snapshot_done(handle: PipelineHandle) -> bool:
-    from jobs.runner import PipelineRunner
+    from cdc_core.pipeline.service import PipelineService  # noqa: PLC0415 - deferred with this CLI path
 
     try:
-        runner = PipelineRunner(handle.definition)
+        service = PipelineService(handle.definition)
     except Exception:  # noqa: BLE001 - only a hint for the guide; the UI shows the real state
         return False
     try:
-        return runner.snapshot_done()
+        return service.snapshot_done()
     finally:
-        runner.close()
+        service.close()
 
 
 def print_guide(url: str, handles: list[PipelineHandle], home: Path) -> None:

@@ -37,7 +37,7 @@ def build_incremental_schedule(handle: PipelineHandle,
         description=f"Applies the {handle.slug} binlog on a cron (same rules as the binlog sensor).",
     )
     def incremental_schedule(context: ScheduleEvaluationContext):
-        runner = getattr(context.resources, resource_key).runner()
-        return decide_binlog_run(handle, runner, context.instance, context.log)
+        service = getattr(context.resources, resource_key).service()
+        return decide_binlog_run(handle, service, context.instance, context.log)
 
     return incremental_schedule
