@@ -8,7 +8,11 @@ change by sequence, then by position in the batch.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
@@ -18,15 +22,11 @@ from jobs.doris_writer import write_to_doris
 from jobs.spark import activate_in_thread
 from jobs.transforms import transform_for
 
+logger = logging.getLogger(__name__)
 
 def load_with_spark(spark: Any, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
                     batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
     """The table's changes as a DataFrame, compacted by a window over the key, transformed, loaded."""
-    # pyspark is imported when a job runs, not with the module: it costs ~1 s at start-up,
-    # which a process that never runs Spark (a sensor tick, the CLI) should not pay.
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     activate_in_thread(spark)
     table = arrow_rows(rows, schema, definition.source.tinyint1_as_boolean)
     df = spark.createDataFrame(table)
@@ -42,6 +42,7 @@ def load_with_spark(spark: Any, definition: PipelineDefinition, label_prefix: st
         df = transform.apply(df, (DELETE_SIGN, SEQUENCE_COLUMN))
     # One load per table per batch, under the same label the in-process path uses (…:p0).
     df = df.coalesce(1)
+    logger.debug("%s: %d change(s) of batch %s compacted and loaded on Spark", schema.table_id, len(rows), batch_id)
     messages = write_to_doris(df, definition, label_prefix, "binlog", str(schema.table_id),
                               [str(t) for t in targets], batch_id=batch_id)
     return [c for m in messages for c in m["committables"]]

@@ -18,6 +18,7 @@ Retries are safe by construction. Labels are deterministic per (target table, ba
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +37,8 @@ from cdc_core.doris.sink import DorisSink
 from cdc_core.schema import TableId
 from cdc_core.state import StateStore
 from jobs.snapshot_source import CHUNK, META
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "tidemark_doris"
 RESULTS_NAMESPACE = "spark_results"
@@ -131,6 +134,8 @@ class DorisArrowWriter(DataSourceArrowWriter):
         except BaseException:
             discard_sink(sink)
             raise
+        logger.debug("task %d precommitted %d row(s) of %s: %s", partition, table.num_rows, spec["source_table"],
+                     [c["label"] for c in committables])
         return LoadMessage(committables, chunks, table.num_rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:

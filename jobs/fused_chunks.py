@@ -46,7 +46,7 @@ from jobs.doris_writer import discard_sink, load_chunk, make_sink
 from jobs.snapshot_source import read_chunk
 from jobs.spark import spark_context
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 MESSAGE_SCHEMA = "message string"
 CONNECT_STOP_GRACE_S = 30.0
@@ -148,7 +148,7 @@ def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> 
             break
         time.sleep(0.2)
     else:
-        log.warning("tasks of the failed snapshot job %s still run after %.0f s; aborting its loads anyway",
+        logger.warning("tasks of the failed snapshot job %s still run after %.0f s; aborting its loads anyway",
                     group, timeout_s)
     time.sleep(kill_timeout + 0.5)
 
@@ -166,5 +166,5 @@ def abort_chunk_labels(sink: Any, write_spec: dict[str, Any], indexes: list[int]
     try:
         sink.recover(probe=probes)
     except Exception as exc:  # noqa: BLE001 - the job's error is the one to raise
-        log.warning("could not abort the loads of the failed snapshot job of %s (recovery will): %s",
+        logger.warning("could not abort the loads of the failed snapshot job of %s (recovery will): %s",
                     write_spec["source_table"], exc)

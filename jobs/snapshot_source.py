@@ -18,11 +18,13 @@ Spark has no unsigned 64-bit integer, so BIGINT UNSIGNED (and BIT(64)) travel as
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from cdc_core import faults
@@ -31,6 +33,8 @@ from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import doris_arrow_type
 from cdc_core.schema import TableId, TableSchema
+
+logger = logging.getLogger(__name__)
 
 SEQ = "__tidemark_seq"
 CHUNK = "__tidemark_chunk"
@@ -41,7 +45,6 @@ FORMAT = "tidemark_snapshot"
 
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
     """The Spark schema of what ``read`` yields: derived from its Arrow schema."""
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(spark_schema_arrow(arrow_schema))
 
@@ -139,6 +142,8 @@ def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tu
         _READERS.clear()
         reader.close()
         raise
+    logger.debug("chunk %s#%d read: %d row(s), high watermark %s", spec["table_id"], chunk["index"], result.rows,
+                 result.high_watermark)
     seq = result.high_watermark.sequence
     data = spark_typed(result.table)
     data = data.append_column(SEQ, pa.array([seq] * data.num_rows, pa.int64()))

@@ -22,6 +22,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from jobs.doris_writer import DorisDataSource
+from jobs.snapshot_source import SnapshotChunkDataSource
+
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -60,10 +65,6 @@ def build_session(pipeline: Any | None = None, app_name: str = "tidemark") -> An
     """A session with the pipeline's settings (``getOrCreate``: the process's active one if any),
     ready for Tidemark's jobs."""
     prepare_environment()
-    # pyspark is imported here, not with the module: importing it costs ~1 s, which a process
-    # that never runs Spark (a sensor tick, the CLI) should not pay.
-    from pyspark.sql import SparkSession
-
     settings = session_settings(pipeline)
     builder = SparkSession.builder.appName(app_name)
     builder = builder.remote(settings["remote"]) if settings["remote"] else builder.master(settings["master"])
@@ -92,10 +93,6 @@ def prepare_session(session: Any) -> Any:
 
 
 def _register_sources(session: Any) -> None:
-    # Deferred with pyspark (see build_session): both modules import it at module level.
-    from jobs.doris_writer import DorisDataSource
-    from jobs.snapshot_source import SnapshotChunkDataSource
-
     session.dataSource.register(SnapshotChunkDataSource)
     session.dataSource.register(DorisDataSource)
 

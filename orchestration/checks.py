@@ -7,6 +7,7 @@ has not applied yet, and the check reports it as a warning that says so instead 
 """
 
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +138,4 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
 
 
 def _json_safe(value: Any) -> Any:
-    import json
-
     return json.loads(json.dumps(value, default=str))

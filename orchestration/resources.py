@@ -17,7 +17,7 @@ import dataclasses
 import os
 from typing import Any
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_pyspark import LazyPySparkResource
 from pydantic import PrivateAttr, SecretStr
 
@@ -157,8 +157,6 @@ def pipeline_resource(path: str, definition: PipelineDefinition, env_prefix: str
     are set (e.g. ``TIDEMARK_DEMO_MYSQL_PASSWORD``, ``TIDEMARK_DEMO_STATE_URL``); otherwise the
     pipeline file decides.
     """
-    from dagster import EnvVar
-
     prefix = env_prefix or f"TIDEMARK_{definition.name.upper()}_"
 
     def env(name: str) -> Any:

@@ -23,8 +23,10 @@ from rich.table import Table
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema_registry import RequestStatus
 from cdc_core.state import ChunkStatus
+from orchestration.definitions import build_definitions
 from orchestration.pipelines import PipelineHandle
 from orchestration.runs import runs_in_flight
+from orchestration.schema_change import run_config_for, schema_change_job_name
 
 # Chunks per in-process run: small enough for a live progress bar, big enough for Spark.
 CHUNKS_PER_RUN = 16
@@ -98,8 +100,6 @@ class OnceRun:
 
     def __init__(self, handle: PipelineHandle, instance: Any, console: Console | None = None,
                  resource: Any = None, parity_checks: bool = True):
-        from orchestration.definitions import build_definitions
-
         self.handle = handle
         self.instance = instance
         self.console = console or Console(stderr=True)
@@ -241,8 +241,6 @@ class OnceRun:
     def _schema_change(self, offset: BinlogOffset | None) -> None:
         """The binlog stopped before a DDL: the schema_change job carries it over (same ops as the
         ddl_sensor's runs), then the stream goes on."""
-        from orchestration.schema_change import run_config_for, schema_change_job_name
-
         job = self.defs.resolve_job_def(schema_change_job_name(self.handle))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -2,8 +2,8 @@
 
 The stream starts at the minimum high watermark (HW) of all finished chunks (see
 :mod:`cdc_core.mysql.hybrid_assigner`). Between that start and a table's maximum HW, a change may
-already be inside a chunk: the chunk's rows are the table as it was at the chunk's HW. So
-(``cdc-anchors.md`` §1.6):
+already be inside a chunk: the chunk's rows are the table as it was at the chunk's HW. So, as
+in Flink CDC's binlog split reader:
 
 * a change of a table whose chunks all lie behind it (offset > the table's max HW) is emitted,
   and the table becomes "pure binlog" from then on;

@@ -292,6 +292,8 @@ class StateStore:
                     f"The state store was written by a newer Tidemark (schema {version} > {SCHEMA_VERSION}); "
                     "upgrade Tidemark to use it"
                 )
+            if row is not None and version < SCHEMA_VERSION:
+                logger.info("state store: schema %d migrated to %d", version, SCHEMA_VERSION)
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS.get(target, []):
                     conn.exec_driver_sql(statement)

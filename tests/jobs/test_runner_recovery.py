@@ -108,14 +108,14 @@ def test_a_fresh_state_does_not_meet_the_labels_of_an_old_one(pipeline_factory, 
     keys = list(first.plan_splits().chunk_keys)
     first.run_chunks(keys)
     first.commit_chunks(keys)
-    old_prefix = first.label_prefix
+    old_prefix = first.sink.label_prefix
     first.close()
     shutil.rmtree(definition.state_dir)  # the user starts over: a new snapshot into the same Doris table
 
     with root_conn.cursor() as cur:
         cur.execute(f"UPDATE `{fresh_db}`.acct SET owner = 'again' WHERE id <= 3")
     second = spark_service(definition)
-    assert second.label_prefix != old_prefix
+    assert second.sink.label_prefix != old_prefix
     keys = list(second.plan_splits().chunk_keys)
     second.run_chunks(keys)
     second.commit_chunks(keys)
