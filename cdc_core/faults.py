@@ -23,8 +23,8 @@ which keeps the other tasks busy while a matching one fails.
 
 Fault points (name: where it fires):
 
-* ``snapshot.read`` — in a chunk's read task, between the chunk's rows and its high watermark
-  (context: ``table``, ``chunk``);
+* ``snapshot.read`` — in a chunk's read task, after its range scan and before its high
+  watermark is taken (context: ``table``, ``chunk``);
 * ``snapshot.after_precommit`` — in a writing task, after its Doris loads are precommitted and
   before the driver records them (context: ``table``, ``chunk``, ``label``);
 * ``snapshot.after_state_write`` — on the driver, after chunks are recorded PREPARED, before

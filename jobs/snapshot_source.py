@@ -78,8 +78,12 @@ def spark_typed(table: pa.Table) -> pa.Table:
 _READERS: dict[str, Any] = {}
 
 
-def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
+def _during_read(split: SnapshotSplit) -> None:
+    """Between a chunk's range scan and its high watermark: the fault point of a chunk read."""
+    faults.fault_point("snapshot.read", table=str(split.table_id), chunk=split.index)
 
+
+def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
     source = spec["source"]
     cache_key = json.dumps(source, sort_keys=True)
     reader = _READERS.get(cache_key)
@@ -94,7 +98,7 @@ def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
         reader = SnapshotSplitReader(
             settings, server_id_range=tuple(source["server_id_range"]), server_time_zone=source["time_zone"],
             tinyint1_as_boolean=source["tinyint1_as_boolean"], fetch_size=source["fetch_size"],
-            backfill_skip=source["backfill_skip"],
+            backfill_skip=source["backfill_skip"], pause_after_scan=_during_read,
         )
         _READERS[cache_key] = reader
     return reader
@@ -137,7 +141,6 @@ def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tu
     reader = _chunk_reader(spec, password)
     try:
         result = reader.read(split, schema)
-        faults.fault_point("snapshot.read", table=spec["table_id"], chunk=chunk["index"])
     except BaseException:
         _READERS.clear()
         reader.close()
