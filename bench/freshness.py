@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                 DagsterInstance.from_config(str(home)) as instance:
             once = OnceRun(handle, instance, console, parity_checks=False)
             once.run()
-            once.runner.close()
+            once.service.close()
         env = {**os.environ, "TIDEMARK_BINLOG_QUEUE_AHEAD": "1" if args.queue_ahead else "0"}
         services = DagsterServices([path], home, webserver=False, daemon=True, log_dir=work / "logs",
                                    working_dir=ROOT, env=env).start()

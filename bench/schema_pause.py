@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from cdc_core.config import load_pipeline
     from devstack.workload import SteadyWriter
-    from jobs.runner import PipelineRunner
+    from jobs.executor import spark_service
     from orchestration.dev import DagsterServices
     from orchestration.instance import prepare_home
     from orchestration.pipelines import PipelineHandle
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(PIPELINE.format(port=mysql.endpoint.port, db=DB, fe=doris.fe_http, state=work / "state",
                                         behavior=args.behavior))
         handle = PipelineHandle.load(path)
-        runner = PipelineRunner(load_pipeline(path))
+        runner = spark_service(load_pipeline(path))
         runner.binlog_lag()  # latest-offset: the stream starts here
         runner.close()
         home = prepare_home(work / "dagster")

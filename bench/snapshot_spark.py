@@ -8,7 +8,7 @@ Starts its own MariaDB and Doris stand-in on free ports in a temporary directory
 machine-notes §4, and measures in the same run:
 
 * the limit: ``mariadb --quick -e 'SELECT * FROM shop.t' > /dev/null`` as ``cdc`` over TCP (best of 2);
-* ours: ``PipelineRunner.run_chunks`` over every chunk — from the start of the job to the last
+* ours: ``PipelineService.run_chunks`` over every chunk — from the start of the job to the last
   prepared load (the Spark session, its JVM and its Python workers are started and warmed with a
   few small jobs before, as in a long-running process).
 
@@ -113,8 +113,7 @@ def main() -> None:
     from devstack.mysql import MariaDBServer
     from devstack.procs import free_port
     from devstack.stack import DorisStandIn
-    from jobs.runner import PipelineRunner
-    from jobs.spark import get_spark, stop_spark
+    from jobs.executor import spark_service
 
     work = Path(tempfile.mkdtemp(prefix="tidemark-bench-"))
     mysql = MariaDBServer(work / "mysql", port=free_port())
@@ -146,8 +145,8 @@ def main() -> None:
             "pipeline": {"name": "bench", "parallelism": args.parallelism, "tidemark.state.dir": str(work / "state"),
                          "tidemark.spark.fused-chunk-tasks": not args.dataframe},
         }))
-        runner = PipelineRunner(load_pipeline(pipeline, env={}))
-        spark = get_spark(runner.definition)
+        runner = spark_service(load_pipeline(pipeline, env={}))
+        spark = runner.executor.session()
         spark.range(1000).count()  # warm the session, as a long-running process has it
         # … its JVM (the first jobs with Python tasks cost it several times a warm one's CPU) and
         # its Python workers (they keep their imports from task to task)
@@ -187,7 +186,7 @@ def main() -> None:
             report["five_million_within_60s"] = job_s <= 60.0
         print(json.dumps(report, indent=2))
         runner.close()
-        stop_spark()
+        spark.stop()
     finally:
         doris.stop()
         mysql.stop()

@@ -17,7 +17,7 @@ Flink CDC's schema operator carries a DDL to the sink in four states::
 
 Every state and every applied change is in the pipeline's state store, so a crash or a failed
 step resumes exactly where it stopped and a change is never applied twice. This module holds no
-I/O of its own beyond the state store: the job (``jobs/schema_change.py``) drives it.
+I/O of its own beyond the state store: the job (``cdc_core/pipeline/schema_change.py``) drives it.
 
 How the changes for Doris are derived from a DDL's events is :mod:`cdc_core.schema_derivation`.
 """

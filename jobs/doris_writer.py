@@ -18,17 +18,27 @@ Retries are safe by construction. Labels are deterministic per (target table, ba
 from __future__ import annotations
 
 import json
-import os
-import time
+import logging
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from cdc_core import faults
+from cdc_core.config.options import DorisSinkOptions
+from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.doris.sink import DorisSink
+from cdc_core.schema import TableId
+from cdc_core.state import StateStore
 from jobs.snapshot_source import CHUNK, META
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "tidemark_doris"
 RESULTS_NAMESPACE = "spark_results"
@@ -52,9 +62,6 @@ _SINKS: dict[str, Any] = {}
 
 def make_sink(spec: dict[str, Any], password: str) -> Any:
     """The worker's ``DorisSink`` for this job's sink options (nothing secret in the spec)."""
-    from cdc_core.config.options import DorisSinkOptions
-    from cdc_core.doris.client import DorisHttpClient
-    from cdc_core.doris.sink import DorisSink
 
     cache_key = json.dumps([spec["sink"], spec["label_prefix"], spec.get("token")], sort_keys=True)
     sink = _SINKS.get(cache_key)
@@ -79,8 +86,6 @@ def discard_sink(sink: Any) -> None:
 
 def _task_context() -> tuple[int, int]:
     try:
-        from pyspark import TaskContext
-
         context = TaskContext.get()
         if context is not None:
             return context.partitionId(), context.attemptNumber()
@@ -95,9 +100,8 @@ class DorisArrowWriter(DataSourceArrowWriter):
         self.password = password
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LoadMessage:
-        from cdc_core.schema import TableId
-
         spec = self.spec
+        faults.adopt(spec)
         batches = [b for b in iterator if b.num_rows]
         if not batches:
             return LoadMessage([], [], 0)
@@ -120,15 +124,18 @@ class DorisArrowWriter(DataSourceArrowWriter):
                         "the DataFrame was repartitioned between the chunk source and the Doris writer"
                     )
                 committables = load_chunk(sink, spec, chunks[0], table)
+                faults.fault_point("snapshot.after_precommit", table=spec["source_table"], chunk=chunks[0]["index"],
+                                   label=",".join(c["label"] for c in committables))
             else:
                 batch_id = f"{spec['source_table']}:{spec['batch_id']}:p{partition}"
                 for target_text in spec["targets"]:
                     if table.num_rows:
                         committables.append(sink.load(TableId.parse(target_text), batch_id, table).to_dict())
-            after_load_test_hooks(spec)
         except BaseException:
             discard_sink(sink)
             raise
+        logger.debug("task %d precommitted %d row(s) of %s: %s", partition, table.num_rows, spec["source_table"],
+                     [c["label"] for c in committables])
         return LoadMessage(committables, chunks, table.num_rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -153,9 +160,6 @@ def load_chunk(sink: Any, spec: dict[str, Any], chunk: dict[str, Any], table: pa
     label is aborted, never reused (``fresh``). An empty chunk loads nothing, so it aborts such a
     leftover itself.
     """
-    from cdc_core.doris.labels import snapshot_batch_id
-    from cdc_core.schema import TableId
-
     generation = int(spec.get("generations", {}).get(str(chunk["index"]), 0))
     batch_id = snapshot_batch_id(spec["source_table"], chunk["index"], generation)
     committables = []
@@ -169,27 +173,8 @@ def load_chunk(sink: Any, spec: dict[str, Any], chunk: dict[str, Any], table: pa
 
 
 def _open_store(spec: dict[str, Any]) -> Any:
-    from cdc_core.state import StateStore
-
     results = spec["results"]
     return StateStore.open(results.get("state_dir"), results.get("state_url"))
-
-
-def after_load_test_hooks(spec: dict[str, Any], chunk_index: int | None = None) -> None:
-    """Test hooks, after the task's loads were precommitted (the hard case): fail once
-    (``fail_after_load_once``: a marker file path), or on every attempt
-    (``fail_after_load_always``: true, or the chunk indexes that fail); ``slow_after_load_s``
-    keeps the other tasks busy that long."""
-    always = spec.get("fail_after_load_always")
-    if always is True or (isinstance(always, list) and chunk_index in always):
-        raise RuntimeError("injected failure after precommit (fail_after_load_always)")
-    if spec.get("slow_after_load_s"):
-        time.sleep(float(spec["slow_after_load_s"]))
-    marker = spec.get("fail_after_load_once")
-    if marker and not os.path.exists(marker):
-        with open(marker, "w") as handle:
-            handle.write("failed once\n")
-        raise RuntimeError("injected failure after precommit (fail_after_load_once)")
 
 
 # -- driver side --------------------------------------------------------------------------------
@@ -211,8 +196,6 @@ def results_spec(definition: Any) -> dict[str, Any]:
 def writer_spec(definition: Any, label_prefix: str, mode: str, source_table: str, targets: list[str],
                 **extra: Any) -> dict[str, Any]:
     """What a writing task needs (no password: it travels on its own)."""
-    import uuid
-
     return {
         "mode": mode,
         "source_table": source_table,
@@ -221,6 +204,7 @@ def writer_spec(definition: Any, label_prefix: str, mode: str, source_table: str
         "label_prefix": label_prefix,
         "token": f"{mode}-{uuid.uuid4().hex}",
         "results": results_spec(definition),
+        "faults": faults.forwarded(),  # a test's fault points reach the tasks (cdc_core/faults.py)
         **extra,
     }
 

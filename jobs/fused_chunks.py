@@ -38,10 +38,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from cdc_core import faults
 from cdc_core.config.durations import parse_duration
+from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.schema import TableId
+from jobs.doris_writer import discard_sink, load_chunk, make_sink
+from jobs.snapshot_source import read_chunk
 from jobs.spark import spark_context
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 MESSAGE_SCHEMA = "message string"
 CONNECT_STOP_GRACE_S = 30.0
@@ -68,9 +73,7 @@ def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dic
     chunks = read_spec["chunks"]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from jobs.doris_writer import after_load_test_hooks, discard_sink, load_chunk, make_sink
-        from jobs.snapshot_source import read_chunk
-
+        faults.adopt(write_spec)
         for batch in batches:
             for position in batch.column(0).to_pylist():
                 chunk = chunks[position]
@@ -78,7 +81,8 @@ def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dic
                 sink = make_sink(write_spec, sink_password)
                 try:
                     committables = load_chunk(sink, write_spec, meta, table)
-                    after_load_test_hooks(write_spec, chunk["index"])
+                    faults.fault_point("snapshot.after_precommit", table=write_spec["source_table"],
+                                       chunk=chunk["index"], label=",".join(c["label"] for c in committables))
                 except BaseException:
                     discard_sink(sink)
                     raise
@@ -144,7 +148,7 @@ def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> 
             break
         time.sleep(0.2)
     else:
-        log.warning("tasks of the failed snapshot job %s still run after %.0f s; aborting its loads anyway",
+        logger.warning("tasks of the failed snapshot job %s still run after %.0f s; aborting its loads anyway",
                     group, timeout_s)
     time.sleep(kill_timeout + 0.5)
 
@@ -155,9 +159,6 @@ def abort_chunk_labels(sink: Any, write_spec: dict[str, Any], indexes: list[int]
 
     Labels that cannot be aborted now stay for the runner's recovery, which aborts prepared
     loads of chunks that were not recorded as done."""
-    from cdc_core.doris.labels import snapshot_batch_id
-    from cdc_core.schema import TableId
-
     generations = write_spec.get("generations", {})
     probes = [(TableId.parse(target), snapshot_batch_id(write_spec["source_table"], index,
                                                         int(generations.get(str(index), 0))))
@@ -165,5 +166,5 @@ def abort_chunk_labels(sink: Any, write_spec: dict[str, Any], indexes: list[int]
     try:
         sink.recover(probe=probes)
     except Exception as exc:  # noqa: BLE001 - the job's error is the one to raise
-        log.warning("could not abort the loads of the failed snapshot job of %s (recovery will): %s",
+        logger.warning("could not abort the loads of the failed snapshot job of %s (recovery will): %s",
                     write_spec["source_table"], exc)

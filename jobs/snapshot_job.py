@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
+from cdc_core import faults
 from cdc_core.config import PipelineDefinition
+from cdc_core.doris.errors import TableMismatchError
+from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.schema import TableId, TableSchema
 from jobs.doris_writer import write_to_doris, writer_spec
 from jobs.fused_chunks import run_fused
@@ -27,28 +28,7 @@ from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
 from jobs.transforms import TableTransform, transform_for, transformed_schema
 
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ChunkTask:
-    table_id: TableId
-    index: int
-    start: list[Any] | None
-    end: list[Any] | None
-    generation: int
-
-
-@dataclass(frozen=True)
-class ChunkOutcome:
-    table_id: TableId
-    index: int
-    rows: int
-    low_watermark: dict[str, Any]
-    high_watermark: dict[str, Any]
-    committables: tuple[dict[str, Any], ...]
-    backfill_events: int
-    duration_s: float
+logger = logging.getLogger(__name__)
 
 
 def source_spec(definition: PipelineDefinition) -> dict[str, Any]:
@@ -84,8 +64,6 @@ def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...]
     meanwhile leave such columns out rather than fail; the job reads again every chunk whose
     high watermark lies past the DDL once Doris has the column (``SchemaChangeSteps.apply``).
     """
-    from cdc_core.doris.errors import TableMismatchError
-
     names: set[str] | None = None
     for target in targets:
         try:
@@ -106,7 +84,7 @@ def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...]
             "key changed after the Doris table was created; drop the Doris table and snapshot the table again"
         )
     left_out = [c.name for c in schema.columns if c.name.lower() not in names]
-    log.warning("%s: column(s) %s are not in Doris yet; the chunks read now leave them out and are read again "
+    logger.warning("%s: column(s) %s are not in Doris yet; the chunks read now leave them out and are read again "
                 "when the schema change carries them over", schema.table_id, ", ".join(left_out))
     return schema.with_columns(keep)
 
@@ -117,9 +95,7 @@ def run_table(
     sink: Any,
     schema: TableSchema,
     key_columns: tuple[str, ...],
-    tasks: list[ChunkTask],
-    *,
-    fail_after_load_once: str | None = None,
+    tasks: list[ChunkTask] | tuple[ChunkTask, ...],
 ) -> list[ChunkOutcome]:
     """One Spark job over one table's chunks; returns each chunk's outcome."""
     activate_in_thread(spark)
@@ -132,12 +108,11 @@ def run_table(
         "chunks": [
             {"index": t.index, "start": t.start, "end": t.end, "key_columns": list(key_columns)} for t in tasks
         ],
+        "faults": faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/faults.py)
     }
     transform = transform_for(definition, schema.table_id)
     targets = sink.route(schema.table_id)
     extra: dict[str, Any] = {"generations": {str(t.index): t.generation for t in tasks}}
-    if fail_after_load_once:
-        extra["fail_after_load_once"] = fail_after_load_once
     target_names = [str(t) for t in targets]
     sink_password = definition.sink.password.get_secret_value()
     if transform is None:
@@ -188,21 +163,16 @@ def run_snapshot(
     spark: Any,
     definition: PipelineDefinition,
     sink: Any,
-    work: list[tuple[TableSchema, tuple[str, ...], list[ChunkTask]]],
-    *,
-    fail_after_load_once: str | None = None,
-    on_table_done: Callable[[list[ChunkOutcome]], None] | None = None,
+    work: list[TableWork],
 ) -> list[ChunkOutcome]:
     """Every table's job, ``pipeline.parallelism`` of them at a time; outcomes in input order."""
     if not work:
         return []
     workers = max(1, min(len(work), definition.pipeline.parallelism))
 
-    def one(item: tuple[TableSchema, tuple[str, ...], list[ChunkTask]]) -> list[ChunkOutcome]:
-        schema, keys, tasks = item
-        outcomes = run_table(spark, definition, sink, schema, keys, tasks, fail_after_load_once=fail_after_load_once)
-        if on_table_done is not None:
-            on_table_done(outcomes)
+    def one(item: TableWork) -> list[ChunkOutcome]:
+        outcomes = run_table(spark, definition, sink, item.schema, item.key_columns, item.tasks)
+        logger.debug("%s: %d chunk(s) read and precommitted", item.schema.table_id, len(outcomes))
         return outcomes
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tidemark-snapshot") as pool:

@@ -18,12 +18,23 @@ Spark has no unsigned 64-bit integer, so BIGINT UNSIGNED (and BIT(64)) travel as
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
+
+from cdc_core import faults
+from cdc_core.mysql.connection import MySqlConnectionSettings
+from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
+from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.mysql.types import doris_arrow_type
+from cdc_core.schema import TableId, TableSchema
+
+logger = logging.getLogger(__name__)
 
 SEQ = "__tidemark_seq"
 CHUNK = "__tidemark_chunk"
@@ -34,14 +45,11 @@ FORMAT = "tidemark_snapshot"
 
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
     """The Spark schema of what ``read`` yields: derived from its Arrow schema."""
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(spark_schema_arrow(arrow_schema))
 
 
 def arrow_schema_of(spec: dict[str, Any]) -> pa.Schema:
-    from cdc_core.mysql.types import doris_arrow_type
-    from cdc_core.schema import TableSchema
 
     schema = TableSchema.from_dict(spec["schema"])
     tinyint = spec["source"]["tinyint1_as_boolean"]
@@ -70,10 +78,12 @@ def spark_typed(table: pa.Table) -> pa.Table:
 _READERS: dict[str, Any] = {}
 
 
-def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
-    from cdc_core.mysql.connection import MySqlConnectionSettings
-    from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
+def _during_read(split: SnapshotSplit) -> None:
+    """Between a chunk's range scan and its high watermark: the fault point of a chunk read."""
+    faults.fault_point("snapshot.read", table=str(split.table_id), chunk=split.index)
 
+
+def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
     source = spec["source"]
     cache_key = json.dumps(source, sort_keys=True)
     reader = _READERS.get(cache_key)
@@ -88,7 +98,7 @@ def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
         reader = SnapshotSplitReader(
             settings, server_id_range=tuple(source["server_id_range"]), server_time_zone=source["time_zone"],
             tinyint1_as_boolean=source["tinyint1_as_boolean"], fetch_size=source["fetch_size"],
-            backfill_skip=source["backfill_skip"],
+            backfill_skip=source["backfill_skip"], pause_after_scan=_during_read,
         )
         _READERS[cache_key] = reader
     return reader
@@ -119,9 +129,8 @@ class SnapshotChunkReader(DataSourceReader):
 def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
     """One chunk as it was at its high watermark, Spark-typed (:func:`spark_typed`), with the
     ``__tidemark_seq`` column; and its report: index, rows, watermarks, backfill events, timings."""
-    from cdc_core.mysql.splits import SnapshotSplit
-    from cdc_core.schema import TableId, TableSchema
 
+    faults.adopt(spec)
     schema = TableSchema.from_dict(spec["schema"])
     split = SnapshotSplit(
         TableId.parse(spec["table_id"]), chunk["index"],
@@ -136,6 +145,8 @@ def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tu
         _READERS.clear()
         reader.close()
         raise
+    logger.debug("chunk %s#%d read: %d row(s), high watermark %s", spec["table_id"], chunk["index"], result.rows,
+                 result.high_watermark)
     seq = result.high_watermark.sequence
     data = spark_typed(result.table)
     data = data.append_column(SEQ, pa.array([seq] * data.num_rows, pa.int64()))

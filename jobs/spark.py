@@ -1,7 +1,10 @@
-"""One Spark session per process, configured from the pipeline file.
+"""Spark session settings from the pipeline file, and what a session needs before Tidemark's jobs run.
 
-A session costs ~10 s to start on this kind of machine, so nothing creates one until a job needs
-it, and every job in the process reuses it. ``local[N]`` is the default (N = the pipeline's
+The session itself is owned by the Dagster resource (``TidemarkPySparkResource`` in
+``orchestration/resources.py``, dagster-pyspark), which starts it only when a step asks for it
+(a session costs ~10 s to start); the pipeline service reaches it through the executor's lazy
+session provider (``jobs/executor.py``). ``build_session`` is the same builder for tests and
+benchmarks that run without Dagster. ``local[N]`` is the default (N = the pipeline's
 parallelism, at least 1, at most the cores); ``tidemark.spark.master`` points at a cluster
 (``spark://host:7077``, ``yarn``, ``k8s://...``) and ``tidemark.spark.remote`` at Spark Connect
 (``sc://host:15002``). ``tidemark.spark.conf.*`` passes any Spark setting through.
@@ -9,16 +12,25 @@ parallelism, at least 1, at most the cores); ``tidemark.spark.master`` points at
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
 import threading
+import weakref
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from jobs.doris_writer import DorisDataSource
+from jobs.snapshot_source import SnapshotChunkDataSource
+
+logger = logging.getLogger(__name__)
+
 _lock = threading.Lock()
-_session: Any = None
+_prepared: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions whose data sources are registered
 
 
 def prepare_environment() -> None:
@@ -49,36 +61,38 @@ def session_settings(pipeline: Any | None) -> dict[str, Any]:
     return {"master": master, "remote": remote, "conf": conf}
 
 
-def get_spark(pipeline: Any | None = None, app_name: str = "tidemark") -> Any:
-    """The process's Spark session, created on first use."""
-    global _session
-    with _lock:
-        if _session is not None and not _is_stopped(_session):
-            return _session
-        prepare_environment()
-        from pyspark.sql import SparkSession
+def build_session(pipeline: Any | None = None, app_name: str = "tidemark") -> Any:
+    """A session with the pipeline's settings (``getOrCreate``: the process's active one if any),
+    ready for Tidemark's jobs."""
+    prepare_environment()
+    settings = session_settings(pipeline)
+    builder = SparkSession.builder.appName(app_name)
+    builder = builder.remote(settings["remote"]) if settings["remote"] else builder.master(settings["master"])
+    for key, value in settings["conf"].items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if not settings["remote"]:
+        session.sparkContext.setLogLevel("WARN")
+    logger.info("Spark session on %s", settings["remote"] or settings["master"])
+    return prepare_session(session)
 
-        settings = session_settings(pipeline)
-        builder = SparkSession.builder.appName(app_name)
-        if settings["remote"]:
-            builder = builder.remote(settings["remote"])
-        else:
-            builder = builder.master(settings["master"])
-        for key, value in settings["conf"].items():
-            builder = builder.config(key, value)
-        _session = builder.getOrCreate()
-        if not settings["remote"]:
-            _session.sparkContext.setLogLevel("WARN")
-        if not str(settings["master"] or "").startswith("local"):
-            _ship_code(_session, bool(settings["remote"]))
-        _register_sources(_session)
-        return _session
+
+def prepare_session(session: Any) -> Any:
+    """Register Tidemark's data sources on ``session`` and, on a cluster, ship the code (once per session)."""
+    with _lock:
+        if session in _prepared:
+            return session
+        remote = spark_context(session) is None
+        master = "" if remote else str(session.sparkContext.master)
+        if remote or not master.startswith("local"):
+            _ship_code(session, remote)
+        _register_sources(session)
+        _prepared.add(session)
+        logger.debug("Spark session prepared for Tidemark's jobs (master %s)", master or "Spark Connect")
+    return session
 
 
 def _register_sources(session: Any) -> None:
-    from jobs.doris_writer import DorisDataSource
-    from jobs.snapshot_source import SnapshotChunkDataSource
-
     session.dataSource.register(SnapshotChunkDataSource)
     session.dataSource.register(DorisDataSource)
 
@@ -103,19 +117,6 @@ def spark_context(session: Any) -> Any:
         return session.sparkContext
     except Exception:  # noqa: BLE001 - Connect raises on the attribute
         return None
-
-
-def _is_stopped(session: Any) -> bool:
-    context = spark_context(session)
-    return context is not None and context._jsc is None  # noqa: SLF001 - the only cheap liveness check
-
-
-def stop_spark() -> None:
-    global _session
-    with _lock:
-        if _session is not None:
-            _session.stop()
-            _session = None
 
 
 def activate_in_thread(session: Any) -> None:

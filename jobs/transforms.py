@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_core.config.selectors import TableSelector, split_top_level
+from cdc_core.config.selectors import split_top_level
+from cdc_core.pipeline.context import transform_rule_index
 from cdc_core.schema import Column, TableId, TableSchema
 
 DELETE_SIGN = "__DORIS_DELETE_SIGN__"
@@ -81,12 +82,13 @@ def _projects(items: list[str], column: str) -> bool:
 
 def transform_for(definition: Any, table_id: TableId) -> TableTransform | None:
     """The first transform rule of the pipeline that matches ``table_id``, if any."""
-    for index, rule in enumerate(getattr(definition, "transforms", ()) or ()):
-        if TableSelector.parse(rule.source_table).matches(table_id.database, table_id.table):
-            projection = tuple(split_top_level(rule.projection, ",")) if rule.projection else None
-            keys = tuple(k.strip() for k in rule.primary_keys.split(",")) if rule.primary_keys else None
-            return TableTransform(table_id, projection, rule.filter or None, keys, index)
-    return None
+    index = transform_rule_index(definition, table_id)
+    if index is None:
+        return None
+    rule = definition.transforms[index]
+    projection = tuple(split_top_level(rule.projection, ",")) if rule.projection else None
+    keys = tuple(k.strip() for k in rule.primary_keys.split(",")) if rule.primary_keys else None
+    return TableTransform(table_id, projection, rule.filter or None, keys, index)
 
 
 # Spark SQL types of computed columns → a MySQL column type with the same Doris mapping, so the

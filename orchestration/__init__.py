@@ -13,9 +13,9 @@ Per pipeline file (asset key prefix = the pipeline's name), built by factories i
   run key = offset range (``runs.py``).
 * ``jobs.py`` — ``<name>_splits_job``, ``<name>_snapshot_job``, ``<name>_binlog_job`` (in process).
 * ``resources.py`` — MySQL source, Doris sink, state store, dagster-pyspark, tied together by
-  ``TidemarkPipelineResource`` (key ``tidemark_<name>``), which hands out the ``PipelineRunner``.
+  ``TidemarkPipelineResource`` (key ``tidemark_<name>``), which hands out the ``PipelineService``.
 
 The CLI (``cli.py``): ``tidemark run PIPELINE.yaml --once`` (``run_once.py``) and
 ``tidemark dev PIPELINE.yaml...`` (``dev.py``); ``demo.py`` is ``tidemark demo``'s sample data.
-Everything that moves data goes through ``jobs.runner.PipelineRunner``.
+Everything that moves data goes through ``cdc_core.pipeline.service.PipelineService``.
 """

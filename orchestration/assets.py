@@ -25,10 +25,10 @@ from dagster import (
     asset,
 )
 
-from jobs.runner import ChunkResult, PipelineRunner, ResolveReport
+from cdc_core.pipeline.results import ChunkResult, ResolveReport
+from cdc_core.pipeline.service import PipelineService
 from orchestration.hooks import PipelineHooks
 from orchestration.pipelines import PipelineHandle
-from orchestration.runs import StepLedger
 
 # BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
 warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")
@@ -40,7 +40,6 @@ CHUNKS_PER_RUN = 500
 # Splitting steps per planning round: partitions appear in the UI round by round, and a crash
 # mid-plan loses at most one round (the splitter's cursor is committed with every step).
 PLAN_STEPS_PER_ROUND = 2_000
-PAUSE_NAMESPACE, PAUSE_KEY = "flags", "binlog_paused"
 
 
 @dataclass(frozen=True)
@@ -63,9 +62,9 @@ def step_key_of(context: AssetExecutionContext) -> str:
     return context.op_execution_context.get_step_execution_context().step.key
 
 
-def resolve_first(context: Any, runner: PipelineRunner) -> dict[str, Any]:
+def resolve_first(context: Any, service: PipelineService) -> dict[str, Any]:
     """Finish what an earlier run left PREPARED; report it in the metadata."""
-    report: ResolveReport = runner.resolve_pending()
+    report: ResolveReport = service.resolve_pending()
     if report.committed or report.aborted:
         context.log.warning(
             f"Finished earlier work first: committed {len(report.committed)}, aborted {len(report.aborted)} "
@@ -78,11 +77,6 @@ def resolve_first(context: Any, runner: PipelineRunner) -> dict[str, Any]:
         "resolved_aborted": len(report.aborted),
         "resolved_failed": len(report.failed),
     }
-
-
-def binlog_paused(runner: PipelineRunner) -> Any:
-    """The pause flag the schema-change job sets (truthy = paused; its value says why)."""
-    return runner.store.get(PAUSE_NAMESPACE, PAUSE_KEY)
 
 
 def offset_text(offset: dict[str, Any] | None) -> str:
@@ -119,13 +113,13 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         ),
     )
     def snapshot_splits(context: AssetExecutionContext) -> MaterializeResult:
-        runner = pipeline_of(context, handle).runner()
-        resolved = resolve_first(context, runner)
+        service = pipeline_of(context, handle).service()
+        resolved = resolve_first(context, service)
         instance = context.instance
         known = set(instance.get_dynamic_partitions(partitions.name))
         rounds = 0
         while True:
-            plan = runner.plan_splits(max_partitions=MAX_PARTITIONS, max_steps=PLAN_STEPS_PER_ROUND)
+            plan = service.plan_splits(max_partitions=MAX_PARTITIONS, max_steps=PLAN_STEPS_PER_ROUND)
             rounds += 1
             new = [k for k in plan.chunk_keys if k not in known]
             if new:
@@ -173,15 +167,15 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
     )
     def snapshot_chunks(context: AssetExecutionContext) -> MaterializeResult:
         pipeline = pipeline_of(context, handle)
-        runner = pipeline.runner()
+        service = pipeline.service()
         keys = list(context.partition_keys)
-        resolved = resolve_first(context, runner)
-        ledger = StepLedger(runner.store)
+        resolved = resolve_first(context, service)
+        ledger = service.step_ledger()
         step_key = step_key_of(context)
         ledger.record(context.run.run_id, step_key, chunk_keys=keys)
         pipeline.start_spark()
         started = time.monotonic()
-        results = runner.run_chunks(keys)
+        results = service.run_chunks(keys)
         ledger.record(context.run.run_id, step_key, prepared=[r.key for r in results])
         elapsed = time.monotonic() - started
         for result in results:
@@ -212,22 +206,22 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         ),
     )
     def binlog_stream(context: AssetExecutionContext) -> MaterializeResult:
-        runner = pipeline_of(context, handle).runner()
-        resolved = resolve_first(context, runner)
-        paused = binlog_paused(runner)
+        service = pipeline_of(context, handle).service()
+        resolved = resolve_first(context, service)
+        paused = service.binlog_paused()
         if paused:
             raise Failure(
                 description=f"The binlog of pipeline '{handle.slug}' is paused ({paused!r}): a schema change is "
                 "being applied. The stream resumes when the schema_change job clears the flag."
             )
-        if not runner.binlog_ready():
+        if not service.binlog_ready():
             raise Failure(
                 description=f"The snapshot of pipeline '{handle.slug}' is not finished: materialize "
                 f"{handle.slug}/snapshot_splits and backfill all partitions of {handle.slug}/snapshot_chunks "
                 "first; binlog_stream starts at the chunks' lowest high watermark once every chunk is committed."
             )
-        batch = runner.run_binlog_batch()
-        StepLedger(runner.store).record(context.run.run_id, step_key_of(context), batch_id=batch.batch_id)
+        batch = service.run_binlog_batch()
+        service.step_ledger().record(context.run.run_id, step_key_of(context), batch_id=batch.batch_id)
         events = sum(batch.events_per_table.values())
         metadata: dict[str, Any] = {
             "batch_id": batch.batch_id,

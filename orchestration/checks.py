@@ -7,6 +7,7 @@ has not applied yet, and the check reports it as a warning that says so instead 
 """
 
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,8 @@ from dagster import (
     asset_check,
 )
 
-from jobs.runner import ParityResult, PipelineRunner, chunk_key
+from cdc_core.pipeline.results import ParityResult
+from cdc_core.pipeline.service import PipelineService
 from orchestration.pipelines import PipelineHandle
 
 # A chunk_parity check run on its own (not after a materialization) looks at this many chunks.
@@ -38,22 +40,12 @@ class PipelineChecks:
         return [self.chunk_parity, self.table_parity, self.chunks_no_pending, self.binlog_no_pending]
 
 
-def committed_chunk_keys(runner: PipelineRunner) -> list[str]:
-    with runner.store.transaction(readonly=True) as tx:
-        return [chunk_key(c["table_id"], c["chunk_index"]) for c in tx.chunks(status="COMMITTED")]
-
-
-def captured_tables(runner: PipelineRunner) -> list[str]:
-    with runner.store.transaction(readonly=True) as tx:
-        return sorted({c["table_id"] for c in tx.chunks()})
-
-
-def quiet_between(runner: PipelineRunner, compare: Any) -> tuple[Any, bool]:
+def quiet_between(service: PipelineService, compare: Any) -> tuple[Any, bool]:
     """Run ``compare`` and tell whether the result is authoritative: the server's binlog did not
     move meanwhile and Doris had applied everything up to it."""
-    before = runner.binlog_lag()
+    before = service.binlog_lag()
     result = compare()
-    after = runner.binlog_lag()
+    after = service.binlog_lag()
     quiet = before.server_offset == after.server_offset and not before.behind and not after.behind
     return result, quiet
 
@@ -96,21 +88,21 @@ def parity_result(results: list[ParityResult], authoritative: bool, what: str) -
 def build_checks(handle: PipelineHandle) -> PipelineChecks:
     resource_key = handle.resource_key
 
-    def runner_of(context: AssetCheckExecutionContext) -> PipelineRunner:
-        return getattr(context.resources, resource_key).runner()
+    def service_of(context: AssetCheckExecutionContext) -> PipelineService:
+        return getattr(context.resources, resource_key).service()
 
     @asset_check(
         asset=handle.chunks_key, name="chunk_parity", required_resource_keys={resource_key}, blocking=False,
         description="Row count and checksum of each chunk's key range, MySQL against Doris (after the commit hook).",
     )
     def chunk_parity(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        runner = runner_of(context)
+        service = service_of(context)
         op_context = context.op_execution_context
         if op_context.has_partition_key or op_context.has_partition_key_range:
             keys = list(op_context.partition_keys)
         else:
-            keys = committed_chunk_keys(runner)[:MAX_CHUNKS_PER_CHECK]
-        results, quiet = quiet_between(runner, lambda: [runner.chunk_parity(k) for k in keys])
+            keys = service.committed_chunk_keys()[:MAX_CHUNKS_PER_CHECK]
+        results, quiet = quiet_between(service, lambda: [service.chunk_parity(k) for k in keys])
         return parity_result(results, quiet, f"{len(keys)} chunk(s)")
 
     @asset_check(
@@ -118,13 +110,13 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
         description="Row count and checksum of every captured table, MySQL against Doris.",
     )
     def table_parity(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        runner = runner_of(context)
-        tables = captured_tables(runner)
-        results, quiet = quiet_between(runner, lambda: [runner.table_parity(t) for t in tables])
+        service = service_of(context)
+        tables = service.captured_tables()
+        results, quiet = quiet_between(service, lambda: [service.table_parity(t) for t in tables])
         return parity_result(results, quiet, f"{len(tables)} table(s)")
 
     def no_pending(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        pending = runner_of(context).pending_transactions()
+        pending = service_of(context).pending_transactions()
         if not pending:
             return AssetCheckResult(passed=True, metadata={"pending": 0})
         return AssetCheckResult(
@@ -146,6 +138,4 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
 
 
 def _json_safe(value: Any) -> Any:
-    import json
-
     return json.loads(json.dumps(value, default=str))

@@ -153,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
                 status = max(status, exc.code)
                 continue
             finally:
-                once.runner.close()
+                once.service.close()
             console.print(summary_table(handle, summary))
     return status
 

@@ -3,7 +3,7 @@
 ``DagsterServices`` starts ``dagster-webserver`` and ``dagster-daemon run`` on the code location
 ``orchestration.definitions``, each in its own process group with ordinary signal handling: a
 background job without job control inherits SIGINT=ignored and Dagster copies that onto SIGTERM
-(machine-notes §6), which would make it unstoppable. ``stop`` sends SIGTERM to each group,
+(so the ignored signal survives into the servers), which would make them unstoppable. ``stop`` sends SIGTERM to each group,
 waits, and kills what is left, so no code server is orphaned. The end-to-end tests and the
 freshness bench use the same class.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import requests
 
+from cdc_core.pipeline.service import PipelineService
 from orchestration.instance import dagster_home_for, prepare_home
 from orchestration.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
 
@@ -84,6 +85,8 @@ class DagsterServices:
     def init_storage(self) -> None:
         """Create the instance's SQLite databases once, here: the daemon and the webserver each
         create missing ones on start, and racing each other they fail ("alembic_version already exists")."""
+        # dagster is imported when needed: this module is on the CLI's path, and importing
+        # dagster costs seconds that `tidemark --help` should not pay.
         from dagster import DagsterInstance
 
         with DagsterInstance.from_config(str(self.home)) as instance:
@@ -151,16 +154,14 @@ class DagsterServices:
 
 
 def _snapshot_done(handle: PipelineHandle) -> bool:
-    from jobs.runner import PipelineRunner
-
     try:
-        runner = PipelineRunner(handle.definition)
+        service = PipelineService(handle.definition)
     except Exception:  # noqa: BLE001 - only a hint for the guide; the UI shows the real state
         return False
     try:
-        return runner.snapshot_done()
+        return service.snapshot_done()
     finally:
-        runner.close()
+        service.close()
 
 
 def print_guide(url: str, handles: list[PipelineHandle], home: Path) -> None:

@@ -18,7 +18,6 @@ from dagster import HookContext, HookDefinition, failure_hook, success_hook
 from dagster._core.errors import DagsterInvalidPropertyError
 
 from orchestration.pipelines import PipelineHandle
-from orchestration.runs import StepLedger
 
 
 @dataclass(frozen=True)
@@ -32,44 +31,44 @@ class PipelineHooks:
 def build_hooks(handle: PipelineHandle) -> PipelineHooks:
     resource_key = handle.resource_key
 
-    def runner_and_entry(context: HookContext):
-        runner = getattr(context.resources, resource_key).runner()
-        ledger = StepLedger(runner.store)
-        return runner, ledger, ledger.read(context.run_id, step_key_of(context))
+    def service_and_entry(context: HookContext):
+        service = getattr(context.resources, resource_key).service()
+        ledger = service.step_ledger()
+        return service, ledger, ledger.read(context.run_id, step_key_of(context))
 
     @success_hook(name=f"{handle.slug}_commit_chunks_hook", required_resource_keys={resource_key})
     def commit_chunks_hook(context: HookContext) -> None:
-        runner, ledger, entry = runner_and_entry(context)
+        service, ledger, entry = service_and_entry(context)
         keys = list(entry.get("prepared") or [])
         if keys:
-            runner.commit_chunks(keys)
+            service.commit_chunks(keys)
             context.log.info(f"Committed the Doris loads of {len(keys)} chunk(s): {_preview(keys)}")
         ledger.forget(context.run_id, step_key_of(context))
 
     @failure_hook(name=f"{handle.slug}_abort_chunks_hook", required_resource_keys={resource_key})
     def abort_chunks_hook(context: HookContext) -> None:
-        runner, ledger, entry = runner_and_entry(context)
+        service, ledger, entry = service_and_entry(context)
         keys = list(entry.get("prepared") or entry.get("chunk_keys") or [])
         if keys:
-            runner.abort_chunks(keys)
+            service.abort_chunks(keys)
             context.log.warning(f"Aborted the Doris loads of {len(keys)} chunk(s) after the failure: {_preview(keys)}")
         ledger.forget(context.run_id, step_key_of(context))
 
     @success_hook(name=f"{handle.slug}_commit_batch_hook", required_resource_keys={resource_key})
     def commit_batch_hook(context: HookContext) -> None:
-        runner, ledger, entry = runner_and_entry(context)
+        service, ledger, entry = service_and_entry(context)
         batch_id = entry.get("batch_id")
         if batch_id:
-            runner.commit_batch(batch_id)
+            service.commit_batch(batch_id)
             context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")
         ledger.forget(context.run_id, step_key_of(context))
 
     @failure_hook(name=f"{handle.slug}_abort_batch_hook", required_resource_keys={resource_key})
     def abort_batch_hook(context: HookContext) -> None:
-        runner, ledger, entry = runner_and_entry(context)
+        service, ledger, entry = service_and_entry(context)
         batch_id = entry.get("batch_id")
         if batch_id:
-            runner.abort_batch(batch_id)
+            service.abort_batch(batch_id)
             context.log.warning(f"Aborted binlog batch {batch_id} after the failure; the offset stays where it was")
         else:
             context.log.warning(

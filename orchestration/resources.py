@@ -1,5 +1,9 @@
 """Dagster resources: the MySQL source, the Doris sink, the state store, PySpark, and the
-pipeline resource that ties them to one pipeline file and hands out its ``PipelineRunner``.
+pipeline resource that ties them to one pipeline file and hands out its ``PipelineService``.
+
+The PySpark resource owns the process's Spark session (one owner): the service's executor asks
+it for the session when a step first needs Spark, so a run that needs none starts none, and
+``tidemark run --once``, which executes these jobs in process, uses the same session.
 
 Connection settings come from the pipeline file (which already takes ``${VAR}``); a resource
 field overrides the file only when it is set, typically with ``EnvVar("...")`` in a deployment.
@@ -11,16 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from typing import Any
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_pyspark import LazyPySparkResource
 from pydantic import PrivateAttr, SecretStr
 
 from cdc_core.config import PipelineDefinition, load_pipeline
+from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import StateStore
-from jobs.runner import PipelineRunner
+from jobs.executor import SparkExecutor
+from jobs.spark import prepare_environment, session_settings
 
 
 class MySqlSourceResource(ConfigurableResource):
@@ -79,11 +84,8 @@ class StateStoreResource(ConfigurableResource):
 def spark_config_for(definition: PipelineDefinition) -> dict[str, str]:
     """The pipeline's Spark settings (``tidemark.spark.*``) as dagster-pyspark ``spark_config``.
 
-    The runner's Spark code takes the process's active session (``getOrCreate``), so the session
-    the PySpark resource starts here is the one the chunks are read with.
+    The session the PySpark resource starts with these settings is the one the chunks are read with.
     """
-    from jobs.spark import session_settings
-
     settings = session_settings(definition)
     config = dict(settings["conf"])
     if settings.get("remote"):
@@ -100,16 +102,14 @@ class TidemarkPySparkResource(LazyPySparkResource):
 
     @property
     def spark_session(self) -> Any:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        prepare_environment()
         return super().spark_session
 
 
 class TidemarkPipelineResource(ConfigurableResource):
-    """One pipeline file with its source, sink, state store and Spark; gives out the runner.
+    """One pipeline file with its source, sink, state store and Spark; gives out the service.
 
-    The runner is created on first use and closed when the step (or sensor tick) ends.
+    The service is created on first use and closed when the step (or sensor tick) ends.
     """
 
     pipeline_file: str
@@ -119,7 +119,7 @@ class TidemarkPipelineResource(ConfigurableResource):
     pyspark: TidemarkPySparkResource
 
     _definition: PipelineDefinition | None = PrivateAttr(default=None)
-    _runner: PipelineRunner | None = PrivateAttr(default=None)
+    _service: PipelineService | None = PrivateAttr(default=None)
 
     def definition(self) -> PipelineDefinition:
         if self._definition is None:
@@ -127,24 +127,25 @@ class TidemarkPipelineResource(ConfigurableResource):
             self._definition = self.doris.apply(self.mysql.apply(definition))
         return self._definition
 
-    def runner(self) -> PipelineRunner:
-        if self._runner is None:
+    def service(self) -> PipelineService:
+        if self._service is None:
             definition = self.definition()
-            self._runner = self.make_runner(definition, self.state.open(definition))
-        return self._runner
+            self._service = self.make_service(definition, self.state.open(definition))
+        return self._service
 
-    def make_runner(self, definition: PipelineDefinition, store: StateStore) -> PipelineRunner:
-        """The runner for this pipeline (tests substitute a recording double here)."""
-        return PipelineRunner(definition, store)
+    def make_service(self, definition: PipelineDefinition, store: StateStore) -> PipelineService:
+        """The service for this pipeline, its Spark work on this resource's session (tests
+        substitute a recording double here)."""
+        return PipelineService(definition, store, executor=SparkExecutor(self.start_spark))
 
     def start_spark(self) -> Any:
         """Start (or reuse) the process's Spark session through dagster-pyspark."""
         return self.pyspark.spark_session
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
-        if self._runner is not None:
-            self._runner.close()
-            self._runner = None
+        if self._service is not None:
+            self._service.close()
+            self._service = None
 
 
 def pipeline_resource(path: str, definition: PipelineDefinition, env_prefix: str | None = None,
@@ -156,8 +157,6 @@ def pipeline_resource(path: str, definition: PipelineDefinition, env_prefix: str
     are set (e.g. ``TIDEMARK_DEMO_MYSQL_PASSWORD``, ``TIDEMARK_DEMO_STATE_URL``); otherwise the
     pipeline file decides.
     """
-    from dagster import EnvVar
-
     prefix = env_prefix or f"TIDEMARK_{definition.name.upper()}_"
 
     def env(name: str) -> Any:

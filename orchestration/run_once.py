@@ -21,9 +21,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cdc_core.mysql.offsets import BinlogOffset
-from jobs.runner import chunk_key
+from cdc_core.schema_registry import RequestStatus
+from cdc_core.state import ChunkStatus
+from orchestration.definitions import build_definitions
 from orchestration.pipelines import PipelineHandle
 from orchestration.runs import runs_in_flight
+from orchestration.schema_change import run_config_for, schema_change_job_name
 
 # Chunks per in-process run: small enough for a live progress bar, big enough for Spark.
 CHUNKS_PER_RUN = 16
@@ -97,14 +100,12 @@ class OnceRun:
 
     def __init__(self, handle: PipelineHandle, instance: Any, console: Console | None = None,
                  resource: Any = None, parity_checks: bool = True):
-        from orchestration.definitions import build_definitions
-
         self.handle = handle
         self.instance = instance
         self.console = console or Console(stderr=True)
         self.defs = build_definitions([handle], resources={handle.slug: resource} if resource else None)
         self.resource = self.defs.resources[handle.resource_key]
-        self.runner = self.resource.runner()
+        self.service = self.resource.service()
         self.summary = Summary()
         self.parity_checks = parity_checks
 
@@ -126,7 +127,7 @@ class OnceRun:
         for event in result.all_events:
             if event.event_type_value == "HOOK_ERRORED":
                 # The commit hook failed: the loads stay prepared. Try once more now, loudly.
-                report = self.runner.resolve_pending()
+                report = self.service.resolve_pending()
                 if report.failed:
                     raise RunOnceError(
                         f"{self.handle.slug}: committing the loads failed and {len(report.failed)} transaction(s) "
@@ -140,24 +141,24 @@ class OnceRun:
             raise RunOnceError(
                 f"run {in_flight[0].run_id[:8]} of pipeline '{self.handle.slug}' is in flight in {self.instance.root_directory}; "
                 "wait for it (or stop `tidemark dev`'s sensor and schedule) before `tidemark run`", code=1)
-        report = self.runner.resolve_pending()
+        report = self.service.resolve_pending()
         if report.failed:
             raise RunOnceError(f"{len(report.failed)} prepared transaction(s) of '{self.handle.slug}' cannot be "
                                "resolved (is Doris reachable?)")
         try:
-            target: dict[str, Any] | None = self.runner.binlog_lag().server_offset
-        except (AttributeError, NotImplementedError) as exc:  # a runner built without the binlog half
+            target: dict[str, Any] | None = self.service.binlog_lag().server_offset
+        except (AttributeError, NotImplementedError) as exc:  # a service built without the binlog half
             target, missing = None, exc
         else:
             missing = None
             self.summary.start_offset = f"{target.get('file')}:{target.get('position')}"
-        if not self.runner.binlog_ready():
+        if not self.service.binlog_ready():
             self._snapshot()
         if missing is not None:
-            raise RunOnceError(f"the snapshot is committed, but this build's runner cannot read the binlog yet "
+            raise RunOnceError(f"the snapshot is committed, but this build's service cannot read the binlog yet "
                                f"({type(missing).__name__}: {missing})")
         self._binlog(_offset(target))
-        pending = self.runner.pending_transactions()
+        pending = self.service.pending_transactions()
         if pending:
             raise RunOnceError(f"{len(pending)} transaction(s) are still prepared after the run; see the "
                                "no_pending_transactions check")
@@ -174,9 +175,8 @@ class OnceRun:
         if notes is not None and notes.value != "(none)":
             self.summary.notes.append(notes.value)
         ordered = self.instance.get_dynamic_partitions(self.handle.partitions_name)
-        with self.runner.store.transaction(readonly=True) as tx:
-            status = {chunk_key(c["table_id"], c["chunk_index"]): c["status"] for c in tx.chunks()}
-        todo = {k for k in ordered if status.get(k) != "COMMITTED"}
+        status = self.service.chunk_statuses()
+        todo = {k for k in ordered if status.get(k) is not ChunkStatus.COMMITTED}
         self.summary.chunks_total = len(ordered)
         done = len(ordered) - len(todo)
         progress = Progress(
@@ -197,7 +197,7 @@ class OnceRun:
                 progress.update(task, advance=count, rows=self.summary.rows,
                                 rate=self.summary.rows / elapsed if elapsed else 0.0)
         self.summary.snapshot_s = time.monotonic() - started
-        if not self.runner.snapshot_done():
+        if not self.service.snapshot_done():
             raise RunOnceError(f"the snapshot of '{self.handle.slug}' is not complete after loading every chunk "
                                "(a commit failed?); run again to resume")
 
@@ -205,17 +205,15 @@ class OnceRun:
 
     def _binlog(self, target: BinlogOffset | None) -> None:
         started = time.monotonic()
-        flag = self.runner.store.get("flags", "binlog_paused")
+        flag = self.service.binlog_paused()
         if flag:
-            from cdc_core.schema_registry import RequestStatus, SchemaRegistry
-
-            if SchemaRegistry(self.runner.store).status is RequestStatus.IDLE:  # paused by hand, not by a DDL
+            if self.service.schema_registry().status is RequestStatus.IDLE:  # paused by hand, not by a DDL
                 raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change ({flag!r}); "
                                    "run again once it is finished", code=3)
             self._schema_change(None)  # an unfinished schema change (a failed run): finish it first
         with self.console.status("") as status:
             for _ in range(MAX_BATCHES):
-                lag = self.runner.binlog_lag()
+                lag = self.service.binlog_lag()
                 committed = _offset(lag.committed_offset)
                 self.summary.final_offset = str(committed) if committed else "-"
                 if committed is not None and target is not None and committed >= target:
@@ -234,7 +232,7 @@ class OnceRun:
                     ddl = md["stopped_at_ddl"].value
                     self._schema_change(_offset(ddl.get("offset")))
                     continue
-                after = _offset(self.runner.binlog_lag().committed_offset)
+                after = _offset(self.service.binlog_lag().committed_offset)
                 if committed is not None and after is not None and after <= committed:
                     raise RunOnceError(f"binlog batch {md['batch_id'].value} did not move the committed offset "
                                        f"past {committed}; see the run's log in the Dagster UI")
@@ -243,8 +241,6 @@ class OnceRun:
     def _schema_change(self, offset: BinlogOffset | None) -> None:
         """The binlog stopped before a DDL: the schema_change job carries it over (same ops as the
         ddl_sensor's runs), then the stream goes on."""
-        from orchestration.schema_change import run_config_for, schema_change_job_name
-
         job = self.defs.resolve_job_def(schema_change_job_name(self.handle))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -1,9 +1,8 @@
-"""Run bookkeeping the assets, hooks and sensors share.
+"""Run bookkeeping the sensors, the schema-change job and ``tidemark run --once`` share.
 
-* ``StepLedger``: before a step prepares Doris transactions it writes down, in the pipeline's
-  state store, what it is about to prepare (chunk keys) and afterwards what it prepared (the
-  batch id). Its hooks read that back, so the success hook commits and the failure hook aborts
-  exactly that work, even when the step died before producing output metadata.
+(What a step prepared, for its hooks, is kept by the pipeline service:
+``PipelineService.step_ledger``, ``cdc_core/pipeline/ledger.py``.)
+
 * ``runs_in_flight``: the runs of a pipeline that have not finished, whatever launched them
   (sensor, schedule, backfill, the UI's Materialize button), found by the asset keys they
   select rather than by tags, because UI launches carry no Tidemark tags.
@@ -25,10 +24,6 @@ from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Run
 # Dagster's tag for a run's run key; it has no public name for it.
 from dagster._core.storage.tags import RUN_KEY_TAG
 
-from cdc_core.state import StateStore
-
-LEDGER_NAMESPACE = "orchestration.steps"
-
 # A run in one of these states has been launched but has not started executing.
 WAITING_STATUSES = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED)
 # A run in one of these states is executing (a canceling run may still be writing).
@@ -39,30 +34,6 @@ IN_FLIGHT_STATUSES = WAITING_STATUSES + EXECUTING_STATUSES
 UNSUCCESSFUL_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
 
 MAX_RETRIES = 3
-
-
-class StepLedger:
-    """What one Dagster step prepared, keyed by run id and step key."""
-
-    def __init__(self, store: StateStore):
-        self.store = store
-
-    @staticmethod
-    def _key(run_id: str, step_key: str) -> str:
-        return f"{run_id}/{step_key}"
-
-    def record(self, run_id: str, step_key: str, **entry: Any) -> None:
-        with self.store.transaction() as tx:
-            current = tx.get(LEDGER_NAMESPACE, self._key(run_id, step_key), {}) or {}
-            current.update(entry)
-            tx.put(LEDGER_NAMESPACE, self._key(run_id, step_key), current)
-
-    def read(self, run_id: str, step_key: str) -> dict[str, Any]:
-        return self.store.get(LEDGER_NAMESPACE, self._key(run_id, step_key), {}) or {}
-
-    def forget(self, run_id: str, step_key: str) -> None:
-        with self.store.transaction() as tx:
-            tx.delete(LEDGER_NAMESPACE, self._key(run_id, step_key))
 
 
 def runs_in_flight(instance: DagsterInstance, asset_keys: set[AssetKey] | None = None,

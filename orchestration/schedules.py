@@ -44,7 +44,7 @@ def build_incremental_schedule(handle: PipelineHandle,
                      "default: the binlog sensor, running by default, launches the same job within seconds."),
     )
     def incremental_schedule(context: ScheduleEvaluationContext):
-        runner = getattr(context.resources, resource_key).runner()
-        return decide_binlog_run(handle, runner, context.instance, context.log)
+        service = getattr(context.resources, resource_key).service()
+        return decide_binlog_run(handle, service, context.instance, context.log)
 
     return incremental_schedule

@@ -49,8 +49,7 @@ from dagster import (
 )
 
 from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema_registry import RequestStatus, SchemaRegistry
-from jobs.schema_change import SchemaChangeSteps
+from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from orchestration.pipelines import PipelineHandle
 from orchestration.runs import EXECUTING_STATUSES, IN_FLIGHT_STATUSES, next_run_key, runs_in_flight
 
@@ -88,7 +87,7 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
     resource_key = handle.resource_key
 
     def steps(context: OpExecutionContext) -> SchemaChangeSteps:
-        runner = getattr(context.resources, resource_key).runner()
+        service = getattr(context.resources, resource_key).service()
 
         def in_flight() -> list[str]:
             # Only runs that are executing: a queued binlog_stream run cannot start before this run
@@ -96,7 +95,7 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
             runs = runs_in_flight(context.instance, asset_keys={handle.binlog_key}, exclude_run_id=context.run_id)
             return [r.run_id for r in runs if r.status in EXECUTING_STATUSES]
 
-        return SchemaChangeSteps(runner, run_id=context.run_id, in_flight=in_flight, log_fn=context.log.info)
+        return service.schema_change_steps(run_id=context.run_id, in_flight=in_flight, log_fn=context.log.info)
 
     @op(name="quiesce", required_resource_keys={resource_key},
         description="Pause binlog_stream (its sensor and schedule skip) and wait for in-flight stream runs.")
@@ -137,13 +136,13 @@ def run_config_for(offset: BinlogOffset | None) -> dict[str, Any]:
     return {"ops": {"quiesce": {"config": config}}}
 
 
-def decide_schema_change_run(handle: PipelineHandle, runner: Any, instance: Any) -> RunRequest | SkipReason:
+def decide_schema_change_run(handle: PipelineHandle, service: Any, instance: Any) -> RunRequest | SkipReason:
     """What ``ddl_sensor`` does on a tick (also usable from a schedule or a test)."""
     job_name = schema_change_job_name(handle)
     in_flight = instance.get_runs(filters=RunsFilter(job_name=job_name, statuses=IN_FLIGHT_STATUSES), limit=1)
     if in_flight:
         return SkipReason(f"schema_change run {in_flight[0].run_id[:8]} of '{handle.slug}' is in flight")
-    registry = SchemaRegistry(runner.store)
+    registry = service.schema_registry()
     current = registry.current()
     offset: BinlogOffset | None
     if current is not None:
@@ -151,7 +150,7 @@ def decide_schema_change_run(handle: PipelineHandle, runner: Any, instance: Any)
         raw = current.get("ddl_offset") or current.get("requested_offset")
         offset = BinlogOffset.from_dict(raw) if raw else None
     else:
-        found = SchemaChangeSteps(runner).next_ddl()
+        found = service.schema_change_steps().next_ddl()
         if found is None:
             return SkipReason(f"no DDL on a captured table of '{handle.slug}' ahead of the committed offset")
         offset = found.offset
@@ -185,10 +184,10 @@ def build_ddl_sensor(handle: PipelineHandle, schema_change_job: JobDefinition) -
                          "DDL on captured tables and launches schema_change for it (binlog_stream never reads past "
                          "a DDL)."))
     def ddl_sensor(context: SensorEvaluationContext):
-        runner = getattr(context.resources, resource_key).runner()
-        if not runner.binlog_ready():
+        service = getattr(context.resources, resource_key).service()
+        if not service.binlog_ready():
             return SkipReason(f"the snapshot of '{handle.slug}' is not finished")
-        return decide_schema_change_run(handle, runner, context.instance)
+        return decide_schema_change_run(handle, service, context.instance)
 
     return ddl_sensor
 
@@ -198,10 +197,6 @@ def build_schema_change_defs(handle: PipelineHandle) -> Definitions:
     registered by ``build_pipeline_defs``)."""
     schema_change = build_schema_change_job(handle)
     return Definitions(jobs=[schema_change], sensors=[build_ddl_sensor(handle, schema_change)])
-
-
-def registry_status(runner: Any) -> RequestStatus:
-    return SchemaRegistry(runner.store).status
 
 
 __all__ = ["SchemaChangeConfig", "build_ddl_sensor", "build_schema_change_defs", "build_schema_change_job",

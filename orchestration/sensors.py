@@ -33,8 +33,8 @@ from dagster import (
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from jobs.runner import PipelineRunner
-from orchestration.assets import binlog_paused, offset_text
+from cdc_core.pipeline.service import PipelineService
+from orchestration.assets import offset_text
 from orchestration.pipelines import STREAM_TAG, PipelineHandle
 from orchestration.runs import next_run_key, runs_in_flight
 
@@ -53,11 +53,11 @@ def _may_queue_behind(handle: PipelineHandle, in_flight: list[Any]) -> bool:
     return run.status == DagsterRunStatus.STARTED and run.tags.get(STREAM_TAG) == handle.slug
 
 
-def decide_binlog_run(handle: PipelineHandle, runner: PipelineRunner, instance: DagsterInstance,
+def decide_binlog_run(handle: PipelineHandle, service: PipelineService, instance: DagsterInstance,
                       log: Any = None, queue_ahead: bool | None = None) -> RunRequest | SkipReason:
     if queue_ahead is None:
         queue_ahead = os.environ.get(QUEUE_AHEAD_ENV) == "1"
-    paused = binlog_paused(runner)
+    paused = service.binlog_paused()
     if paused:
         return SkipReason(f"binlog of '{handle.slug}' is paused by a schema change ({paused!r})")
     in_flight = runs_in_flight(instance, prefix=handle.owns_asset_prefix)
@@ -65,18 +65,18 @@ def decide_binlog_run(handle: PipelineHandle, runner: PipelineRunner, instance: 
         run = in_flight[0]
         return SkipReason(f"run {run.run_id[:8]} of '{handle.slug}' is {run.status.value.lower()}; "
                           "never two runs of a pipeline at once")
-    if not runner.binlog_ready():
+    if not service.binlog_ready():
         return SkipReason(f"the snapshot of '{handle.slug}' is not finished (backfill all snapshot_chunks partitions)")
     # Resolving is safe only when nothing of the pipeline runs (it would finish a live run's work).
-    if not in_flight and runner.pending_transactions():
-        report = runner.resolve_pending()
+    if not in_flight and service.pending_transactions():
+        report = service.resolve_pending()
         if log is not None:
             log.warning(f"resolved transactions a failed commit left: committed {len(report.committed)}, "
                         f"aborted {len(report.aborted)}, still failing {len(report.failed)}")
         if report.failed:
             return SkipReason(f"{len(report.failed)} prepared transaction(s) of '{handle.slug}' could not be "
                               "resolved yet (Doris unreachable?); retrying next tick")
-    lag = runner.binlog_lag()
+    lag = service.binlog_lag()
     if not lag.behind:
         return SkipReason(f"'{handle.slug}' is caught up at {offset_text(lag.committed_offset)}")
     base = f"{handle.slug}:{offset_text(lag.committed_offset)}..{offset_text(lag.server_offset)}"
@@ -104,7 +104,7 @@ def build_binlog_sensor(handle: PipelineHandle, job: JobDefinition | UnresolvedA
                      "committed offset (one at a time; skips while paused or while the snapshot runs)."),
     )
     def binlog_sensor(context: SensorEvaluationContext):
-        runner = getattr(context.resources, resource_key).runner()
-        return decide_binlog_run(handle, runner, context.instance, context.log)
+        service = getattr(context.resources, resource_key).service()
+        return decide_binlog_run(handle, service, context.instance, context.log)
 
     return binlog_sensor

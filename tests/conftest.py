@@ -126,7 +126,7 @@ def doris_standin(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark_session():
     """One local Spark session for the whole test session (~10 s to start), with task retries."""
-    from jobs.spark import get_spark, stop_spark
+    from jobs.spark import build_session
 
     class _Local:
         parallelism = 2
@@ -134,6 +134,6 @@ def spark_session():
         spark_remote = None
         spark_conf: dict = {}
 
-    session = get_spark(_Local)
+    session = build_session(_Local)
     yield session
-    stop_spark()
+    session.stop()

@@ -50,8 +50,11 @@ class FinishedChunk:
                    tuple(getattr(split, "key_columns", ()) or ()))
 
     @classmethod
-    def from_state(cls, record: dict[str, Any]) -> FinishedChunk:
-        """From a chunk record of the state store (``tx.chunks()``) that has a high watermark."""
+    def from_state(cls, record: Any) -> FinishedChunk:
+        """From a chunk record of the state store (a ``ChunkRecord`` of ``tx.chunks()``, or its
+        dict) that has a high watermark."""
+        if not isinstance(record, dict):
+            record = record.to_dict()
         hw = record.get("high_watermark")
         if hw is None:
             raise ValueError(f"chunk {record.get('table_id')}#{record.get('chunk_index')} has no high watermark yet")

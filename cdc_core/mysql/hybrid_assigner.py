@@ -3,9 +3,14 @@
 The binlog split starts at the **minimum high watermark** of all finished chunks and carries
 every chunk's ``(table, index, start, end, HW)``, which the stream's
 :class:`~cdc_core.mysql.binlog_filter.BinlogEventFilter` uses to drop changes a chunk already
-holds. In ``snapshot`` startup mode the split also stops, at the **maximum** HW, "to provide a
-consistent snapshot view at the moment of high watermark", as Flink CDC's documentation of the
-``snapshot`` mode puts it.
+holds. In ``snapshot`` startup mode the split also stops, at the **maximum** HW, so that the
+pipeline ends with a consistent view of the tables as of the last chunk's high watermark (as
+Flink CDC's hybrid assigner does).
+
+Tidemark runs the stream as micro-batches: :meth:`HybridSplitAssigner.next_split` gives each
+batch its split — from the committed offset (before the first batch: the startup plan's offset,
+or the minimum HW) to the server's position or the snapshot's maximum HW. The pipeline service
+calls it for every batch, and ``tests/binlog/test_hybrid_property.py`` checks it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from cdc_core.mysql.binlog_filter import BinlogEventFilter
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.mysql.startup import StartupPlan
 from cdc_core.schema import TableId, TableSchema
+from cdc_core.state.records import ChunkRecord
 
 
 @dataclass(frozen=True)
@@ -84,10 +91,50 @@ class HybridSplitAssigner:
         return BinlogSplit(start, stop, tuple(chunks), tuple(stream_tables))
 
     @classmethod
-    def from_state(cls, chunk_records: Iterable[dict[str, Any]], *, startup_mode: str = "initial") -> BinlogSplit:
+    def resume_offset(cls, plan: StartupPlan, chunks: Iterable[FinishedChunk], *,
+                      committed: BinlogOffset | None = None, plan_offset: BinlogOffset | None = None,
+                      ) -> BinlogOffset | None:
+        """Where the stream goes on: the committed offset; before the first batch, the startup
+        plan's offset (no snapshot), the minimum HW of the finished chunks, or, for a snapshot of
+        no tables, the offset the plan was made at (None: not known yet)."""
+        if committed is not None:
+            return committed
+        if not plan.snapshot:
+            return plan.start
+        chunks = list(chunks)
+        if chunks:
+            return cls.stream_start(chunks)
+        return plan_offset
+
+    @staticmethod
+    def stop_offset(plan: StartupPlan, chunks: Iterable[FinishedChunk],
+                    server_offset: Callable[[], BinlogOffset]) -> BinlogOffset:
+        """Where a batch stops: the maximum HW in ``snapshot`` mode, else the server's position now."""
+        chunks = list(chunks)
+        if plan.stop_at_max_high_watermark and chunks:
+            return max(c.high_watermark for c in chunks)
+        return server_offset()
+
+    @classmethod
+    def next_split(cls, plan: StartupPlan, chunks: Iterable[FinishedChunk], *, committed: BinlogOffset | None,
+                   plan_offset: BinlogOffset | None, server_offset: Callable[[], BinlogOffset],
+                   stop: BinlogOffset | None = None, stream_tables: Iterable[TableId] = ()) -> BinlogSplit | None:
+        """The split of the next micro-batch, or None when there is nothing to read (no start
+        known yet, or the stop is not past the start). ``stop`` overrides the computed stop."""
+        chunks = list(chunks)
+        start = cls.resume_offset(plan, chunks, committed=committed, plan_offset=plan_offset)
+        if start is None:
+            return None
+        stop = stop or cls.stop_offset(plan, chunks, server_offset)
+        if stop <= start:
+            return None
+        return BinlogSplit(start, stop, tuple(chunks), tuple(stream_tables))
+
+    @classmethod
+    def from_state(cls, chunk_records: Iterable[ChunkRecord], *, startup_mode: str = "initial") -> BinlogSplit:
         """From the state store's chunk records (all must be finished, i.e. have a high watermark)."""
         records = list(chunk_records)
-        missing = [f"{r.get('table_id')}#{r.get('chunk_index')}" for r in records if not r.get("high_watermark")]
+        missing = [f"{r.table_id}#{r.chunk_index}" for r in records if not r.high_watermark]
         if missing:
             raise ValueError(f"{len(missing)} chunk(s) are not finished yet (e.g. {', '.join(missing[:5])}); the "
                              "binlog split is created only after every chunk has a high watermark")

@@ -22,6 +22,7 @@ from typing import Any
 from cdc_core.mysql.chunk_splitter import ChunkSplitter, ChunkSplitterState, SplitOptions
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.schema import TableId, TableSchema
+from cdc_core.state.records import ChunkRecord
 
 STATE_NAMESPACE = "snapshot"
 STATE_KEY = "assigner"
@@ -105,11 +106,11 @@ def assign_into_store(assigner: SnapshotSplitAssigner, store: Any, *, max_steps:
         if batch is None:
             break
         with store.transaction() as tx:
-            tx.add_chunks([
-                {"table_id": str(s.table_id), "chunk_index": s.index, "start": None if s.start is None else list(s.start),
-                 "end": None if s.end is None else list(s.end)}
+            tx.add_chunks(
+                ChunkRecord.planned(str(s.table_id), s.index, None if s.start is None else list(s.start),
+                                    None if s.end is None else list(s.end))
                 for s in batch
-            ])
+            )
             tx.put(STATE_NAMESPACE, STATE_KEY, assigner.state().to_dict())
         added += len(batch)
         steps += 1

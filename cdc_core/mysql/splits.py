@@ -70,13 +70,6 @@ class SnapshotSplit:
         return out
 
     @classmethod
-    def from_chunk_record(cls, record: dict[str, Any]) -> SnapshotSplit:
-        """From a state-store chunk record (``table_id``, ``chunk_index``, ``start``, ``end``)."""
-        return cls.from_dict({"table": record["table_id"], "index": record["chunk_index"],
-                              "start": record.get("start"), "end": record.get("end"),
-                              "key_columns": record.get("key_columns", [])})
-
-    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SnapshotSplit:
         return cls(
             TableId.parse(data["table"]),

@@ -9,8 +9,9 @@ Records:
 * ``kv`` — small JSON documents by (namespace, key): the pipeline fingerprint, the splitter's
   cursor, the committed binlog offset, pause flags, the schema-change state machine.
 * ``chunks`` — the split plan, one row per snapshot chunk, with status, watermarks and the
-  Doris transactions its load prepared.
-* ``batches`` — binlog micro-batches: range, status, prepared transactions.
+  Doris transactions its load prepared (read and written as :class:`ChunkRecord`).
+* ``batches`` — binlog micro-batches: range, status, prepared transactions
+  (:class:`BatchRecord`).
 * ``schema_history`` — each captured table's schema by binlog offset.
 
 The schema is versioned in ``meta``; ``MIGRATIONS`` take an older file forward.
@@ -19,13 +20,18 @@ The schema is versioned in ``meta``; ``MIGRATIONS`` take an older file forward.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+
+from cdc_core.state.records import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus
+
+logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 
@@ -127,26 +133,26 @@ class StateTransaction:
 
     # -- chunks -----------------------------------------------------------------------------
 
-    def add_chunks(self, chunks: list[dict[str, Any]]) -> None:
-        """Insert planned chunks (``table_id``, ``chunk_index``, ``start``, ``end``) as PENDING."""
-        if not chunks:
-            return
-        self.conn.execute(
-            chunks_table.insert(),
-            [
-                {
-                    "table_id": c["table_id"],
-                    "chunk_index": c["chunk_index"],
-                    "start": _dumps(c["start"]),
-                    "end": _dumps(c["end"]),
-                    "status": "PENDING",
-                    "generation": 0,
-                }
-                for c in chunks
-            ],
-        )
+    def add_chunks(self, chunks: Iterable[ChunkRecord]) -> None:
+        """Insert planned chunks (``ChunkRecord.planned``) as PENDING, generation 0."""
+        rows = [
+            {
+                "table_id": c.table_id,
+                "chunk_index": c.chunk_index,
+                "start": _dumps(c.start),
+                "end": _dumps(c.end),
+                "status": ChunkStatus.PENDING.value,
+                "generation": 0,
+            }
+            for c in chunks
+        ]
+        if rows:
+            self.conn.execute(chunks_table.insert(), rows)
 
     def update_chunk(self, table_id: str, chunk_index: int, **fields: Any) -> None:
+        """Set some fields of one chunk (``status`` a :class:`ChunkStatus`); a missing chunk is a KeyError."""
+        if "status" in fields:
+            fields["status"] = ChunkStatus(fields["status"]).value
         values = {k: (_dumps(v) if k in _JSON_CHUNK_FIELDS else v) for k, v in fields.items()}
         count = self.conn.execute(
             chunks_table.update()
@@ -156,48 +162,46 @@ class StateTransaction:
         if count != 1:
             raise KeyError(f"no chunk {table_id}#{chunk_index} in the state store")
 
-    def chunks(self, table_id: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+    def chunks(self, table_id: str | None = None, status: ChunkStatus | None = None) -> list[ChunkRecord]:
         query = sa.select(chunks_table).order_by(chunks_table.c.table_id, chunks_table.c.chunk_index)
         if table_id is not None:
             query = query.where(chunks_table.c.table_id == table_id)
         if status is not None:
-            query = query.where(chunks_table.c.status == status)
+            query = query.where(chunks_table.c.status == ChunkStatus(status).value)
         out = []
         for row in self.conn.execute(query).mappings():
             record = dict(row)
             for name in _JSON_CHUNK_FIELDS:
                 record[name] = _loads(record[name])
-            out.append(record)
+            out.append(ChunkRecord.from_dict(record))
         return out
 
     # -- batches ----------------------------------------------------------------------------
 
-    def put_batch(self, batch_id: str, start_offset: Any, end_offset: Any, status: str,
-                  transactions: Any = None, detail: Any = None) -> None:
+    def put_batch(self, record: BatchRecord) -> None:
+        """Insert or replace one batch record."""
         values = {
-            "start_offset": _dumps(start_offset),
-            "end_offset": _dumps(end_offset),
-            "status": status,
-            "transactions": _dumps(transactions),
-            "detail": _dumps(detail),
+            "start_offset": _dumps(record.start_offset),
+            "end_offset": _dumps(record.end_offset),
+            "status": BatchStatus(record.status).value,
+            "transactions": _dumps(record.transactions),
+            "detail": _dumps(record.detail),
         }
         updated = self.conn.execute(
-            batches_table.update().where(batches_table.c.batch_id == batch_id).values(**values)
+            batches_table.update().where(batches_table.c.batch_id == record.batch_id).values(**values)
         ).rowcount
         if not updated:
-            self.conn.execute(batches_table.insert().values(batch_id=batch_id, **values))
+            self.conn.execute(batches_table.insert().values(batch_id=record.batch_id, **values))
 
-    def batches(self, status: str | None = None) -> list[dict[str, Any]]:
+    def batch(self, batch_id: str) -> BatchRecord | None:
+        row = self.conn.execute(sa.select(batches_table).where(batches_table.c.batch_id == batch_id)).mappings().first()
+        return None if row is None else _batch_record(row)
+
+    def batches(self, status: BatchStatus | None = None) -> list[BatchRecord]:
         query = sa.select(batches_table).order_by(batches_table.c.batch_id)
         if status is not None:
-            query = query.where(batches_table.c.status == status)
-        out = []
-        for row in self.conn.execute(query).mappings():
-            record = dict(row)
-            for name in ("start_offset", "end_offset", "transactions", "detail"):
-                record[name] = _loads(record[name])
-            out.append(record)
-        return out
+            query = query.where(batches_table.c.status == BatchStatus(status).value)
+        return [_batch_record(row) for row in self.conn.execute(query).mappings()]
 
     # -- schema history ---------------------------------------------------------------------
 
@@ -229,6 +233,13 @@ class StateTransaction:
 
 
 _JSON_CHUNK_FIELDS = ("start", "end", "low_watermark", "high_watermark", "transactions", "detail")
+
+
+def _batch_record(row: Any) -> BatchRecord:
+    record = dict(row)
+    for name in ("start_offset", "end_offset", "transactions", "detail"):
+        record[name] = _loads(record[name])
+    return BatchRecord.from_dict(record)
 
 
 class StateStore:
@@ -281,6 +292,8 @@ class StateStore:
                     f"The state store was written by a newer Tidemark (schema {version} > {SCHEMA_VERSION}); "
                     "upgrade Tidemark to use it"
                 )
+            if row is not None and version < SCHEMA_VERSION:
+                logger.info("state store: schema %d migrated to %d", version, SCHEMA_VERSION)
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS.get(target, []):
                     conn.exec_driver_sql(statement)

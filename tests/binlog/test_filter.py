@@ -12,7 +12,7 @@ from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import BinlogSplit, HybridSplitAssigner
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import Column, TableId, TableSchema
-from cdc_core.state import StateStore
+from cdc_core.state import ChunkRecord, ChunkStatus, StateStore
 
 T = TableId("db", "t")
 SCHEMA = TableSchema(T, (Column("id", "bigint(20)", "bigint", False), Column("v", "varchar(10)", "varchar")), ("id",))
@@ -53,13 +53,13 @@ def test_stream_start_is_min_high_watermark_and_snapshot_stops_at_max():
 def test_from_state_store_records(tmp_path):
     store = StateStore.open(tmp_path)
     with store.transaction() as tx:
-        tx.add_chunks([{"table_id": "db.t", "chunk_index": i, "start": None if c.start is None else list(c.start),
-                        "end": None if c.end is None else list(c.end)} for i, c in enumerate(CHUNKS)])
+        tx.add_chunks([ChunkRecord.planned("db.t", i, None if c.start is None else list(c.start),
+                                           None if c.end is None else list(c.end)) for i, c in enumerate(CHUNKS)])
         for i, c in enumerate(CHUNKS[:2]):
-            tx.update_chunk("db.t", i, high_watermark=c.high_watermark.to_dict(), status="COMMITTED")
+            tx.update_chunk("db.t", i, high_watermark=c.high_watermark.to_dict(), status=ChunkStatus.COMMITTED)
         with pytest.raises(ValueError, match="not finished"):
             HybridSplitAssigner.from_state(tx.chunks())
-        tx.update_chunk("db.t", 2, high_watermark=CHUNKS[2].high_watermark.to_dict(), status="COMMITTED")
+        tx.update_chunk("db.t", 2, high_watermark=CHUNKS[2].high_watermark.to_dict(), status=ChunkStatus.COMMITTED)
         split = HybridSplitAssigner.from_state(tx.chunks())
     assert split.start == off(300) and [c.start for c in split.finished_chunks] == [None, (100,), (200,)]
 

@@ -36,15 +36,16 @@ import pymysql
 import pytest
 
 from cdc_core.events import DataChangeEvent, Op
-from cdc_core.mysql.binlog_filter import BinlogEventFilter
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.finished_chunk import FinishedChunk
-from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
+from cdc_core.mysql.hybrid_assigner import BinlogSplit, HybridSplitAssigner
+from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.mysql.startup import StartupPlan
 from cdc_core.mysql.types import DorisValueConverter
 from cdc_core.schema import TableId
 from tests.binlog.conftest import current_offset, next_server_id
@@ -56,6 +57,7 @@ LETTERS = "aAbBmMnNzZéÉ"
 STRING_BOUNDS = ["b", "B", "M", "m", "n", "Z", "z"]
 ACCENTED_BOUNDS = ["é", "É", "e", "E"]  # equal to each other under utf8mb4_general_ci
 COLLATION = "utf8mb4_general_ci"
+SNAPSHOT_PLAN = StartupPlan("initial", snapshot=True, start=None)
 
 
 class Workload:
@@ -242,15 +244,20 @@ def test_chunks_plus_filtered_stream_reproduce_tables(mysql_server, root_conn, f
                 reader.close()
             work.run(rng.randint(10, 40))
             end = current_offset(root_conn)
-            split = HybridSplitAssigner.create_binlog_split(finished)
-            event_filter = BinlogEventFilter(list(split.finished_chunks), schemas.get, weigher=weigher)
             stream = BinlogSplitReader(settings, next_server_id(), schemas.get, DorisValueConverter("UTC"),
                                        is_captured=lambda t: t in tables)
             oracle = ChunkOracle(order, finished)
-            position = split.start
+            committed = None
+            assert HybridSplitAssigner.resume_offset(SNAPSHOT_PLAN, finished) == min(c.high_watermark for c in finished)
             pure: set[TableId] = set()
-            while position < end:  # bounded batches, each ending on a transaction boundary
-                batch = stream.read_batch(position, end, max_events=rng.randint(5, 200), event_filter=event_filter)
+            while True:  # bounded batches, each ending on a transaction boundary, split as production splits them
+                split = HybridSplitAssigner.next_split(SNAPSHOT_PLAN, finished, committed=committed, plan_offset=None,
+                                                       server_offset=lambda e=end: e)
+                if split is None:
+                    break
+                event_filter = split.event_filter(schemas.get, weigher=weigher)
+                batch = stream.read_batch(split.start, split.stop, max_events=rng.randint(5, 200),
+                                          event_filter=event_filter)
                 for t, key in tables.items():
                     mine = [e for e in batch.events if e.table_id == t]
                     for e in mine:
@@ -259,8 +266,8 @@ def test_chunks_plus_filtered_stream_reproduce_tables(mysql_server, root_conn, f
                         if e.offset > max(c.high_watermark for c in finished if c.table_id == t):
                             pure.add(t)
                     _apply(sinks[t], key, mine)
-                position = batch.end
-            assert position == end
+                committed = batch.end
+            assert (committed or HybridSplitAssigner.resume_offset(SNAPSHOT_PLAN, finished)) == end
             whole = SnapshotSplitReader(settings, server_id_range=(31000, 31019))
             try:
                 for t, key in tables.items():
@@ -273,6 +280,56 @@ def test_chunks_plus_filtered_stream_reproduce_tables(mysql_server, root_conn, f
         weigher.close()
     print(f"hybrid property: {rounds} rounds (seeds {FIRST_SEED}..{FIRST_SEED + rounds - 1})")
     assert rounds >= SEEDS
+
+
+# -- where production's batches start and stop (no server needed) ------------------------------
+
+
+def _off(position: int) -> BinlogOffset:
+    return BinlogOffset("binlog.000001", position)
+
+
+def _chunk(index: int, high: int) -> FinishedChunk:
+    return FinishedChunk(TableId("db", "t"), index, None if index == 0 else (index * 10,), None, _off(high))
+
+
+def _never() -> BinlogOffset:
+    raise AssertionError("the server's position is not asked for here")
+
+
+def test_a_startup_without_snapshot_starts_at_the_plans_offset():
+    plan = StartupPlan("latest-offset", snapshot=False, start=_off(500))
+    split = HybridSplitAssigner.next_split(plan, [], committed=None, plan_offset=_off(100),
+                                           server_offset=lambda: _off(900))
+    assert split == BinlogSplit(_off(500), _off(900))
+    assert HybridSplitAssigner.next_split(plan, [], committed=None, plan_offset=None,
+                                          server_offset=lambda: _off(500)) is None  # nothing new yet
+
+
+def test_a_snapshot_of_no_tables_starts_at_the_plan_offset():
+    split = HybridSplitAssigner.next_split(SNAPSHOT_PLAN, [], committed=None, plan_offset=_off(300),
+                                           server_offset=lambda: _off(800))
+    assert split is not None and (split.start, split.stop) == (_off(300), _off(800))
+    assert HybridSplitAssigner.resume_offset(SNAPSHOT_PLAN, []) is None  # not planned yet
+
+
+def test_the_committed_offset_wins_once_there_is_one():
+    chunks = [_chunk(0, 200), _chunk(1, 150)]
+    assert HybridSplitAssigner.resume_offset(SNAPSHOT_PLAN, chunks) == _off(150)  # the minimum high watermark
+    split = HybridSplitAssigner.next_split(SNAPSHOT_PLAN, chunks, committed=_off(600), plan_offset=_off(100),
+                                           server_offset=lambda: _off(700))
+    assert split is not None and split.start == _off(600) and split.finished_chunks == tuple(chunks)
+    assert HybridSplitAssigner.next_split(SNAPSHOT_PLAN, chunks, committed=_off(600), plan_offset=None,
+                                          server_offset=_never, stop=_off(650)).stop == _off(650)
+
+
+def test_snapshot_mode_stops_at_the_maximum_high_watermark():
+    plan = StartupPlan("snapshot", snapshot=True, start=None, stop_at_max_high_watermark=True)
+    chunks = [_chunk(0, 200), _chunk(1, 150), _chunk(2, 400)]
+    split = HybridSplitAssigner.next_split(plan, chunks, committed=None, plan_offset=None, server_offset=_never)
+    assert split is not None and (split.start, split.stop) == (_off(150), _off(400))
+    assert HybridSplitAssigner.next_split(plan, chunks, committed=_off(400), plan_offset=None,
+                                          server_offset=_never) is None  # done: the pipeline ends there
 
 
 if __name__ == "__main__":  # pragma: no cover - run the property longer by hand

@@ -5,39 +5,42 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from cdc_core.state import StateStore
+from cdc_core.state import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus, StateStore
 from cdc_core.state.store import SCHEMA_VERSION, meta_table
 
 
 def test_updates_in_one_transaction_commit_together_or_not_at_all(tmp_path):
     store = StateStore.open(tmp_path)
     with store.transaction() as tx:
-        tx.add_chunks([{"table_id": "shop.t", "chunk_index": i, "start": None if i == 0 else [i * 10],
-                        "end": [(i + 1) * 10]} for i in range(3)])
+        tx.add_chunks([ChunkRecord.planned("shop.t", i, None if i == 0 else [i * 10], [(i + 1) * 10])
+                       for i in range(3)])
     with pytest.raises(RuntimeError), store.transaction() as tx:
-        tx.update_chunk("shop.t", 0, status="PREPARED", transactions=[{"txn_id": 7}])
+        tx.update_chunk("shop.t", 0, status=ChunkStatus.PREPARED, transactions=[{"txn_id": 7}])
         tx.put("binlog", "committed_offset", {"file": "binlog.000001", "position": 99})
         raise RuntimeError("crash between the two halves")
     with store.transaction(readonly=True) as tx:
-        assert [c["status"] for c in tx.chunks()] == ["PENDING"] * 3
+        assert [c.status for c in tx.chunks()] == [ChunkStatus.PENDING] * 3
         assert tx.get("binlog", "committed_offset") is None
 
 
 def test_state_survives_reopen(tmp_path):
     store = StateStore.open(tmp_path)
     with store.transaction() as tx:
-        tx.add_chunks([{"table_id": "shop.t", "chunk_index": 0, "start": None, "end": None}])
-        tx.update_chunk("shop.t", 0, status="COMMITTED", high_watermark={"file": "binlog.000002", "position": 4})
-        tx.put_batch("b1", {"file": "binlog.000001", "position": 4}, {"file": "binlog.000002", "position": 9},
-                     "PREPARED", [{"label": "x", "txn_id": 3}])
+        tx.add_chunks([ChunkRecord.planned("shop.t", 0)])
+        tx.update_chunk("shop.t", 0, status=ChunkStatus.COMMITTED,
+                        high_watermark={"file": "binlog.000002", "position": 4})
+        tx.put_batch(BatchRecord("b1", {"file": "binlog.000001", "position": 4},
+                                 {"file": "binlog.000002", "position": 9}, BatchStatus.PREPARED,
+                                 [{"label": "x", "txn_id": 3}]))
         tx.put_schema("shop.t", 10, {"file": "binlog.000001", "position": 10}, {"v": 1})
         tx.put_schema("shop.t", 20, {"file": "binlog.000001", "position": 20}, {"v": 2})
     store.close()
     again = StateStore.open(tmp_path)
     with again.transaction(readonly=True) as tx:
         chunk = tx.chunks("shop.t")[0]
-        assert chunk["status"] == "COMMITTED" and chunk["high_watermark"]["position"] == 4
-        assert tx.batches("PREPARED")[0]["transactions"] == [{"label": "x", "txn_id": 3}]
+        assert chunk.status is ChunkStatus.COMMITTED and chunk.high_watermark["position"] == 4
+        assert tx.batches(BatchStatus.PREPARED)[0].transactions == [{"label": "x", "txn_id": 3}]
+        assert tx.batch("b1").status is BatchStatus.PREPARED and tx.batch("nope") is None
         assert tx.schema_at("shop.t", 15) == {"v": 1}
         assert tx.schema_at("shop.t", 20) == {"v": 2}
         assert tx.schema_at("shop.t", 5) is None
@@ -47,7 +50,7 @@ def test_state_survives_reopen(tmp_path):
 def test_unknown_chunk_update_is_an_error(tmp_path):
     store = StateStore.open(tmp_path)
     with pytest.raises(KeyError, match="no chunk shop.t#4"), store.transaction() as tx:
-        tx.update_chunk("shop.t", 4, status="PREPARED")
+        tx.update_chunk("shop.t", 4, status=ChunkStatus.PREPARED)
 
 
 def test_a_store_from_a_newer_release_is_refused(tmp_path):
@@ -65,3 +68,25 @@ def test_sqlalchemy_url(tmp_path):
     assert store.get("flags", "paused") is True
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(meta_table)).scalar_one() == 1
+
+
+def test_a_state_file_written_with_plain_string_statuses_still_opens(tmp_path):
+    """Statuses are stored as the strings they always were; older files read as typed records."""
+    from cdc_core.state.store import batches_table, chunks_table
+
+    store = StateStore.open(tmp_path)
+    with store.engine.begin() as conn:
+        conn.execute(chunks_table.insert().values(table_id="shop.t", chunk_index=0, start="null", end="null",
+                                                  status="COMMITTED", generation=2,
+                                                  high_watermark='{"file":"binlog.000001","position":4}'))
+        conn.execute(batches_table.insert().values(batch_id="b0", start_offset="{}", end_offset="{}",
+                                                   status="ABORTED", transactions="null", detail="null"))
+    store.close()
+    again = StateStore.open(tmp_path)
+    with again.transaction(readonly=True) as tx:
+        chunk = tx.chunks(status=ChunkStatus.COMMITTED)[0]
+        assert chunk == ChunkRecord("shop.t", 0, None, None, ChunkStatus.COMMITTED, 2, None,
+                                    {"file": "binlog.000001", "position": 4})
+        assert tx.batches()[0].status is BatchStatus.ABORTED
+    with again.engine.connect() as conn:
+        assert conn.execute(sa.select(chunks_table.c.status)).scalar_one() == "COMMITTED"

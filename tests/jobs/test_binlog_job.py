@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from cdc_core.mysql.offsets import BinlogOffset
-from jobs.binlog_job import ChangeRow, compact
-from jobs.runner import PipelineRunner
+from cdc_core.pipeline.changes import ChangeRow, compact
+from cdc_core.pipeline.service import PipelineService
+from jobs.executor import spark_service
 from tests.jobs.conftest import doris_query
 
 
@@ -16,7 +17,7 @@ def mysql_rows(root_conn, sql: str) -> list[tuple]:
         return [tuple(r) for r in cur.fetchall()]
 
 
-def snapshot(runner: PipelineRunner) -> None:
+def snapshot(runner: PipelineService) -> None:
     keys = list(runner.plan_splits().chunk_keys)
     runner.run_chunks(keys)
     runner.commit_chunks(keys)
@@ -44,7 +45,7 @@ def make_items(root_conn, db: str) -> None:
 def test_batches_reach_doris_exactly_once(path, pipeline_factory, root_conn, fresh_db, doris_standin, spark_session):
     make_items(root_conn, fresh_db)
     pipeline = {"tidemark.binlog.spark-min-events": 1} if path == "spark" else {}
-    runner = PipelineRunner(pipeline_factory(f"{fresh_db}.items", source={"scan.incremental.snapshot.chunk.size": 250},
+    runner = spark_service(pipeline_factory(f"{fresh_db}.items", source={"scan.incremental.snapshot.chunk.size": 250},
                                              pipeline=pipeline))
     snapshot(runner)
     dml(root_conn, fresh_db)
@@ -71,7 +72,7 @@ def test_batches_reach_doris_exactly_once(path, pipeline_factory, root_conn, fre
 def test_aborted_batch_leaves_offset_and_is_read_again(pipeline_factory, root_conn, fresh_db, doris_standin,
                                                         spark_session):
     make_items(root_conn, fresh_db)
-    runner = PipelineRunner(pipeline_factory(f"{fresh_db}.items"))
+    runner = spark_service(pipeline_factory(f"{fresh_db}.items"))
     snapshot(runner)
     with root_conn.cursor() as cur:
         cur.execute(f"UPDATE `{fresh_db}`.items SET qty = -1 WHERE id <= 50")
@@ -87,7 +88,7 @@ def test_aborted_batch_leaves_offset_and_is_read_again(pipeline_factory, root_co
 
 def test_transform_filters_and_projects(pipeline_factory, root_conn, fresh_db, doris_standin, spark_session):
     make_items(root_conn, fresh_db)
-    runner = PipelineRunner(pipeline_factory(
+    runner = spark_service(pipeline_factory(
         f"{fresh_db}.items",
         transform=[{"source-table": f"{fresh_db}.items", "projection": "id, UPPER(label) AS label, qty * 2 AS qty2, "
                     "__table_name__ AS src", "filter": "qty % 2 = 0"}],

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from jobs.runner import PipelineRunner
+from cdc_core.state import ChunkStatus
+from jobs.executor import spark_service
 from tests.jobs.conftest import doris_query
 
 
@@ -18,13 +19,13 @@ def test_prepared_chunks_left_by_a_crash_are_committed_once(pipeline_factory, ro
                                                              spark_session):
     make_table(root_conn, fresh_db)
     definition = pipeline_factory(f"{fresh_db}.acct", source={"scan.incremental.snapshot.chunk.size": 400})
-    crashed = PipelineRunner(definition)
+    crashed = spark_service(definition)
     keys = list(crashed.plan_splits().chunk_keys)
     crashed.run_chunks(keys)  # ...and the process dies before the success hook commits
     assert {t["owner"] for t in crashed.pending_transactions()} == set(keys)
     crashed.close()
 
-    restarted = PipelineRunner(definition)
+    restarted = spark_service(definition)
     report = restarted.resolve_pending()
     assert len(report.committed) == len(keys) and not report.failed
     assert restarted.snapshot_done() and restarted.pending_transactions() == []
@@ -37,17 +38,17 @@ def test_a_job_that_died_mid_way_is_aborted_and_rerun_cleanly(pipeline_factory, 
                                                                spark_session):
     make_table(root_conn, fresh_db)
     definition = pipeline_factory(f"{fresh_db}.acct", source={"scan.incremental.snapshot.chunk.size": 400})
-    runner = PipelineRunner(definition)
+    runner = spark_service(definition)
     keys = list(runner.plan_splits().chunk_keys)
     runner.run_chunks(keys)
     # Make it look as if the process died after the loads were precommitted but before they were recorded.
     with runner.store.transaction() as tx:
         for c in tx.chunks():
-            tx.update_chunk(c["table_id"], c["chunk_index"], status="RUNNING", transactions=None)
-    report = PipelineRunner(definition).resolve_pending()
+            tx.update_chunk(c.table_id, c.chunk_index, status=ChunkStatus.RUNNING, transactions=None)
+    report = spark_service(definition).resolve_pending()
     assert len(report.aborted) == len(keys)
     with runner.store.transaction(readonly=True) as tx:
-        assert {c["status"] for c in tx.chunks()} == {"PENDING"}
+        assert {c.status for c in tx.chunks()} == {ChunkStatus.PENDING}
     runner.run_chunks(keys)
     runner.commit_chunks(keys)
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct") == [[900]]
@@ -58,7 +59,7 @@ def test_prepared_binlog_batch_is_committed_by_the_next_run(pipeline_factory, ro
                                                             spark_session):
     make_table(root_conn, fresh_db, rows=100)
     definition = pipeline_factory(f"{fresh_db}.acct")
-    runner = PipelineRunner(definition)
+    runner = spark_service(definition)
     keys = list(runner.plan_splits().chunk_keys)
     runner.run_chunks(keys)
     runner.commit_chunks(keys)
@@ -66,7 +67,7 @@ def test_prepared_binlog_batch_is_committed_by_the_next_run(pipeline_factory, ro
         cur.execute(f"UPDATE `{fresh_db}`.acct SET balance = 0 WHERE id <= 10")
     batch = runner.run_binlog_batch()  # prepared; the commit hook never ran
     runner.close()
-    later = PipelineRunner(definition)
+    later = spark_service(definition)
     later.resolve_pending()
     assert later.store.get("binlog", "committed_offset") == batch.end_offset
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct WHERE balance = 0") == [[10]]
@@ -80,7 +81,7 @@ def test_parity_sees_equal_and_diverged_data(pipeline_factory, root_conn, fresh_
                     "COLLATE utf8mb4_general_ci")
         cur.execute(f"INSERT INTO `{fresh_db}`.tags VALUES ('alpha', 1), ('Beta', 2), ('gamma', 3), ('Delta', 4)")
     definition = pipeline_factory(f"{fresh_db}.\\.*", source={"scan.incremental.snapshot.chunk.size": 400})
-    runner = PipelineRunner(definition)
+    runner = spark_service(definition)
     keys = list(runner.plan_splits().chunk_keys)
     runner.run_chunks(keys)
     runner.commit_chunks(keys)
@@ -103,18 +104,18 @@ def test_a_fresh_state_does_not_meet_the_labels_of_an_old_one(pipeline_factory, 
 
     make_table(root_conn, fresh_db, rows=300)
     definition = pipeline_factory(f"{fresh_db}.acct")
-    first = PipelineRunner(definition)
+    first = spark_service(definition)
     keys = list(first.plan_splits().chunk_keys)
     first.run_chunks(keys)
     first.commit_chunks(keys)
-    old_prefix = first.label_prefix
+    old_prefix = first.sink.label_prefix
     first.close()
     shutil.rmtree(definition.state_dir)  # the user starts over: a new snapshot into the same Doris table
 
     with root_conn.cursor() as cur:
         cur.execute(f"UPDATE `{fresh_db}`.acct SET owner = 'again' WHERE id <= 3")
-    second = PipelineRunner(definition)
-    assert second.label_prefix != old_prefix
+    second = spark_service(definition)
+    assert second.sink.label_prefix != old_prefix
     keys = list(second.plan_splits().chunk_keys)
     second.run_chunks(keys)
     second.commit_chunks(keys)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
 
+from cdc_core import faults
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.schema import TableId
 from jobs.doris_writer import writer_spec
+from jobs.executor import spark_service
 from jobs.fused_chunks import MAX_CHUNKS_PER_TASK, run_fused, task_count
-from jobs.runner import PipelineRunner
 from jobs.snapshot_job import source_spec
 from tests.jobs.conftest import doris_load_state, doris_query
 
@@ -49,7 +51,7 @@ def test_snapshot_loads_invisibly_then_commits(pipeline_factory, root_conn, fres
         source={"scan.incremental.snapshot.chunk.size": 1000,
                 "scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.events:event_id"},
     )
-    runner = PipelineRunner(definition)
+    runner = spark_service(definition)
     plan = runner.plan_splits()
     assert plan.complete and set(plan.tables) == {f"{fresh_db}.orders", f"{fresh_db}.events"}
     assert len(plan.chunk_keys) == 3 + 2  # 2500 ids evenly in 1000s; 1700 rows of events
@@ -79,7 +81,7 @@ def test_snapshot_loads_invisibly_then_commits(pipeline_factory, root_conn, fres
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused-tasks", "dataframe"])
 def test_a_task_failing_after_precommit_is_retried_without_duplicates(
-    fused, pipeline_factory, root_conn, fresh_db, doris_standin, spark_session, tmp_path
+    fused, pipeline_factory, root_conn, fresh_db, doris_standin, spark_session, tmp_path, monkeypatch
 ):
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.logs (seq_no INT NOT NULL, msg VARCHAR(20), KEY (seq_no))")
@@ -90,10 +92,12 @@ def test_a_task_failing_after_precommit_is_retried_without_duplicates(
                 "scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.logs:seq_no"},
         pipeline={"tidemark.spark.fused-chunk-tasks": fused},
     )
-    runner = PipelineRunner(definition)
+    runner = spark_service(definition)
     keys = list(runner.plan_splits().chunk_keys)
     marker = tmp_path / "failed-once"
-    results = runner.run_chunks(keys, fail_after_load_once=str(marker))
+    monkeypatch.setenv(faults.ENV, json.dumps(
+        {"snapshot.after_precommit": {"action": "raise_once", "marker": str(marker)}}))
+    results = runner.run_chunks(keys)
     assert marker.exists(), "one task really failed after its load was precommitted"
     assert sum(r.rows for r in results) == 900
     runner.commit_chunks(keys)
@@ -106,7 +110,7 @@ def test_a_task_failing_after_precommit_is_retried_without_duplicates(
 
 
 def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn, fresh_db, doris_standin,
-                                                    spark_session):
+                                                    spark_session, monkeypatch):
     """Every attempt of the first chunk's task fails after its precommit, while the other tasks
     are still busy: the job fails, and the driver — once those tasks have stopped — aborts what
     every task prepared, including loads that landed after the failure."""
@@ -114,7 +118,7 @@ def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn,
         cur.execute(f"CREATE TABLE `{fresh_db}`.pay (id INT PRIMARY KEY, amount INT)")
         cur.execute(f"INSERT INTO `{fresh_db}`.pay SELECT seq, seq FROM `{fresh_db}`.seq_1_to_1000")
     definition = pipeline_factory(f"{fresh_db}.pay", source={"scan.incremental.snapshot.chunk.size": 100})
-    runner = PipelineRunner(definition)
+    runner = spark_service(definition)
     table = TableId(fresh_db, "pay")
     schema = read_table_schema(root_conn, table)
     runner.sink.create_table(schema, table)
@@ -122,9 +126,10 @@ def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn,
                "key_columns": ["id"]} for i in range(10)]
     read_spec = {"table_id": str(table), "schema": schema.to_dict(), "source": source_spec(definition),
                  "chunks": chunks}
-    write_spec = writer_spec(definition, runner.sink.label_prefix, "snapshot", str(table), [str(table)],
-                             fail_after_load_always=[0], slow_after_load_s=0.8)
-    with pytest.raises(Exception, match="fail_after_load_always"):
+    monkeypatch.setenv(faults.ENV, json.dumps(
+        {"snapshot.after_precommit": {"action": "raise", "when": {"chunk": 0}, "sleep_s": 0.8}}))
+    write_spec = writer_spec(definition, runner.sink.label_prefix, "snapshot", str(table), [str(table)])
+    with pytest.raises(Exception, match="injected failure at snapshot.after_precommit"):
         run_fused(spark_session, read_spec, "cdc", write_spec, "", runner.sink, parallelism=2)
     states = {doris_load_state(doris_standin, fresh_db, runner.sink.label(table, snapshot_batch_id(str(table), i)))
               for i in range(10)}

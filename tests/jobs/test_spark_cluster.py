@@ -14,19 +14,19 @@ from tests.jobs.conftest import doris_query
 SCRIPT = textwrap.dedent("""
     import json, sys
     from cdc_core.config import load_pipeline
-    from jobs.runner import PipelineRunner
-    from jobs.spark import get_spark, stop_spark
+    from jobs.executor import spark_service
 
-    runner = PipelineRunner(load_pipeline(sys.argv[1], env={}))
+    runner = spark_service(load_pipeline(sys.argv[1], env={}))
     keys = list(runner.plan_splits().chunk_keys)
     results = runner.run_chunks(keys)
     runner.commit_chunks(keys)
-    spark = get_spark(runner.definition)
+    spark = runner.executor.session()  # the session the chunks were read with
     master = spark.conf.get("spark.master")
     remote = type(spark).__module__.startswith("pyspark.sql.connect")
     print(json.dumps({"master": master, "connect": remote, "rows": sum(r.rows for r in results),
                       "done": runner.snapshot_done()}))
-    stop_spark()
+    runner.close()
+    spark.stop()
 """)
 
 

@@ -24,7 +24,7 @@ class Harness:
     @property
     def runner(self) -> RecordingRunner:
         resource = self.defs.resources[self.handle.resource_key]
-        return resource.runner()  # the shared double
+        return resource.service()  # the shared double
 
     def job(self, name: str):
         return self.defs.resolve_job_def(name)

@@ -1,9 +1,9 @@
-"""A recording double of ``PipelineRunner`` for testing the orchestration's own logic.
+"""A recording double of ``PipelineService`` for testing the orchestration's own logic.
 
 It keeps its chunk and batch records in a real ``StateStore`` (so the pause flag, the ledger
 and the checks read real state) and records every facade call in order, so tests can assert
 *when* the orchestration commits, aborts, resolves and checks. It moves no data: the
-end-to-end tests (test_e2e_*.py) use the real runner against MariaDB and the Doris stand-in.
+end-to-end tests (test_e2e_*.py) use the real service against MariaDB and the Doris stand-in.
 """
 
 from __future__ import annotations
@@ -14,18 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.config import PipelineDefinition, load_pipeline
-from cdc_core.state import StateStore
-from jobs.runner import (
+from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
+from cdc_core.pipeline.results import (
     BatchResult,
     BinlogLag,
     ChunkResult,
     ParityResult,
-    PipelineRunner,
     PlanResult,
     ResolveReport,
-    chunk_key,
-    parse_chunk_key,
 )
+from cdc_core.pipeline.service import PipelineService
+from cdc_core.state import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus, StateStore
 from orchestration.pipelines import PipelineHandle
 from orchestration.resources import TidemarkPipelineResource, pipeline_resource
 
@@ -69,7 +68,7 @@ class Script:
     parity_ok: bool = True
 
 
-class RecordingRunner(PipelineRunner):
+class RecordingRunner(PipelineService):
     def __init__(self, definition: PipelineDefinition, store: StateStore, script: Script | None = None):
         super().__init__(definition, store)
         self.script = script or Script()
@@ -91,7 +90,7 @@ class RecordingRunner(PipelineRunner):
         complete = self._plan_calls >= self.script.plan_rounds
         keys = []
         with self.store.transaction() as tx:
-            existing = {(c["table_id"], c["chunk_index"]) for c in tx.chunks()}
+            existing = {c.key for c in tx.chunks()}
             new = []
             for table, count in self.script.tables.items():
                 # an incomplete plan has only the first chunk of each table so far
@@ -99,13 +98,13 @@ class RecordingRunner(PipelineRunner):
                 for i in range(upto):
                     keys.append(chunk_key(table, i))
                     if (table, i) not in existing:
-                        new.append({"table_id": table, "chunk_index": i, "start": [i * 10], "end": [i * 10 + 10]})
+                        new.append(ChunkRecord.planned(table, i, [i * 10], [i * 10 + 10]))
             tx.add_chunks(new)
         return PlanResult(tuple(keys), tuple(self.script.tables), complete, self.script.notes)
 
     def chunk_keys(self) -> list[str]:
         with self.store.transaction(readonly=True) as tx:
-            return [chunk_key(c["table_id"], c["chunk_index"]) for c in tx.chunks()]
+            return [chunk_key(*c.key) for c in tx.chunks()]
 
     def run_chunks(self, keys: list[str]) -> list[ChunkResult]:
         self._log("run_chunks", list(keys))
@@ -116,7 +115,7 @@ class RecordingRunner(PipelineRunner):
             for key in keys:
                 table, index = parse_chunk_key(key)
                 hw = {"file": "binlog.000001", "position": 100 + index}
-                tx.update_chunk(table, index, status="PREPARED", high_watermark=hw,
+                tx.update_chunk(table, index, status=ChunkStatus.PREPARED, high_watermark=hw,
                                 transactions=[{"label": f"l-{key}", "txn_id": index}], rows=10)
                 out.append(ChunkResult(key, table, index, 10, {"file": "binlog.000001", "position": 90}, hw,
                                        ({"label": f"l-{key}", "txn_id": index},), 0.5))
@@ -128,19 +127,19 @@ class RecordingRunner(PipelineRunner):
             raise RuntimeError("Doris FE unreachable during commit")
         with self.store.transaction() as tx:
             for key in keys:
-                tx.update_chunk(*parse_chunk_key(key), status="COMMITTED")
+                tx.update_chunk(*parse_chunk_key(key), status=ChunkStatus.COMMITTED)
 
     def abort_chunks(self, keys: list[str]) -> None:
         self._log("abort_chunks", list(keys))
         with self.store.transaction() as tx:
             for key in keys:
-                tx.update_chunk(*parse_chunk_key(key), status="PENDING", transactions=None)
+                tx.update_chunk(*parse_chunk_key(key), status=ChunkStatus.PENDING, transactions=None)
 
     def snapshot_done(self) -> bool:
         self._log("snapshot_done")
         with self.store.transaction(readonly=True) as tx:
             chunks = tx.chunks()
-        return bool(chunks) and all(c["status"] == "COMMITTED" for c in chunks)
+        return bool(chunks) and all(c.status is ChunkStatus.COMMITTED for c in chunks)
 
     # -- binlog -----------------------------------------------------------------------------
 
@@ -163,7 +162,7 @@ class RecordingRunner(PipelineRunner):
         start = self.script.committed_offset or {"file": "binlog.000001", "position": 100}
         end = dict(self.script.server_offset)
         with self.store.transaction() as tx:
-            tx.put_batch(batch_id, start, end, "PREPARED", [{"label": f"l-{batch_id}", "txn_id": 9}])
+            tx.put_batch(BatchRecord(batch_id, start, end, BatchStatus.PREPARED, [{"label": f"l-{batch_id}", "txn_id": 9}]))
         return BatchResult(batch_id, start, end, {"shop.orders": 4, "shop.items": 1},
                            ({"label": f"l-{batch_id}", "txn_id": 9},), None, 1.5)
 
@@ -172,15 +171,15 @@ class RecordingRunner(PipelineRunner):
         if self.script.fail_commit:
             raise RuntimeError("Doris FE unreachable during commit")
         with self.store.transaction() as tx:
-            batch = [b for b in tx.batches() if b["batch_id"] == batch_id][0]
-            tx.put_batch(batch_id, batch["start_offset"], batch["end_offset"], "COMMITTED", batch["transactions"])
-        self.script.committed_offset = batch["end_offset"]
+            batch = tx.batch(batch_id)
+            tx.put_batch(batch.with_status(BatchStatus.COMMITTED))
+        self.script.committed_offset = batch.end_offset
 
     def abort_batch(self, batch_id: str) -> None:
         self._log("abort_batch", batch_id)
         with self.store.transaction() as tx:
-            batch = [b for b in tx.batches() if b["batch_id"] == batch_id][0]
-            tx.put_batch(batch_id, batch["start_offset"], batch["end_offset"], "ABORTED", None)
+            batch = tx.batch(batch_id)
+            tx.put_batch(batch.with_status(BatchStatus.ABORTED, transactions=None))
 
     # -- recovery and checks ----------------------------------------------------------------
 
@@ -190,21 +189,21 @@ class RecordingRunner(PipelineRunner):
         if self.script.fail_commit:
             return ResolveReport(failed=tuple(t["label"] for t in self.pending_transactions(log=False)))
         with self.store.transaction() as tx:
-            for c in tx.chunks(status="PREPARED"):
-                tx.update_chunk(c["table_id"], c["chunk_index"], status="COMMITTED")
-                committed += [t["label"] for t in c["transactions"] or []]
-            for b in tx.batches(status="PREPARED"):
-                tx.put_batch(b["batch_id"], b["start_offset"], b["end_offset"], "COMMITTED", b["transactions"])
-                committed += [t["label"] for t in b["transactions"] or []]
-                self.script.committed_offset = b["end_offset"]
+            for c in tx.chunks(status=ChunkStatus.PREPARED):
+                tx.update_chunk(c.table_id, c.chunk_index, status=ChunkStatus.COMMITTED)
+                committed += [t["label"] for t in c.transactions or []]
+            for b in tx.batches(status=BatchStatus.PREPARED):
+                tx.put_batch(b.with_status(BatchStatus.COMMITTED))
+                committed += [t["label"] for t in b.transactions or []]
+                self.script.committed_offset = b.end_offset
         return ResolveReport(committed=tuple(committed))
 
     def pending_transactions(self, log: bool = True) -> list[dict[str, Any]]:
         if log:
             self._log("pending_transactions")
         with self.store.transaction(readonly=True) as tx:
-            out = [t for c in tx.chunks(status="PREPARED") for t in c["transactions"] or []]
-            out += [t for b in tx.batches(status="PREPARED") for t in b["transactions"] or []]
+            out = [t for c in tx.chunks(status=ChunkStatus.PREPARED) for t in c.transactions or []]
+            out += [t for b in tx.batches(status=BatchStatus.PREPARED) for t in b.transactions or []]
         return out
 
     def chunk_parity(self, key: str) -> ParityResult:
@@ -229,9 +228,9 @@ RUNNERS: dict[str, RecordingRunner] = {}
 class RecordingPipelineResource(TidemarkPipelineResource):
     def start_spark(self) -> None:
         """The double moves no data, so it needs no Spark session; the call is recorded."""
-        self.runner()._log("start_spark")
+        self.service()._log("start_spark")
 
-    def make_runner(self, definition: PipelineDefinition, store: StateStore) -> PipelineRunner:
+    def make_service(self, definition: PipelineDefinition, store: StateStore) -> PipelineService:
         runner = RUNNERS.get(self.pipeline_file)
         if runner is None:
             runner = RUNNERS[self.pipeline_file] = RecordingRunner(definition, store)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dagster as dg
 from dagster import DagsterEventType
 
-from orchestration.assets import CHUNKS_PER_RUN, MAX_PARTITIONS, PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE
+from orchestration.assets import CHUNKS_PER_RUN, MAX_PARTITIONS
 
 
 def partitions(h):
@@ -206,15 +207,13 @@ def test_materialize_splits_directly(harness):
 
 def test_hooks_invoked_directly_commit_and_abort_what_the_ledger_names(harness):
     from orchestration.hooks import build_hooks, step_key_of
-    from orchestration.runs import StepLedger
-
     harness.run_splits()
     runner = harness.runner
     runner.run_chunks(["shop.items#00000"])
     hooks = build_hooks(harness.handle)
     key = harness.handle.resource_key
     op = dg.OpDefinition(name="step_a", compute_fn=lambda context: None)
-    ledger = StepLedger(runner.store)
+    ledger = runner.step_ledger()
     resources = {key: harness.defs.resources[key]}
     with dg.build_hook_context(resources=resources, op=op, run_id="run-1") as context:
         ledger.record("run-1", step_key_of(context), chunk_keys=["shop.items#00000"], prepared=["shop.items#00000"])

@@ -2,7 +2,7 @@
 split plan and the backfill of every chunk launched over GraphQL, a live write workload that the
 daemon-driven binlog sensor streams into the Doris stand-in, and Doris compared with MySQL.
 
-Uses the real ``PipelineRunner`` (no double), the session's MariaDB and a private stand-in.
+Uses the real ``PipelineService`` (no double), the session's MariaDB and a private stand-in.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from devstack.dagster_graphql import DagsterApi
 from devstack.procs import free_port, pid_alive
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
-from jobs.runner import PipelineRunner
+from jobs.executor import spark_service
 from orchestration.dev import DagsterServices
 from orchestration.pipelines import PipelineHandle
 from orchestration.runs import runs_in_flight
@@ -113,7 +113,7 @@ def test_backfill_and_sensor_stream_a_live_workload(mysql_server, root_conn, fre
         update_sql="UPDATE items SET qty = qty + 1, updated = NOW(3) WHERE id = %s",
     )
     services = DagsterServices([path], home, port=free_port(), log_dir=tmp_path / "logs", working_dir=ROOT)
-    runner = PipelineRunner(load_pipeline(path))
+    runner = spark_service(load_pipeline(path))
     try:
         services.start()
         services.wait_ready()

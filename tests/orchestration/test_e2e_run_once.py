@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cdc_core.config import load_pipeline
-from jobs.runner import PipelineRunner
+from jobs.executor import spark_service
 from tests.orchestration.test_e2e_dagster import PIPELINE, _create_tables, _doris_count, doris_standin  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ def test_tidemark_run_once_snapshot_then_binlog(mysql_server, root_conn, fresh_d
     second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "0 of" in second.stderr and "batch" in second.stderr
-    runner = PipelineRunner(load_pipeline(path))
+    runner = spark_service(load_pipeline(path))
     try:
         assert runner.pending_transactions() == []
         for table in ("items", "logs"):

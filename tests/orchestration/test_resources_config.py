@@ -47,7 +47,7 @@ def test_resource_applies_overrides_and_opens_the_state_store(tmp_path, monkeypa
         assert definition.source.port == 3999
         assert definition.sink.password.get_secret_value() == "env-doris-pw-9876"
         assert definition.source.password.get_secret_value() == FILE_PASSWORD
-        runner = live.runner()
+        runner = live.service()
         assert (handle.definition.state_dir / "state.sqlite").is_file()
         assert runner.definition is definition
         assert "env-doris-pw-9876" not in repr(definition) and FILE_PASSWORD not in repr(definition)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from orchestration.assets import PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE
 from orchestration.run_once import OnceRun, RunOnceError, _contiguous_ranges, summary_table
 from tests.orchestration.fakes import recording_resource
 
@@ -24,7 +24,7 @@ def test_contiguous_ranges():
 
 def test_snapshot_then_binlog_up_to_the_start_offset(harness):
     run = once(harness)
-    runner = run.runner
+    runner = run.service
     runner.script.server_offset = {"file": "binlog.000001", "position": 400}
     summary = run.run()
     assert runner.snapshot_done()
@@ -56,16 +56,16 @@ def test_resumes_only_the_chunks_not_committed(harness):
 
 def test_paused_binlog_stops_with_a_clear_message(harness):
     run = once(harness)
-    run.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "ALTER TABLE shop.orders ADD COLUMN x INT")
+    run.service.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "ALTER TABLE shop.orders ADD COLUMN x INT")
     with pytest.raises(RunOnceError, match="paused by a schema change") as caught:
         run.run()
     assert caught.value.code == 3
-    assert run.runner.snapshot_done()  # the snapshot still went through
+    assert run.service.snapshot_done()  # the snapshot still went through
 
 
 def test_failed_chunk_load_is_a_clear_error(harness):
     run = once(harness)
-    run.runner.script.fail_run_chunks = True
+    run.service.script.fail_run_chunks = True
     with pytest.raises(RunOnceError, match="boom: the chunk read failed"):
         run.run()
-    assert "abort_chunks" in run.runner.names()
+    assert "abort_chunks" in run.service.names()

@@ -6,8 +6,8 @@ from typing import Any
 
 import requests
 
-from jobs.runner import PipelineRunner
-from jobs.schema_change import SchemaChangeSteps
+from cdc_core.pipeline.schema_change import SchemaChangeSteps
+from cdc_core.pipeline.service import PipelineService
 
 HIDDEN = {"__tidemark_seq", "__DORIS_DELETE_SIGN__", "__DORIS_SEQUENCE_COL__"}
 
@@ -72,7 +72,7 @@ def assert_rows_match(standin: Any, root_conn: Any, db: str, table: str, *, dori
                 assert all(v is None for v in r), f"{doris_table}: columns {extra} should be NULL, got {r}"
 
 
-def catch_up(runner: PipelineRunner, max_batches: int = 50) -> dict[str, Any] | None:
+def catch_up(runner: PipelineService, max_batches: int = 50) -> dict[str, Any] | None:
     """Run and commit batches until caught up; returns the DDL it stopped before (or None)."""
     for _ in range(max_batches):
         batch = runner.run_binlog_batch()
@@ -84,7 +84,7 @@ def catch_up(runner: PipelineRunner, max_batches: int = 50) -> dict[str, Any] | 
     raise AssertionError("the stream did not catch up")
 
 
-def carry_next_ddl(runner: PipelineRunner, *, after_flush: Any = None, run_id: str = "test") -> dict[str, Any]:
+def carry_next_ddl(runner: PipelineService, *, after_flush: Any = None, run_id: str = "test") -> dict[str, Any]:
     """The job's four steps for the next DDL the scanner finds (as the sensor would launch it)."""
     steps = SchemaChangeSteps(runner, run_id=run_id)
     found = steps.next_ddl()

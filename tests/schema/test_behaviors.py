@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_core.pipeline.schema_change import SchemaChangeApplyError, SchemaChangeSteps
+from cdc_core.pipeline.service import PipelineService
 from cdc_core.schema_derivation import SchemaChangeRefused
 from cdc_core.schema_registry import RequestStatus, SchemaRegistry
-from jobs.runner import PipelineRunner
-from jobs.schema_change import SchemaChangeApplyError, SchemaChangeSteps
+from jobs.executor import spark_service
 from tests.schema.helpers import (
     assert_rows_match,
     carry_next_ddl,
@@ -37,9 +38,9 @@ def make_tables(root_conn, db: str) -> None:
         f"CREATE TABLE `{db}`.x (id INT PRIMARY KEY, v INT)")
 
 
-def start(pipeline_factory, root_conn, db: str, behavior: str, source: dict | None = None, **extra) -> PipelineRunner:
+def start(pipeline_factory, root_conn, db: str, behavior: str, source: dict | None = None, **extra) -> PipelineService:
     make_tables(root_conn, db)
-    runner = PipelineRunner(pipeline_factory(f"{db}.\\.*", source=source or {"scan.startup.mode": "latest-offset"},
+    runner = spark_service(pipeline_factory(f"{db}.\\.*", source=source or {"scan.startup.mode": "latest-offset"},
                                              pipeline={"schema.change.behavior": behavior}, **extra))
     runner.binlog_lag()  # fixes the latest offset as the stream's start
     sql(root_conn,
@@ -226,7 +227,7 @@ def test_newly_added_table_is_snapshotted_first(pipeline_factory, root_conn, fre
     assert out["apply"]["new_tables"] == [f"{db}.n"]
     with runner.store.transaction(readonly=True) as tx:
         chunks = tx.chunks(table_id=f"{db}.n")
-    assert [c["status"] for c in chunks] == ["COMMITTED"] and chunks[0]["rows"] == 3
+    assert [c.status for c in chunks] == ["COMMITTED"] and chunks[0].rows == 3
     sql(root_conn, f"UPDATE `{db}`.n SET v = v * 10", f"INSERT INTO `{db}`.n VALUES (4, 40)")
     assert catch_up(runner) is None
     assert_rows_match(standin, root_conn, db, "n")
@@ -240,7 +241,7 @@ def test_a_ddl_during_the_snapshot_is_carried_into_the_chunks_read_after_it(pipe
     db = fresh_db
     sql(root_conn, f"CREATE TABLE `{db}`.s (id INT PRIMARY KEY, v INT)",
         f"INSERT INTO `{db}`.s SELECT seq, seq FROM `{db}`.seq_1_to_300")
-    runner = PipelineRunner(pipeline_factory(f"{db}.s", source={"scan.incremental.snapshot.chunk.size": 100},
+    runner = spark_service(pipeline_factory(f"{db}.s", source={"scan.incremental.snapshot.chunk.size": 100},
                                              pipeline={"schema.change.behavior": "evolve"}))
     keys = list(runner.plan_splits().chunk_keys)
     assert len(keys) == 3
@@ -267,7 +268,7 @@ def test_latest_offset_a_ddl_before_the_first_batch_is_carried_as_a_change(pipel
     values (the added column's default included)."""
     db = fresh_db
     sql(root_conn, f"CREATE TABLE `{db}`.e (id INT PRIMARY KEY, v INT)")
-    runner = PipelineRunner(pipeline_factory(f"{db}.e", source={"scan.startup.mode": "latest-offset"},
+    runner = spark_service(pipeline_factory(f"{db}.e", source={"scan.startup.mode": "latest-offset"},
                                              pipeline={"schema.change.behavior": "evolve"}))
     runner.binlog_lag()  # the first run: the start is fixed here
     sql(root_conn, f"INSERT INTO `{db}`.e VALUES (1, 1), (2, 2)",

@@ -16,7 +16,7 @@ from cdc_core.config import load_pipeline
 from devstack.procs import free_port
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
-from jobs.runner import PipelineRunner
+from jobs.executor import spark_service
 from orchestration.dev import DagsterServices
 from orchestration.pipelines import PipelineHandle
 from orchestration.schema_change import ddl_sensor_name
@@ -63,7 +63,7 @@ def test_ddl_sensor_carries_a_ddl_over_under_load(mysql_server, root_conn, fresh
     path.write_text(PIPELINE.format(port=mysql_server.endpoint.port, db=db, fe=standin.fe_http, name=f"d_{db}",
                                     state=tmp_path / "state"))
     handle = PipelineHandle.load(path)
-    runner = PipelineRunner(load_pipeline(path))
+    runner = spark_service(load_pipeline(path))
     runner.binlog_lag()
 
     def connect():

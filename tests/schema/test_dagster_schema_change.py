@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from cdc_core.doris.catalog import DorisCatalog
+from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from cdc_core.schema_registry import RequestStatus, SchemaRegistry
-from jobs.runner import PipelineRunner
-from jobs.schema_change import SchemaChangeSteps
+from jobs.executor import spark_service
 from orchestration.definitions import build_definitions
 from orchestration.pipelines import PipelineHandle
 from orchestration.schema_change import decide_schema_change_run, run_config_for, schema_change_job_name
@@ -51,7 +51,7 @@ class Pipeline:
         self.instance = instance
         self.root_conn, self.db, self.standin = root_conn, db, standin
         sql(root_conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(10))")
-        self.runner = PipelineRunner(self.handle.definition)
+        self.runner = spark_service(self.handle.definition)
         self.runner.binlog_lag()
         sql(root_conn, f"INSERT INTO `{db}`.t VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c')")
         assert catch_up(self.runner) is None
@@ -143,7 +143,7 @@ def test_killed_after_each_op_and_rerun(crash, tmp_path, mysql_server, doris_sta
     assert not first.success
     # a fresh runner, as after a process restart
     p.runner.close()
-    p.runner = PipelineRunner(p.handle.definition)
+    p.runner = spark_service(p.handle.definition)
     registry = SchemaRegistry(p.runner.store)
     expected_status = {"quiesce": RequestStatus.WAITING_FOR_FLUSH, "flush": RequestStatus.APPLYING,
                        "inside_apply": RequestStatus.APPLYING, "apply": RequestStatus.FINISHED,
@@ -204,7 +204,7 @@ def test_run_once_carries_ddl_over(tmp_path, mysql_server, doris_standin, root_c
     try:
         summary = once.run()
     finally:
-        once.runner.close()
+        once.service.close()
     assert summary.schema_changes == 2
     cols = doris_columns(doris_standin, db, "t")
     assert "c" in cols and "b" not in cols

@@ -3,7 +3,7 @@ as Flink CDC does: columns are added (never dropped), types widened to hold ever
 
 from __future__ import annotations
 
-from jobs.runner import PipelineRunner
+from jobs.executor import spark_service
 from tests.schema.helpers import carry_next_ddl, catch_up, doris_columns, doris_rows, mysql_rows, sql
 
 
@@ -11,7 +11,7 @@ def test_many_to_one_route_evolves_to_the_widest_schema(pipeline_factory, root_c
     db, standin = fresh_db, doris_standin
     sql(root_conn, f"CREATE TABLE `{db}`.t_1 (id INT PRIMARY KEY, v INT NOT NULL)",
         f"CREATE TABLE `{db}`.t_2 (id INT PRIMARY KEY, v INT NOT NULL)")
-    runner = PipelineRunner(pipeline_factory(
+    runner = spark_service(pipeline_factory(
         f"{db}.t_\\d+", source={"scan.startup.mode": "latest-offset"}, pipeline={"schema.change.behavior": "evolve"},
         route=[{"source-table": f"{db}.t_\\d+", "sink-table": f"{db}.all"}]))
     runner.binlog_lag()

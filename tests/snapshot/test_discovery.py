@@ -70,7 +70,7 @@ def test_plan_is_persisted_step_by_step_and_resumes(root_conn, fresh_db, text_co
             assert AssignerState.from_dict(tx.get(STATE_NAMESPACE, STATE_KEY)).finished
     finally:
         store.close()
-    got = [(c["table_id"], c["chunk_index"], c["start"], c["end"]) for c in chunks]
+    got = [(c.table_id, c.chunk_index, c.start, c.end) for c in chunks]
     assert got == [
         (f"{fresh_db}.a", 0, None, ["0024"]), (f"{fresh_db}.a", 1, ["0024"], ["0048"]),
         (f"{fresh_db}.a", 2, ["0048"], ["0072"]), (f"{fresh_db}.a", 3, ["0072"], ["0096"]),
@@ -78,4 +78,4 @@ def test_plan_is_persisted_step_by_step_and_resumes(root_conn, fresh_db, text_co
         (f"{fresh_db}.b", 0, None, [25]), (f"{fresh_db}.b", 1, [25], [50]), (f"{fresh_db}.b", 2, [50], [75]),
         (f"{fresh_db}.b", 3, [75], [100]), (f"{fresh_db}.b", 4, [100], None),
     ]
-    assert all(c["status"] == "PENDING" for c in chunks)
+    assert all(c.status == "PENDING" for c in chunks)

@@ -105,3 +105,36 @@ def test_check_source_server_from_a_pipeline_file(mysql_server, fresh_db, root_c
     )
     info = check_source_server(load_pipeline(path).source)
     assert info.is_mariadb and info.variables["binlog_row_metadata"] == "FULL"
+
+
+def test_the_first_planning_round_checks_the_server(mysql_server, fresh_db, root_conn, tmp_path):
+    """A pipeline whose user cannot read the binlog fails its first step with the grant that fixes
+    it, before anything is planned."""
+    from cdc_core.config import load_pipeline
+    from cdc_core.mysql.snapshot_assigner import STATE_KEY
+    from cdc_core.pipeline.service import PipelineService
+
+    run(root_conn,
+        "CREATE USER IF NOT EXISTS 'planner'@'%' IDENTIFIED BY 'planner-pass'",
+        f"GRANT SELECT ON `{fresh_db}`.* TO 'planner'@'%'",
+        f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY)")
+    ep = mysql_server.endpoint
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "source:\n  type: mysql\n"
+        f"  hostname: {ep.host}\n  port: {ep.port}\n  username: planner\n  password: planner-pass\n"
+        f"  tables: {fresh_db}.\\.*\n"
+        "sink:\n  type: doris\n  fenodes: 127.0.0.1:8030\n  username: root\n"
+        f"pipeline:\n  tidemark.state.dir: {tmp_path / 'state'}\n"
+    )
+    service = PipelineService(load_pipeline(path))
+    try:
+        with pytest.raises(ServerCheckError) as err:
+            service.plan_splits()
+        assert service.store.get("snapshot", STATE_KEY) is None  # nothing planned
+    finally:
+        service.close()
+        run(root_conn, "DROP USER 'planner'@'%'")
+    message = str(err.value)
+    assert "REPLICATION SLAVE" in message and "GRANT REPLICATION SLAVE ON *.* TO" in message
+    assert "planner-pass" not in message

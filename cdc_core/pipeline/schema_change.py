@@ -1,26 +1,36 @@
-"""The schema-change job's steps over a ``PipelineRunner``: quiesce, flush, apply, resume.
+"""The schema-change steps over the pipeline service: quiesce, flush, apply, resume.
 
-Seeds 000–002 in Tidemark's terms (design.md, "Schema change"): the stream stops *before* a DDL
-on a captured table; this job pauses it, commits everything before the DDL with the old schema,
-applies the derived changes to Doris with the sink's metadata applier, records the source's new
-schema, and lets the stream go on past the DDL. The coordinator's state machine
+The stream stops *before* a DDL on a captured table; this job pauses it, commits everything
+before the DDL with the old schema, applies the derived changes to Doris with the sink's
+metadata applier, records the source's new schema, and lets the stream go on past the DDL (the
+flow in Dagster terms is in docs/ARCHITECTURE.md). The coordinator's state machine
 (:class:`cdc_core.schema_registry.SchemaRegistry`) is persisted at every step, so each step is a
 no-op when the registry is already past it and a re-run resumes exactly where a crash stopped.
 
 The Dagster ops (``orchestration/schema_change.py``) and ``tidemark run --once`` call these
-functions; so do the tests.
+steps through ``PipelineService.schema_change_steps``; so do the tests. It is one module over
+~400 lines because the four steps and their helpers share one state machine and one set of
+invariants (what the stream's filter expects of the chunks a change adds or marks for reading).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_core.doris.errors import SchemaChangeError as DorisSchemaChangeError
 from cdc_core.events import CreateTableEvent, DropTableEvent, RenameTableEvent, SchemaChangeEvent
+from cdc_core.faults import fault_point
+from cdc_core.mysql.binlog_reader import BinlogSplitReader
+from cdc_core.mysql.connection import connect
+from cdc_core.mysql.ddl_scanner import DdlScanner
 from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.mysql.schema_history import SchemaHistory, apply_schema_change
+from cdc_core.pipeline.context import BINLOG_NS
+from cdc_core.pipeline.keys import chunk_key
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.schema_derivation import (
     DerivedChange,
@@ -28,11 +38,31 @@ from cdc_core.schema_derivation import (
     SchemaChangeRefused,
     SchemaChangeTypeFilter,
     SchemaDerivator,
+    apply_to_schema,
     evolved_after,
 )
 from cdc_core.schema_registry import DROPPED_MARK, RequestStatus, SchemaRegistry, schema_from_history
+from cdc_core.state import ChunkRecord, ChunkStatus
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from cdc_core.pipeline.service import PipelineService
+
+logger = logging.getLogger(__name__)
+
+_Step = TypeVar("_Step", bound=Callable[..., dict[str, Any]])
+
+
+def _fault_after(step: str) -> Callable[[_Step], _Step]:
+    """The step, then the fault point ``schema_change.after_<step>`` (see ``cdc_core.faults``)."""
+    def wrap(func: _Step) -> _Step:
+        @functools.wraps(func)
+        def run(self: SchemaChangeSteps, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            out = func(self, *args, **kwargs)
+            logger.info("schema change of %s: %s → %s", self.ctx.definition.name, step, out.get("status"))
+            fault_point(f"schema_change.after_{step}", status=out.get("status"))
+            return out
+        return run  # type: ignore[return-value]
+    return wrap
 
 MAX_FLUSH_BATCHES = 10_000
 
@@ -49,61 +79,59 @@ class SchemaChangeSteps:
     """The four steps of one pipeline's schema change. ``in_flight()`` lists the stream runs still
     going (Dagster run ids); quiesce waits until it is empty."""
 
-    def __init__(self, runner: Any, *, run_id: str = "", in_flight: Callable[[], Sequence[str]] | None = None,
+    def __init__(self, service: PipelineService, *, run_id: str = "", in_flight: Callable[[], Sequence[str]] | None = None,
                  poll_s: float = 0.5, wait_timeout_s: float | None = None, log_fn: Callable[[str], None] | None = None):
-        self.runner = runner
-        self.registry = SchemaRegistry(runner.store)
+        self.service = service
+        self.ctx = service.context
+        self.registry = SchemaRegistry(self.ctx.store)
         self.run_id = run_id
         self.in_flight = in_flight or (lambda: ())
         self.poll_s = poll_s
         self.wait_timeout_s = wait_timeout_s if wait_timeout_s is not None else float(
-            runner.definition.pipeline.schema_operator_rpc_timeout)
-        self.log = log_fn or log.info
+            self.ctx.definition.pipeline.schema_operator_rpc_timeout)
+        self.log = log_fn or logger.info
 
     @property
     def behavior(self) -> SchemaChangeBehavior:
-        return SchemaChangeBehavior.parse(self.runner.definition.pipeline.schema_change_behavior)
+        return SchemaChangeBehavior.parse(self.ctx.definition.pipeline.schema_change_behavior)
 
     # -- finding DDL --------------------------------------------------------------------------
 
     def scanner(self) -> Any:
-        from cdc_core.mysql.connection import connect
-        from cdc_core.mysql.ddl_scanner import DdlScanner
-        from cdc_core.mysql.schema_history import SchemaHistory
-
-        source = self.runner.definition.source
+        source = self.ctx.definition.source
         committed = self.committed_offset()
-        history = SchemaHistory(self.runner.store)
+        history = SchemaHistory(self.ctx.store)
         lookup = history.lookup_at(committed) if committed is not None else (lambda _t: None)
-        return DdlScanner(lambda: connect(self.runner.settings), lambda t: source.selector.matches(t.database, t.table),
+        return DdlScanner(lambda: connect(self.ctx.settings), lambda t: source.selector.matches(t.database, t.table),
                           lookup, parse_online_schema_changes=source.parse_online_schema_changes)
 
     def committed_offset(self) -> BinlogOffset | None:
-        return _offset(self.runner.store.get("binlog", "committed_offset"))
+        return _offset(self.ctx.store.get(BINLOG_NS, "committed_offset"))
 
     def next_ddl(self) -> Any:
         """The first DDL on a captured table between the committed offset and the server's
         position (a :class:`~cdc_core.mysql.ddl_scanner.FoundDdl`), or None. Ranges already scanned
         clean are remembered, so a stream far behind is not scanned again at every tick."""
-        if not self.runner.binlog_ready():
+        if not self.service.binlog_ready():
             return None
-        lag = self.runner.binlog_lag()
+        lag = self.service.binlog_lag()
         start, server = _offset(lag.committed_offset), _offset(lag.server_offset)
         if start is None or server is None or server <= start:
             return None
-        memo = self.runner.store.get("schema_registry", "scan") or {}
+        memo = self.ctx.store.get("schema_registry", "scan") or {}
         from_ = start
         if memo.get("start") and memo.get("clean_to"):
             m_start, m_clean = BinlogOffset.from_dict(memo["start"]), BinlogOffset.from_dict(memo["clean_to"])
             if m_start <= start <= m_clean:
                 from_ = m_clean
         result = self.scanner().scan(from_, server)
-        self.runner.store.put("schema_registry", "scan", {"start": start.to_dict(),
+        self.ctx.store.put("schema_registry", "scan", {"start": start.to_dict(),
                                                           "clean_to": max(result.scanned_to, from_).to_dict()})
         return result.found
 
     # -- the four steps ------------------------------------------------------------------------
 
+    @_fault_after("quiesce")
     def quiesce(self, ddl_offset: BinlogOffset | None = None) -> dict[str, Any]:
         """Pause the stream (flag in the state store, read by the binlog sensor and schedule) and
         wait until no stream run is in flight. A DDL already carried over is not requested again."""
@@ -127,14 +155,14 @@ class SchemaChangeSteps:
         return {"status": state["status"], "requested_offset": state.get("requested_offset"),
                 "waited_for": waited, "waited_s": round(time.monotonic() - started, 3)}
 
+    @_fault_after("flush")
     def flush(self) -> dict[str, Any]:
         """WAITING_FOR_FLUSH → APPLYING: apply and commit the binlog up to the DDL with the old
         schema, then read the DDL's events. No DDL up to the requested offset → back to IDLE."""
         cur = self.registry.current()
         if cur is None or cur["status"] != RequestStatus.WAITING_FOR_FLUSH.value:
             return {"status": self.registry.status.value, "skipped": True}
-        runner = self.runner
-        if not runner.binlog_ready():
+        if not self.service.binlog_ready():
             raise RuntimeError("the snapshot is not finished: a schema change is carried over by the stream, which "
                                "starts once every snapshot chunk is committed")
         requested = _offset(cur.get("requested_offset"))
@@ -146,8 +174,8 @@ class SchemaChangeSteps:
                 self.registry.nothing_to_apply(committed)
                 return {"status": RequestStatus.IDLE.value, "ddl": None, "batches": batches, "events": events,
                         "reason": f"the stream is at {committed}, past the requested DDL offset {requested}"}
-            batch = runner.run_binlog_batch()
-            runner.commit_batch(batch.batch_id)
+            batch = self.service.run_binlog_batch()
+            self.service.commit_batch(batch.batch_id)
             batches += 1
             events += sum(batch.events_per_table.values())
             if batch.stopped_at_ddl:
@@ -171,14 +199,13 @@ class SchemaChangeSteps:
         table this DDL drops or renames away would have its last changes before the DDL filtered
         out. Each captured table the schema history knows gets a finished whole-table "chunk" at
         the committed offset, so its changes after it are streamed whatever the server lists."""
-        runner = self.runner
-        if runner.definition.source.startup_mode in ("initial", "snapshot"):
+        if self.ctx.definition.source.startup_mode in ("initial", "snapshot"):
             return
         committed = self.committed_offset()
         if committed is None:
             return
-        selector = runner.definition.source.selector
-        with runner.store.transaction() as tx:
+        selector = self.ctx.definition.source.selector
+        with self.ctx.store.transaction() as tx:
             for name in tx.schema_tables():
                 table_id = TableId.parse(name)
                 schema = schema_from_history(tx.schema_at(name, committed.sequence))
@@ -192,34 +219,27 @@ class SchemaChangeSteps:
     def _add_stream_chunk(tx: Any, table_id: TableId, schema: TableSchema, low: BinlogOffset, high: BinlogOffset,
                           why: str) -> None:
         key = (schema.primary_key or (schema.columns[0].name,))[0]
-        tx.add_chunks([{"table_id": str(table_id), "chunk_index": 0, "start": None, "end": None}])
-        tx.update_chunk(str(table_id), 0, status="COMMITTED", low_watermark=low.to_dict(),
+        tx.add_chunks([ChunkRecord.planned(str(table_id), 0)])
+        tx.update_chunk(str(table_id), 0, status=ChunkStatus.COMMITTED, low_watermark=low.to_dict(),
                         high_watermark=high.to_dict(), transactions=[], rows=0,
                         detail={"key_columns": [key], "schema_change": why})
 
     def _schema_lookup(self, at: BinlogOffset) -> Callable[[TableId], TableSchema | None]:
-        from cdc_core.mysql.discovery import read_table_schema
-
         def lookup(table_id: TableId) -> TableSchema | None:
-            with self.runner.store.transaction(readonly=True) as tx:
+            with self.ctx.store.transaction(readonly=True) as tx:
                 data = tx.schema_at(str(table_id), at.sequence)
             if data is not None:
                 return schema_from_history(data)
-            conn = self.runner._connect()
             try:
-                return read_table_schema(conn, table_id)
+                return self.ctx.live_schema(table_id)
             except Exception:  # noqa: BLE001 - a table the server does not have has no schema
                 return None
-            finally:
-                conn.close()
 
         return lookup
 
     def _read_ddl(self, at: BinlogOffset) -> tuple[list[SchemaChangeEvent], BinlogOffset]:
         """The DDL right after ``at``, read with the stream's own reader and parser."""
-        from cdc_core.mysql.binlog_reader import BinlogSplitReader
-
-        source = self.runner.definition.source
+        source = self.ctx.definition.source
         lo, hi = source.server_id_range()
         reader = BinlogSplitReader.from_source(source, self._schema_lookup(at), server_id=hi if hi != lo else lo)
         try:
@@ -230,6 +250,7 @@ class SchemaChangeSteps:
             raise RuntimeError(f"expected a DDL on a captured table right after {at}, found none")
         return list(batch.schema_change), batch.schema_change_end
 
+    @_fault_after("apply")
     def apply(self) -> dict[str, Any]:
         """APPLYING → FINISHED: derive the Doris changes per ``schema.change.behavior``, apply them
         (each outcome recorded as it happens), record the new source schemas, the evolved Doris
@@ -237,18 +258,17 @@ class SchemaChangeSteps:
         cur = self.registry.current()
         if cur is None or cur["status"] != RequestStatus.APPLYING.value:
             return {"status": self.registry.status.value, "skipped": True}
-        runner = self.runner
         behavior = self.behavior
         events = self.registry.events()
         flushed_to = BinlogOffset.from_dict(cur["flushed_to"])
         ddl_offset = BinlogOffset.from_dict(cur["ddl_offset"])
         upstream = self._upstream(flushed_to, events)
         if cur.get("derived") is None:
-            sink_opts = runner.definition.sink
+            sink_opts = self.ctx.definition.sink
             derivator = SchemaDerivator(
-                behavior, runner.sink.route,
+                behavior, self.ctx.sink.route,
                 SchemaChangeTypeFilter.of(behavior, sink_opts.include_schema_changes, sink_opts.exclude_schema_changes),
-                captured=lambda t: runner.definition.source.selector.matches(t.database, t.table))
+                captured=lambda t: self.ctx.definition.source.selector.matches(t.database, t.table))
             evolved = self._evolved(upstream, derivator)
             try:
                 derived, evolved = derivator.derive(events, upstream, evolved)
@@ -271,11 +291,11 @@ class SchemaChangeSteps:
         done = [c for c, o in zip(derived, outcomes, strict=True) if o and o["outcome"] in ("applied", "skipped")]
         evolved = evolved_after(before, done)
         new_tables = self._new_stream_tables(events)
-        snapshot = runner.definition.source.newly_added_table_enabled
+        snapshot = self.ctx.definition.source.newly_added_table_enabled
         if snapshot and new_tables:
             self._snapshot_new_tables(new_tables, upstream, events)
         altered = {c.event.table_id for c, o in zip(derived, outcomes, strict=True) if o and o["outcome"] == "applied"}
-        with runner.store.transaction() as tx:
+        with self.ctx.store.transaction() as tx:
             self._record_history(tx, upstream, events, ddl_offset)
             if not snapshot:
                 self._start_streaming(tx, new_tables, upstream, events, flushed_to, ddl_offset)
@@ -283,12 +303,13 @@ class SchemaChangeSteps:
             self.registry.finish(tx, evolved)
         if reread:
             self.log(f"reading again {len(reread)} chunk(s) whose reads ended after the DDL: {', '.join(reread)}")
-            runner.run_chunks(reread)
-            runner.commit_chunks(reread)
+            self.service.run_chunks(reread)
+            self.service.commit_chunks(reread)
         return {"status": RequestStatus.FINISHED.value, "behavior": behavior.value,
                 "changes": [{"change": c.describe(), **(o or {})} for c, o in zip(derived, outcomes, strict=True)],
                 "new_tables": [str(t) for t in new_tables], "reread_chunks": reread}
 
+    @_fault_after("resume")
     def resume(self, *, first_batch: bool = False) -> dict[str, Any]:
         """FINISHED → IDLE: the committed offset moves past the DDL and the pause ends (one
         transaction). The stream's next batch reads rows of the new schema; with ``first_batch``
@@ -302,9 +323,9 @@ class SchemaChangeSteps:
         record = self.registry.release()
         out: dict[str, Any] = {"status": RequestStatus.IDLE.value, "resumed_at": record["resume_after"],
                                "ddl_offset": record["ddl_offset"]}
-        if first_batch and not self.runner.store.get("flags", "binlog_paused"):
-            batch = self.runner.run_binlog_batch()
-            self.runner.commit_batch(batch.batch_id)
+        if first_batch and not self.ctx.store.get("flags", "binlog_paused"):
+            batch = self.service.run_binlog_batch()
+            self.service.commit_batch(batch.batch_id)
             out["first_batch"] = {"batch_id": batch.batch_id, "events": sum(batch.events_per_table.values()),
                                   "end_offset": batch.end_offset, "stopped_at_ddl": batch.stopped_at_ddl}
         return out
@@ -318,7 +339,7 @@ class SchemaChangeSteps:
 
     def _upstream(self, at: BinlogOffset, events: Sequence[SchemaChangeEvent]) -> dict[TableId, TableSchema | None]:
         """Every known source table's schema just before the DDL."""
-        with self.runner.store.transaction(readonly=True) as tx:
+        with self.ctx.store.transaction(readonly=True) as tx:
             tables = [TableId.parse(t) for t in tx.schema_tables()]
             out = {t: schema_from_history(tx.schema_at(str(t), at.sequence)) for t in tables}
         lookup = self._schema_lookup(at)
@@ -329,7 +350,7 @@ class SchemaChangeSteps:
 
     def _evolved(self, upstream: dict[TableId, TableSchema | None], derivator: SchemaDerivator
                  ) -> dict[TableId, TableSchema | None]:
-        targets = {target for t, s in upstream.items() if s is not None for target in self.runner.sink.route(t)}
+        targets = {target for t, s in upstream.items() if s is not None for target in self.ctx.sink.route(t)}
         out: dict[TableId, TableSchema | None] = {}
         for target in sorted(targets):
             known = self.registry.evolved(target)
@@ -339,7 +360,7 @@ class SchemaChangeSteps:
 
     def _apply_one(self, change: DerivedChange, behavior: SchemaChangeBehavior) -> dict[str, Any]:
         try:
-            result = self.runner.sink.apply_schema_change(change.event, change.target, merged=change.merged)
+            result = self.ctx.sink.apply_schema_change(change.event, change.target, merged=change.merged)
         except DorisSchemaChangeError as exc:
             if behavior is SchemaChangeBehavior.TRY_EVOLVE:
                 self.log(f"Doris refused {change.describe()} (tolerated under try_evolve; later rows are loaded "
@@ -353,7 +374,7 @@ class SchemaChangeSteps:
         return {"outcome": result.outcome, "statement": result.statement, "reason": result.reason}
 
     def _new_stream_tables(self, events: Sequence[SchemaChangeEvent]) -> list[TableId]:
-        selector = self.runner.definition.source.selector
+        selector = self.ctx.definition.source.selector
         out: list[TableId] = []
         for e in events:
             t = e.new_table_id if isinstance(e, RenameTableEvent) else (e.table_id if isinstance(e, CreateTableEvent)
@@ -364,8 +385,6 @@ class SchemaChangeSteps:
 
     def _record_history(self, tx: Any, upstream: dict[TableId, TableSchema | None],
                         events: Sequence[SchemaChangeEvent], ddl_offset: BinlogOffset) -> None:
-        from cdc_core.mysql.schema_history import apply_schema_change
-
         schemas = dict(upstream)
         last: dict[TableId, TableSchema | None] = {}
         touched: list[TableId] = []
@@ -391,8 +410,6 @@ class SchemaChangeSteps:
 
     def _new_schema(self, table_id: TableId, upstream: dict[TableId, TableSchema | None],
                     events: Sequence[SchemaChangeEvent]) -> TableSchema | None:
-        from cdc_core.schema_derivation import apply_to_schema
-
         schemas = dict(upstream)
         for e in events:
             schemas[e.table_id] = apply_to_schema(schemas.get(e.table_id), e)
@@ -426,17 +443,15 @@ class SchemaChangeSteps:
         the sequence column. Marked in the transaction that finishes the change, so a crash
         before the reads leaves them pending rather than forgotten.
         """
-        from jobs.runner import COMMITTED, PENDING, chunk_key
-
         keys: list[str] = []
         for table_id in sorted(tables, key=str):
             for record in tx.chunks(table_id=str(table_id)):
-                high = _offset(record.get("high_watermark"))
-                if record["status"] != COMMITTED or high is None or high <= ddl_offset:
+                high = _offset(record.high_watermark)
+                if record.status is not ChunkStatus.COMMITTED or high is None or high <= ddl_offset:
                     continue
-                tx.update_chunk(record["table_id"], record["chunk_index"], status=PENDING,
-                                generation=record["generation"] + 1, transactions=None)
-                keys.append(chunk_key(record["table_id"], record["chunk_index"]))
+                tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.PENDING,
+                                generation=record.generation + 1, transactions=None)
+                keys.append(chunk_key(record.table_id, record.chunk_index))
         return keys
 
     def _snapshot_new_tables(self, tables: Sequence[TableId], upstream: dict[TableId, TableSchema | None],
@@ -444,24 +459,21 @@ class SchemaChangeSteps:
         """``scan.newly-added-table.enabled``: snapshot a table new to the stream first (one chunk
         over the whole table, read between watermarks on Spark), so rows it holds that the binlog
         does not carry (a table renamed into a captured name) reach Doris too."""
-        from jobs.runner import chunk_key
-
-        runner = self.runner
         for table_id in tables:
-            with runner.store.transaction() as tx:
+            with self.ctx.store.transaction() as tx:
                 if not tx.chunks(table_id=str(table_id)):
-                    tx.add_chunks([{"table_id": str(table_id), "chunk_index": 0, "start": None, "end": None}])
-            with runner.store.transaction(readonly=True) as tx:
+                    tx.add_chunks([ChunkRecord.planned(str(table_id), 0)])
+            with self.ctx.store.transaction(readonly=True) as tx:
                 records = tx.chunks(table_id=str(table_id))
-            keys = [chunk_key(str(table_id), r["chunk_index"]) for r in records if r["status"] != "COMMITTED"]
+            keys = [chunk_key(str(table_id), r.chunk_index) for r in records if r.status is not ChunkStatus.COMMITTED]
             if keys:
-                runner.resolve_pending()
-                with runner.store.transaction(readonly=True) as tx:
+                self.service.resolve_pending()
+                with self.ctx.store.transaction(readonly=True) as tx:
                     records = tx.chunks(table_id=str(table_id))
-                keys = [chunk_key(str(table_id), r["chunk_index"]) for r in records if r["status"] != "COMMITTED"]
+                keys = [chunk_key(str(table_id), r.chunk_index) for r in records if r.status is not ChunkStatus.COMMITTED]
             if keys:
-                runner.run_chunks(keys)
-                runner.commit_chunks(keys)
+                self.service.run_chunks(keys)
+                self.service.commit_chunks(keys)
 
 
 __all__ = ["SchemaChangeApplyError", "SchemaChangeSteps"]

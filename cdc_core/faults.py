@@ -1,0 +1,132 @@
+"""Named fault points: where tests (and the crash matrix) make the pipeline fail on purpose.
+
+Production code calls ``fault_point("snapshot.after_precommit", label=...)`` at every step
+boundary of the exactly-once protocol; no production signature carries a test parameter. The
+points are configured by the environment variable ``TIDEMARK_FAULTS`` and are inert without it:
+one ``os.environ`` lookup. An environment variable reaches every process of the pipeline: the
+driver, a subprocess (``tidemark run --once``), and Spark's Python workers — a task receives the
+driver's setting with its spec (``forwarded()`` / ``adopt()``), because Spark's worker daemons
+outlive a change of the driver's environment.
+
+``TIDEMARK_FAULTS`` is a JSON object, point name → action::
+
+    {"snapshot.after_precommit": {"action": "raise_once", "marker": "/tmp/failed-once"},
+     "binlog.after_loads": {"action": "kill"},
+     "snapshot.read": {"action": "raise", "when": {"chunk": 0}, "sleep_s": 0.8}}
+
+Actions: ``raise`` (every time), ``raise_once`` (the first time
+only: the ``marker`` file is created then, and its existence disarms the point, also across
+processes and task retries), ``kill`` (SIGKILL of the current process, as a crash would), and
+``sleep`` (``sleep_s`` seconds, nothing else). ``when`` restricts a point to calls whose
+keyword context matches (compared as text); a call it does not match sleeps ``sleep_s`` if given,
+which keeps the other tasks busy while a matching one fails.
+
+Fault points (name: where it fires):
+
+* ``snapshot.read`` — in a chunk's read task, after its range scan and before its high
+  watermark is taken (context: ``table``, ``chunk``);
+* ``snapshot.after_precommit`` — in a writing task, after its Doris loads are precommitted and
+  before the driver records them (context: ``table``, ``chunk``, ``label``);
+* ``snapshot.after_state_write`` — on the driver, after chunks are recorded PREPARED, before
+  anything commits them (context: ``keys``);
+* ``snapshot.committing`` — a chunk's Doris transactions committed, not yet recorded COMMITTED
+  (context: ``key``);
+* ``binlog.after_loads`` — a binlog batch's loads precommitted, before its PREPARED record
+  (context: ``batch``);
+* ``binlog.after_state_write`` — the batch recorded PREPARED, before its commit (context: ``batch``);
+* ``binlog.committing`` — the batch's transactions committed, the offset not yet moved
+  (context: ``batch``);
+* ``schema_change.after_quiesce``, ``schema_change.after_flush``, ``schema_change.after_apply``,
+  ``schema_change.after_resume`` — after each step of a schema change has recorded its state.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import signal
+import time
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ENV = "TIDEMARK_FAULTS"
+
+POINTS = (
+    "snapshot.read",
+    "snapshot.after_precommit",
+    "snapshot.after_state_write",
+    "snapshot.committing",
+    "binlog.after_loads",
+    "binlog.after_state_write",
+    "binlog.committing",
+    "schema_change.after_quiesce",
+    "schema_change.after_flush",
+    "schema_change.after_apply",
+    "schema_change.after_resume",
+)
+ACTIONS = ("raise", "raise_once", "kill", "sleep")
+
+
+class InjectedFault(RuntimeError):
+    """The failure a fault point raises; its message names the point."""
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(raw: str) -> dict[str, dict[str, Any]]:
+    config = json.loads(raw)
+    if not isinstance(config, dict):
+        raise ValueError(f"{ENV} must be a JSON object of fault point → action, not {raw!r}")
+    for name, spec in config.items():
+        if name not in POINTS:
+            raise ValueError(f"{ENV}: unknown fault point {name!r}; the points are {', '.join(POINTS)}")
+        if spec.get("action") not in ACTIONS:
+            raise ValueError(f"{ENV}: {name}: action must be one of {', '.join(ACTIONS)}")
+        if spec["action"] == "raise_once" and not spec.get("marker"):
+            raise ValueError(f"{ENV}: {name}: raise_once needs a 'marker' file path")
+    return config
+
+
+def fault_point(name: str, **context: Any) -> None:
+    """Fail here if ``TIDEMARK_FAULTS`` says so; otherwise do nothing."""
+    raw = os.environ.get(ENV)
+    if not raw:
+        return
+    spec = _parse(raw).get(name)
+    if spec is None:
+        return
+    when = spec.get("when") or {}
+    matches = all(str(context.get(k)) == str(v) for k, v in when.items())
+    if not matches or spec["action"] == "sleep":
+        if spec.get("sleep_s"):
+            time.sleep(float(spec["sleep_s"]))
+        return
+    action = spec["action"]
+    logger.warning("fault point %s fires (%s) %s", name, action, context)
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if action == "raise_once":
+        marker = spec["marker"]
+        try:
+            with open(marker, "x") as handle:  # created once: later calls and retries pass
+                handle.write(f"{name} failed once\n")
+        except FileExistsError:
+            return
+    raise InjectedFault(f"injected failure at {name} ({action}) {context}")
+
+
+def forwarded() -> dict[str, str]:
+    """The driver's fault setting, to travel with a Spark task's spec (empty when inert)."""
+    raw = os.environ.get(ENV)
+    return {ENV: raw} if raw else {}
+
+
+def adopt(spec: dict[str, Any]) -> None:
+    """In a Spark task: take the driver's fault setting from the task's spec (see ``forwarded``)."""
+    raw = (spec.get("faults") or {}).get(ENV)
+    if raw:
+        os.environ[ENV] = raw
+    elif "faults" in spec:
+        os.environ.pop(ENV, None)

@@ -1,0 +1,273 @@
+"""The binlog stream as micro-batches through the exactly-once protocol.
+
+A batch reads from the committed offset to the server's position (its split comes from
+``HybridSplitAssigner.next_split``), stopping early before the first DDL on a captured table;
+its loads are precommitted and recorded PREPARED with the batch's offset range. Only
+``commit_batch`` moves the committed offset, in the same transaction that records the batch
+COMMITTED, so a batch is applied exactly once whatever crashes where. A batch with no change
+still moves the offset (it is recorded and committed like any other).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any
+
+from cdc_core.doris.labels import binlog_batch_id
+from cdc_core.events import DataChangeEvent
+from cdc_core.faults import fault_point
+from cdc_core.mysql.binlog_reader import BinlogSplitReader
+from cdc_core.mysql.collation import CollationWeigher
+from cdc_core.mysql.connection import connect
+from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
+from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.mysql.purge import ensure_offset_available
+from cdc_core.mysql.schema_history import SchemaHistory
+from cdc_core.mysql.startup import StartupPlan, resolve_startup
+from cdc_core.pipeline.changes import change_rows, load_in_process
+from cdc_core.pipeline.context import BINLOG_NS, PipelineContext
+from cdc_core.pipeline.executor import PipelineExecutor
+from cdc_core.pipeline.results import BatchResult, BinlogLag
+from cdc_core.pipeline.snapshot import finished_chunks, snapshot_done
+from cdc_core.schema import TableId, TableSchema
+from cdc_core.state import BatchRecord, BatchStatus
+
+logger = logging.getLogger(__name__)
+
+
+def startup(ctx: PipelineContext) -> StartupPlan:
+    """The resolved ``scan.startup.mode``, fixed at first use (``latest-offset`` means the
+    latest offset when the pipeline first ran, not at every run). A start without a snapshot
+    records the captured tables' schemas at that offset in the same transaction."""
+    saved = ctx.store.get(BINLOG_NS, "startup")
+    if saved is not None:
+        return StartupPlan.from_dict(saved)
+    plan = resolve_startup(ctx.definition.source, ctx.settings)
+    schemas: list[TableSchema] = []
+    if not plan.snapshot and plan.start is not None:
+        # A DDL that runs before the first batch then reaches the stream as a change, and the
+        # rows written before it decode with the schema they were written with.
+        with ctx.connection():
+            schemas = [ctx.live_schema(t) for t in ctx.captured_tables()]
+    with ctx.store.transaction() as tx:
+        if tx.get(BINLOG_NS, "startup") is not None:  # another process got here first
+            return StartupPlan.from_dict(tx.get(BINLOG_NS, "startup"))
+        if schemas:
+            SchemaHistory(ctx.store).bootstrap(schemas, plan.start, tx=tx)
+            tx.put(BINLOG_NS, "startup_schemas", True)
+        tx.put(BINLOG_NS, "startup", plan.to_dict())
+    logger.info("%s: startup mode %s fixed (snapshot: %s, start: %s)", ctx.definition.name, plan.mode,
+                plan.snapshot, plan.start)
+    return plan
+
+
+def binlog_ready(ctx: PipelineContext) -> bool:
+    """The stream may run: no snapshot is needed, or the snapshot is committed."""
+    return not startup(ctx).snapshot or snapshot_done(ctx)
+
+
+def _offset(data: dict[str, Any] | None) -> BinlogOffset | None:
+    return None if data is None else BinlogOffset.from_dict(data)
+
+
+def _position(offset: dict[str, Any]) -> tuple[int, int]:
+    """An offset's place in the binlog files, GTIDs aside."""
+    o = BinlogOffset.from_dict(offset)
+    return (o.file_index, o.position)
+
+
+def stream_start(ctx: PipelineContext) -> BinlogOffset | None:
+    """The committed offset; before the first batch, where the stream must start."""
+    committed = _offset(ctx.store.get(BINLOG_NS, "committed_offset"))
+    if committed is not None:
+        return committed
+    return HybridSplitAssigner.resume_offset(startup(ctx), finished_chunks(ctx),
+                                             plan_offset=_offset(ctx.store.get(BINLOG_NS, "plan_offset")))
+
+
+def binlog_lag(ctx: PipelineContext) -> BinlogLag:
+    """Cheap (no Spark): the committed offset against the server's current position."""
+    server = ctx.server_offset()
+    start = stream_start(ctx) if binlog_ready(ctx) else None
+    behind = start is not None and server > start
+    bytes_behind = None
+    if start is not None and start.file == server.file:
+        bytes_behind = server.position - start.position
+    return BinlogLag(None if start is None else start.to_dict(), server.to_dict(), behind, bytes_behind)
+
+
+def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int | None = None, *,
+              stop: BinlogOffset | None = None) -> BatchResult:
+    """Apply one micro-batch from the committed offset to the server's position at the start
+    (or ``stop``), stopping early at the first DDL on a captured table; its loads end up PREPARED.
+
+    The caller has resolved what an earlier run left and checked ``binlog_ready``.
+    """
+    plan = startup(ctx)
+    chunks = finished_chunks(ctx)
+    committed = _offset(ctx.store.get(BINLOG_NS, "committed_offset"))
+    plan_offset = _offset(ctx.store.get(BINLOG_NS, "plan_offset"))
+    split = HybridSplitAssigner.next_split(plan, chunks, committed=committed, plan_offset=plan_offset,
+                                           server_offset=ctx.server_offset, stop=stop)
+    if split is None:
+        start = HybridSplitAssigner.resume_offset(plan, chunks, committed=committed, plan_offset=plan_offset)
+        at = {} if start is None else start.to_dict()
+        logger.debug("%s: no binlog to read from %s", ctx.definition.name, start)
+        return BatchResult("", at, at, {}, ())
+    start = split.start
+    ensure_offset_available(ctx.settings, start)
+    source = ctx.definition.source
+    history = SchemaHistory(ctx.store)
+    captured_tables = ctx.captured_tables()
+    if not ctx.store.get(BINLOG_NS, "startup_schemas"):
+        # Schemas not recorded when the stream's start was fixed (a snapshot's tables are
+        # recorded by its plan; a state from an older release has none): as they are now.
+        # Otherwise a table the history lacks was created after the start, and its CREATE
+        # TABLE in the binlog brings it in.
+        with ctx.connection():
+            history.bootstrap([ctx.live_schema(t) for t in captured_tables
+                               if history.schema_at(t, start) is None], start)
+
+    def live_schema(table_id: TableId) -> TableSchema | None:
+        # A table the history does not know (renamed into a captured name, created before a
+        # no-snapshot start): its schema as the server has it now.
+        try:
+            return ctx.live_schema(table_id)
+        except Exception:  # noqa: BLE001 - gone from the server: the stream decides what that means
+            return None
+
+    schemas = history.lookup_at(start, fallback=live_schema)
+    if not plan.snapshot:
+        split = dataclasses.replace(split, stream_tables=tuple(
+            t for t in captured_tables if not any(c.table_id == t for c in chunks)))
+    selector = source.selector
+    weigher = CollationWeigher(lambda: connect(ctx.settings))
+    try:
+        event_filter = split.event_filter(
+            schemas, captured=lambda t: selector.matches(t.database, t.table), source=source, weigher=weigher
+        )
+        # The stream's reader: the first server id of the range, closed after the batch so that
+        # no dump thread lingers on the server under that id.
+        with BinlogSplitReader.from_source(source, schemas) as reader:
+            batch = reader.read_batch(
+                start, split.stop, max_events=max_events or ctx.definition.pipeline.binlog_max_events,
+                stop_at_schema_change=True, event_filter=event_filter,
+            )
+    finally:
+        weigher.close()
+    end = batch.end
+    batch_id = binlog_batch_id(start.sequence, end.sequence)
+    by_table: dict[TableId, list[Any]] = {}
+    for event in batch.events:
+        if isinstance(event, DataChangeEvent):
+            by_table.setdefault(event.table_id, []).append(event)
+    targets = {t: ctx.sink.route(t) for t in by_table}
+    running = BatchRecord(batch_id, start.to_dict(), end.to_dict(), BatchStatus.RUNNING, None,
+                          {"probes": [[str(t), str(target), f"{t}:{batch_id}:p0"]
+                                      for t in by_table for target in targets[t]]})
+    with ctx.store.transaction() as tx:
+        tx.put_batch(running)
+    committables: list[dict[str, Any]] = []
+    try:
+        for table_id, events in by_table.items():
+            committables += _load_table(ctx, executor, table_id, events, schemas(table_id), targets[table_id],
+                                        batch_id, start)
+        fault_point("binlog.after_loads", batch=batch_id)
+    except BaseException:
+        logger.warning("binlog batch %s failed; aborting its loads", batch_id)
+        abandon_batch(ctx, running)
+        raise
+    ddl = None
+    if batch.schema_change:
+        first = batch.schema_change[0]
+        ddl = {"table_id": str(first.table_id), "type": first.type_name, "ddl": first.ddl,
+               "offset": None if first.offset is None else first.offset.to_dict(),
+               "resume_after": None if batch.schema_change_end is None else batch.schema_change_end.to_dict()}
+    last_ms = max((e.commit_time_ms or 0 for e in batch.events if isinstance(e, DataChangeEvent)), default=0)
+    lag = (time.time() - last_ms / 1000.0) if last_ms else None
+    events_per_table = {str(t): len(e) for t, e in by_table.items()}
+    detail = {"events_per_table": events_per_table, "stopped_at_ddl": ddl, "lag_s": lag,
+              "events_read": batch.events_read}
+    with ctx.store.transaction() as tx:
+        tx.put_batch(BatchRecord(batch_id, start.to_dict(), end.to_dict(), BatchStatus.PREPARED, committables,
+                                 detail))
+        if ddl is not None:
+            tx.put(BINLOG_NS, "pending_ddl", ddl)
+    logger.info("binlog batch %s prepared: %d change(s) in %d table(s), %s → %s%s", batch_id,
+                sum(events_per_table.values()), len(events_per_table), start, end,
+                f", stopped before {ddl['type']} on {ddl['table_id']}" if ddl else "")
+    fault_point("binlog.after_state_write", batch=batch_id)
+    return BatchResult(batch_id, start.to_dict(), end.to_dict(), events_per_table, tuple(committables), ddl, lag)
+
+
+def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: TableId, events: list[Any],
+                schema: TableSchema | None, targets: tuple[TableId, ...], batch_id: str,
+                start: BinlogOffset) -> list[dict[str, Any]]:
+    """Precommit one table's changes: in process when small, on Spark when large or transformed."""
+    if schema is None:
+        raise RuntimeError(f"no schema known for {table_id} at {start}; re-plan the pipeline")
+    for target in targets:
+        if not ctx.sink.catalog.table_exists(target.database, target.table):
+            ctx.sink.create_table(schema, target)
+    rows = change_rows(events, schema)
+    big = len(rows) >= ctx.definition.pipeline.binlog_spark_min_events
+    if big or ctx.has_transform(table_id):
+        logger.debug("%s: %d change(s) of batch %s loaded with Spark", table_id, len(rows), batch_id)
+        return executor.load_binlog_changes(ctx.definition, ctx.sink.label_prefix, targets, batch_id, rows, schema)
+    return load_in_process(ctx.sink, targets, batch_id, rows, schema)
+
+
+def abandon_batch(ctx: PipelineContext, record: BatchRecord) -> None:
+    """Abort what the batch prepared (recorded transactions, and loads found by label) → ABORTED."""
+    probes = [(TableId.parse(target), batch) for _src, target, batch in (record.detail or {}).get("probes", [])]
+    try:
+        if record.transactions:
+            ctx.sink.abort(record.transactions)
+        if probes:
+            ctx.sink.recover(probe=probes)
+    finally:
+        with ctx.store.transaction() as tx:
+            tx.put_batch(record.with_status(BatchStatus.ABORTED))
+    logger.info("binlog batch %s aborted", record.batch_id)
+
+
+def batch_record(ctx: PipelineContext, batch_id: str) -> BatchRecord:
+    with ctx.store.transaction(readonly=True) as tx:
+        record = tx.batch(batch_id)
+    if record is None:
+        raise KeyError(f"no binlog batch {batch_id!r} in the state store")
+    return record
+
+
+def commit_batch(ctx: PipelineContext, batch_id: str) -> None:
+    """Commit the batch's loads (idempotent); only then does the committed offset advance."""
+    if not batch_id:
+        return
+    batch = batch_record(ctx, batch_id)
+    if batch.status is BatchStatus.COMMITTED:
+        return
+    if batch.status is not BatchStatus.PREPARED:
+        raise RuntimeError(f"binlog batch {batch_id} is {batch.status}, not PREPARED; it cannot be committed")
+    ctx.sink.commit(batch.transactions or [])
+    fault_point("binlog.committing", batch=batch_id)
+    with ctx.store.transaction() as tx:
+        current = tx.get(BINLOG_NS, "committed_offset")
+        if current is not None and _position(current) > _position(batch.start_offset):
+            raise RuntimeError(
+                f"binlog batch {batch_id} starts at {batch.start_offset} but the committed offset is already "
+                f"{current}: two streams ran at once for this pipeline"
+            )
+        tx.put_batch(batch.with_status(BatchStatus.COMMITTED))
+        tx.put(BINLOG_NS, "committed_offset", batch.end_offset)
+    logger.info("binlog batch %s committed; the stream is at %s", batch_id, batch.end_offset)
+
+
+def abort_batch(ctx: PipelineContext, batch_id: str) -> None:
+    """Abort the batch's loads; the committed offset stays where it was."""
+    if not batch_id:
+        return
+    batch = batch_record(ctx, batch_id)
+    if batch.status in (BatchStatus.PREPARED, BatchStatus.RUNNING):
+        abandon_batch(ctx, batch)

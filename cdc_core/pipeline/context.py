@@ -1,0 +1,119 @@
+"""What every step of the pipeline service shares: the definition, the state store, the MySQL
+settings, the Doris sink and the label prefix.
+
+The sink is created on first use (a service that only answers a sensor's question needs no
+Doris connection). MySQL connections are short: ``connection()`` opens one for a step and hands
+the same one to nested helpers, so a step that looks up several schemas opens one connection,
+and no connection outlives the step (a server-side timeout cannot break a long-lived one).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cdc_core.config import PipelineDefinition
+from cdc_core.config.selectors import TableSelector
+from cdc_core.doris.sink import DorisSink
+from cdc_core.mysql.connection import MySqlConnectionSettings, connect
+from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
+from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
+from cdc_core.schema import TableId, TableSchema
+from cdc_core.state import StateStore
+
+logger = logging.getLogger(__name__)
+
+META_NS = "meta"
+SNAPSHOT_NS = "snapshot"
+BINLOG_NS = "binlog"
+
+
+def transform_rule_index(definition: PipelineDefinition, table_id: TableId) -> int | None:
+    """The index of the first ``transform:`` rule that matches ``table_id`` (None: no transform).
+
+    The rules are applied in Spark (``jobs/transforms.py``); the service only needs to know
+    whether a table has one: such a table always goes through Spark, and parity cannot compare
+    its rows with the source's.
+    """
+    for index, rule in enumerate(getattr(definition, "transforms", ()) or ()):
+        if TableSelector.parse(rule.source_table).matches(table_id.database, table_id.table):
+            return index
+    return None
+
+
+class PipelineContext:
+    """One pipeline's definition, state and connections, shared by the service's steps."""
+
+    def __init__(self, definition: PipelineDefinition, store: StateStore | None = None):
+        self.definition = definition
+        self.store = store or StateStore.for_pipeline(definition)
+        self.settings = MySqlConnectionSettings.from_options(definition.source)
+        self._sink: DorisSink | None = None
+        self._conn: Any = None
+
+    @property
+    def label_prefix(self) -> str:
+        """The pipeline's label prefix plus this state store's epoch.
+
+        Labels are deterministic so that a retry or a recovery finds its own earlier load; the
+        epoch (drawn once, kept in the state store) keeps a fresh state — a deleted state
+        directory, a second copy of the pipeline — from meeting the labels an old one committed.
+        """
+        epoch = self.store.get(META_NS, "label_epoch")
+        if epoch is None:
+            with self.store.transaction() as tx:  # the write lock only the first time, rechecked under it
+                epoch = tx.get(META_NS, "label_epoch")
+                if epoch is None:
+                    epoch = secrets.token_hex(3)
+                    tx.put(META_NS, "label_epoch", epoch)
+                    logger.debug("label epoch %s drawn for %s", epoch, self.definition.name)
+        return f"{self.definition.label_prefix}_{epoch}"
+
+    @property
+    def sink(self) -> DorisSink:
+        if self._sink is None:
+            self._sink = DorisSink.from_pipeline(self.definition, label_prefix=self.label_prefix)
+        return self._sink
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A MySQL connection for one step; nested uses share it, the outermost closes it."""
+        if self._conn is not None:
+            yield self._conn
+            return
+        self._conn = connect(self.settings, text_values=True)
+        try:
+            yield self._conn
+        finally:
+            conn, self._conn = self._conn, None
+            conn.close()
+
+    def server_offset(self) -> BinlogOffset:
+        """The server's current binlog position."""
+        with self.connection() as conn, conn.cursor() as cur:
+            return read_current_offset(cur)
+
+    def live_schema(self, table_id: TableId) -> TableSchema:
+        """The table's schema as the server has it now."""
+        with self.connection() as conn:
+            return read_table_schema(conn, table_id)
+
+    def captured_tables(self) -> list[TableId]:
+        """The tables on the server that the pipeline's ``tables`` selector captures now."""
+        with self.connection() as conn:
+            return list_captured_tables(conn, self.definition.source.selector)
+
+    def targets(self, table_id: str | TableId) -> tuple[TableId, ...]:
+        return self.sink.route(TableId.parse(str(table_id)))
+
+    def has_transform(self, table_id: TableId) -> bool:
+        return transform_rule_index(self.definition, table_id) is not None
+
+    def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+        self.store.close()

@@ -1,0 +1,78 @@
+"""The Spark-side work the service hands off, as a ``typing.Protocol``.
+
+The exactly-once protocol needs neither Spark nor Dagster: it decides what to read, records what
+was prepared and commits or aborts it. Reading many chunks in parallel and compacting a large
+binlog batch are what Spark is for; ``jobs/executor.py`` implements this protocol with Spark,
+and the service receives it (with a lazy session, so a run that needs no Spark starts none).
+Tests of the service's own logic can pass any object with these two methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cdc_core.config import PipelineDefinition
+from cdc_core.pipeline.changes import ChangeRow
+from cdc_core.schema import TableId, TableSchema
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    """One chunk to read: its key range and the generation its load's label carries."""
+
+    table_id: TableId
+    index: int
+    start: list[Any] | None
+    end: list[Any] | None
+    generation: int
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    """What one chunk's task reports: rows, watermarks and the transactions it precommitted."""
+
+    table_id: TableId
+    index: int
+    rows: int
+    low_watermark: dict[str, Any]
+    high_watermark: dict[str, Any]
+    committables: tuple[dict[str, Any], ...]
+    backfill_events: int
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class TableWork:
+    """One table's chunks for the snapshot job, with the schema and chunk key they are read by."""
+
+    schema: TableSchema
+    key_columns: tuple[str, ...]
+    tasks: tuple[ChunkTask, ...]
+
+
+class PipelineExecutor(Protocol):
+    """The Spark-side work of the pipeline service."""
+
+    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork]) -> list[ChunkOutcome]:
+        """Read and precommit these chunks (nothing becomes visible); one outcome per chunk."""
+        ...
+
+    def load_binlog_changes(self, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
+                            batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
+        """Compact, transform and precommit one table's changes of a batch; returns the committables."""
+        ...
+
+
+class NoExecutor:
+    """The executor of a service built without one: it says what was asked of it and why it
+    cannot do it (a service that answers sensors and checks needs no Spark)."""
+
+    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork]) -> list[ChunkOutcome]:
+        raise RuntimeError("this pipeline service has no executor: reading snapshot chunks needs Spark "
+                           "(give the service jobs.executor.SparkExecutor)")
+
+    def load_binlog_changes(self, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
+                            batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
+        raise RuntimeError("this pipeline service has no executor: a large binlog batch or a table with a transform "
+                           "is loaded with Spark (give the service jobs.executor.SparkExecutor)")

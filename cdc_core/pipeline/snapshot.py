@@ -1,0 +1,171 @@
+"""Snapshot chunks through the exactly-once protocol: run (prepare), commit, abort.
+
+``run_chunks`` marks the chunks RUNNING, has the executor read and precommit them, and records
+their transactions as PREPARED; nothing is visible yet. ``commit_chunks`` makes them visible and
+marks them COMMITTED; ``abort_chunks`` undoes them. Both are idempotent, so a hook that runs
+twice, or recovery after a crash, does no harm. A chunk left RUNNING by a crash has loads no
+record names: they are found by their deterministic labels (``abandon_chunks``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.faults import fault_point
+from cdc_core.mysql.discovery import chunk_key_column
+from cdc_core.mysql.finished_chunk import FinishedChunk
+from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
+from cdc_core.pipeline.context import SNAPSHOT_NS, PipelineContext
+from cdc_core.pipeline.executor import ChunkTask, PipelineExecutor, TableWork
+from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
+from cdc_core.pipeline.results import ChunkResult
+from cdc_core.schema import TableId
+from cdc_core.state import ChunkRecord, ChunkStatus
+
+logger = logging.getLogger(__name__)
+
+
+def chunk_records(ctx: PipelineContext, keys: list[str]) -> list[ChunkRecord]:
+    """The records of these chunk keys, in the order given; a key not in the plan is a KeyError."""
+    wanted = [parse_chunk_key(k) for k in keys]
+    with ctx.store.transaction(readonly=True) as tx:
+        by_key = {c.key: c for c in tx.chunks()}
+    missing = [chunk_key(t, i) for t, i in wanted if (t, i) not in by_key]
+    if missing:
+        raise KeyError(
+            f"chunk(s) {', '.join(missing[:5])} are not in the split plan; materialize snapshot_splits "
+            "(or run `tidemark run --once`) to plan the snapshot first"
+        )
+    return [by_key[w] for w in wanted]
+
+
+def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]) -> list[ChunkResult]:
+    """Read and load these chunks; their transactions end up PREPARED (not visible).
+
+    The caller has resolved what an earlier run left (``recovery.resolve_pending``). A chunk
+    that was already COMMITTED is read again deliberately: its generation moves on, so its new
+    load gets a new label and its rows, stamped with the new high watermark, replace the old ones.
+    """
+    records = chunk_records(ctx, keys)
+    stuck = [chunk_key(*r.key) for r in records if r.status is ChunkStatus.PREPARED]
+    if stuck:
+        raise RuntimeError(
+            f"chunk(s) {', '.join(stuck[:5])} still hold prepared loads that could not be finished; "
+            "see the no_pending_transactions check"
+        )
+    tasks_by_table: dict[str, list[ChunkTask]] = {}
+    with ctx.store.transaction() as tx:
+        for r in records:
+            generation = r.generation + (1 if r.status is ChunkStatus.COMMITTED else 0)
+            tx.update_chunk(r.table_id, r.chunk_index, status=ChunkStatus.RUNNING, generation=generation,
+                            transactions=None)
+            tasks_by_table.setdefault(r.table_id, []).append(
+                ChunkTask(TableId.parse(r.table_id), r.chunk_index, r.start, r.end, generation)
+            )
+    logger.debug("%d chunk(s) of %d table(s) marked RUNNING", len(records), len(tasks_by_table))
+    try:
+        work: list[TableWork] = []
+        with ctx.connection():
+            for table_id, tasks in tasks_by_table.items():
+                schema = ctx.live_schema(TableId.parse(table_id))
+                key = chunk_key_column(schema, ctx.definition.source.chunk_key_column)
+                work.append(TableWork(schema, (key.name,), tuple(tasks)))
+        key_columns = {str(w.schema.table_id): w.key_columns for w in work}
+        outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work)
+    except BaseException:
+        logger.warning("the snapshot job failed; aborting what its tasks prepared for %d chunk(s)", len(records))
+        abandon_chunks(ctx, records)
+        raise
+    results = []
+    with ctx.store.transaction() as tx:
+        for o in outcomes:
+            detail = {"duration_s": o.duration_s, "backfill_events": o.backfill_events,
+                      "key_columns": list(key_columns[str(o.table_id)])}
+            tx.update_chunk(str(o.table_id), o.index, status=ChunkStatus.PREPARED, low_watermark=o.low_watermark,
+                            high_watermark=o.high_watermark, transactions=list(o.committables),
+                            rows=o.rows, detail=detail)
+            results.append(ChunkResult(chunk_key(str(o.table_id), o.index), str(o.table_id), o.index, o.rows,
+                                       o.low_watermark, o.high_watermark, o.committables, o.duration_s))
+    for r in results:
+        logger.info("chunk %s prepared: %d rows, high watermark %s", r.key, r.rows, r.high_watermark)
+    fault_point("snapshot.after_state_write", keys=",".join(keys))
+    return results
+
+
+def abandon_chunks(ctx: PipelineContext, records: list[ChunkRecord]) -> None:
+    """After a failed job: abort whatever its tasks precommitted (labels are known) → PENDING."""
+    probes = []
+    with ctx.store.transaction(readonly=True) as tx:
+        current = {c.key: c for c in tx.chunks()}
+    for r in records:
+        c = current[r.key]
+        for target in ctx.targets(c.table_id):
+            probes.append((target, snapshot_batch_id(c.table_id, c.chunk_index, c.generation)))
+    try:
+        ctx.sink.recover(probe=probes)
+    finally:
+        with ctx.store.transaction() as tx:
+            for r in records:
+                tx.update_chunk(r.table_id, r.chunk_index, status=ChunkStatus.PENDING, transactions=None)
+    logger.info("%d chunk(s) abandoned and back to PENDING", len(records))
+
+
+def commit_record(ctx: PipelineContext, record: ChunkRecord) -> None:
+    """Commit one PREPARED chunk's loads, then record it COMMITTED."""
+    ctx.sink.commit(record.transactions or [])
+    fault_point("snapshot.committing", key=chunk_key(*record.key))
+    with ctx.store.transaction() as tx:
+        tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.COMMITTED)
+    logger.info("chunk %s committed (%s rows)", chunk_key(*record.key), record.rows)
+
+
+def commit_chunks(ctx: PipelineContext, keys: list[str]) -> None:
+    """Commit the prepared loads of these chunks (idempotent); they become COMMITTED."""
+    failures = []
+    for record in chunk_records(ctx, keys):
+        if record.status is not ChunkStatus.PREPARED:
+            continue
+        try:
+            commit_record(ctx, record)
+        except Exception as exc:  # noqa: BLE001 - try every chunk, then report all failures
+            failures.append(f"{chunk_key(*record.key)}: {exc}")
+    if failures:
+        raise RuntimeError("could not commit chunk load(s): " + "; ".join(failures))
+
+
+def abort_chunks(ctx: PipelineContext, keys: list[str]) -> None:
+    """Abort their prepared loads; the chunks go back to PENDING."""
+    records = [r for r in chunk_records(ctx, keys) if r.status in (ChunkStatus.PREPARED, ChunkStatus.RUNNING)]
+    for record in records:
+        if record.status is ChunkStatus.PREPARED:
+            ctx.sink.abort(record.transactions or [])
+    running = [r for r in records if r.status is ChunkStatus.RUNNING]
+    if running:
+        abandon_chunks(ctx, running)
+    with ctx.store.transaction() as tx:
+        for record in records:
+            tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.PENDING, transactions=None)
+    if records:
+        logger.info("%d chunk(s) aborted and back to PENDING", len(records))
+
+
+def snapshot_done(ctx: PipelineContext) -> bool:
+    """The plan is complete and every planned chunk is COMMITTED."""
+    with ctx.store.transaction(readonly=True) as tx:
+        state = tx.get(SNAPSHOT_NS, STATE_KEY)
+        if state is None or not AssignerState.from_dict(state).finished:
+            return False
+        return all(c.status is ChunkStatus.COMMITTED for c in tx.chunks())
+
+
+def finished_chunks(ctx: PipelineContext) -> list[FinishedChunk]:
+    """Every COMMITTED chunk with its high watermark: what the binlog stream must respect."""
+    with ctx.store.transaction(readonly=True) as tx:
+        return [FinishedChunk.from_state(c) for c in tx.chunks(status=ChunkStatus.COMMITTED)]
+
+
+def chunk_statuses(ctx: PipelineContext) -> dict[str, ChunkStatus]:
+    """Every planned chunk's key and status."""
+    with ctx.store.transaction(readonly=True) as tx:
+        return {chunk_key(*c.key): c.status for c in tx.chunks()}
