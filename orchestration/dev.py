@@ -175,7 +175,8 @@ def print_guide(url: str, handles: list[PipelineHandle], home: Path) -> None:
             print(f"    2. {url}/assets/{h.slug}/snapshot_chunks → Materialize → all partitions: the backfill", flush=True)
         print(f"    the sensor {h.sensor_name} (running) streams the binlog: change rows in MySQL and watch "
               f"{url}/assets/{h.slug}/binlog_stream and its checks", flush=True)
-        print(f"    ({url}/automation: the sensor and {h.schedule_name}; {url}/runs: every run)", flush=True)
+        print(f"    ({url}/automation: the sensor, and {h.schedule_name}, off by default; {url}/runs: every run)",
+              flush=True)
 
 
 def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000) -> int:

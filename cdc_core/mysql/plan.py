@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from cdc_core.config import load_pipeline
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
@@ -38,18 +35,3 @@ def plan_splits(source: Any, tables: list[str] | None = None) -> list[SnapshotSp
         return assigner.plan()
     finally:
         conn.close()
-
-
-def splits_command(pipeline_path: str | Path, tables: list[str] | None = None, as_json: bool = False) -> str:
-    """What ``tidemark splits PIPELINE.yaml [--table db.tbl]... [--json]`` prints."""
-    definition = load_pipeline(Path(pipeline_path))
-    splits = plan_splits(definition.source, tables)
-    if as_json:
-        return json.dumps([s.to_plan_dict() for s in splits], ensure_ascii=False)
-    lines = []
-    for s in splits:
-        start = "(-∞" if s.start is None else "[" + ", ".join(map(str, s.start))
-        end = "+∞)" if s.end is None else ", ".join(map(str, s.end)) + ")"
-        lines.append(f"{s.table_id}  #{s.index:<6} {start}, {end}")
-    lines.append(f"{len(splits)} chunk(s)")
-    return "\n".join(lines)
