@@ -20,9 +20,10 @@ from cdc_core.events import (
     RenameTableEvent,
     SchemaChangeEvent,
 )
-from cdc_core.mysql.ddl.column_definitions import ColumnDef
+from cdc_core.mysql.ddl.column_definitions import ColumnDef, is_period_definition
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.statement import Statement
+from cdc_core.mysql.ddl.tokens import Cursor
 from cdc_core.schema import TableId
 
 # Specs that change no column of a captured table: the spec is skipped up to the next ','.
@@ -35,9 +36,15 @@ _TABLE_OPTIONS = (
     "STORAGE", "AUTOEXTEND_SIZE", "ENGINE_ATTRIBUTE", "SECONDARY_ENGINE", "SECONDARY_ENGINE_ATTRIBUTE",
 )
 _MAINTENANCE = (
+    "FORCE", "ENABLE", "DISABLE", "UPGRADE", "WITH", "WITHOUT", "LOCK", "ALGORITHM", "SECONDARY_LOAD",
+    "SECONDARY_UNLOAD",
+)
+# Partition operations and tablespace commands: MySQL's grammar makes each the last thing in its
+# ALTER (only ALGORITHM/LOCK may precede it), and they take name lists (``p0, p1``) or ``ALL``,
+# so the rest of the statement is theirs. None changes a column.
+_STANDALONE = (
     "PARTITION", "REMOVE", "COALESCE", "REORGANIZE", "EXCHANGE", "ANALYZE", "CHECK", "OPTIMIZE", "REBUILD",
-    "REPAIR", "TRUNCATE", "DISCARD", "IMPORT", "FORCE", "ORDER", "ENABLE", "DISABLE", "UPGRADE", "WITH",
-    "WITHOUT", "LOCK", "ALGORITHM", "SECONDARY_LOAD", "SECONDARY_UNLOAD",
+    "REPAIR", "TRUNCATE", "DISCARD", "IMPORT",
 )
 # Partition clauses that may follow the last spec without a comma.
 _TRAILING_PARTITION_CLAUSES = (
@@ -85,6 +92,10 @@ def _spec(alter: _Alter) -> None:
     cur = alter.stmt.cur
     if cur.is_word(*_SPECS):
         _SPECS[cur.next().up](alter)
+    elif cur.is_word(*_STANDALONE):
+        _skip_to_statement_end(cur)
+    elif cur.accept_seq("ORDER", "BY"):
+        _order_by(alter)
     elif cur.is_word(*_TABLE_OPTIONS, *_MAINTENANCE):
         cur.next()
         cur.skip_to_item_end()
@@ -92,12 +103,33 @@ def _spec(alter: _Alter) -> None:
         raise DdlSyntaxError(f"unsupported ALTER TABLE clause starting at {cur.found()}")
 
 
+def _skip_to_statement_end(cur: Cursor) -> None:
+    while not cur.at_end():
+        if cur.is_punct("("):
+            cur.skip_balanced()
+        else:
+            cur.next()
+
+
+def _order_by(alter: _Alter) -> None:
+    """``ORDER BY col [ASC|DESC] [, col ...]``: the rows' physical order, no column changes. A comma
+    followed by another spec's first word ends the list."""
+    cur = alter.stmt.cur
+    while True:
+        cur.ident()
+        cur.accept("ASC", "DESC")
+        if not cur.is_punct(",") or cur.is_word(*_SPECS, *_STANDALONE, *_TABLE_OPTIONS, *_MAINTENANCE, k=1):
+            return
+        cur.next()
+
+
 def _add(alter: _Alter) -> None:
     """``ADD [COLUMN] [IF NOT EXISTS] def`` or ``ADD (def, ...)``; ``ADD PRIMARY KEY``; keys are skipped."""
     cur, t = alter.stmt.cur, alter.table
     if cur.is_word("SYSTEM"):
         raise DdlSyntaxError("ADD " + _VERSIONING.format("adds"))
-    if cur.is_word("INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CONSTRAINT", "CHECK", "PERIOD"):
+    if cur.is_word("INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CONSTRAINT", "CHECK") \
+            or is_period_definition(cur):
         cur.skip_to_item_end()
         return
     if cur.accept("PRIMARY"):
@@ -105,8 +137,7 @@ def _add(alter: _Alter) -> None:
         alter.stmt.set_primary_key(t, alter.stmt.key_columns())
         return
     if cur.is_word("PARTITION"):
-        cur.next()
-        cur.skip_to_item_end()
+        _skip_to_statement_end(cur)
         return
     cur.accept("COLUMN")
     if_not_exists = cur.accept_seq("IF", "NOT", "EXISTS")
@@ -138,7 +169,11 @@ def _drop(alter: _Alter) -> None:
     cur, t = alter.stmt.cur, alter.table
     if cur.is_word("SYSTEM"):
         raise DdlSyntaxError("DROP " + _VERSIONING.format("removes"))
-    if cur.is_word("INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "PERIOD"):
+    if cur.is_word("PARTITION"):
+        _skip_to_statement_end(cur)
+        return
+    if cur.is_word("INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK") or (
+            cur.is_word("PERIOD") and cur.is_word("FOR", k=1)):
         cur.skip_to_item_end()
         return
     if cur.accept("PRIMARY"):

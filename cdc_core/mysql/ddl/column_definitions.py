@@ -45,17 +45,25 @@ class ColumnParser:
             cur.next()
             if cur.is_word("VARYING"):
                 cur.next()
+        members: list[str] | None = None
         if cur.is_punct("("):
+            open_at = cur.i
             cur.skip_balanced()
+            if start_tok.kind == "word" and start_tok.up in ("ENUM", "SET"):
+                members = [t.text for t in cur.toks[open_at:cur.i] if t.kind == "string"]
         while cur.is_word("UNSIGNED", "SIGNED", "ZEROFILL"):
             cur.next()
         type_end = self.cur.toks[cur.i - 1].end
         raw_type = cur.sql[start_tok.start:type_end + 1]
-        column_type, data_type, facts = canonical_type(raw_type, mariadb=self.mariadb)
+        column_type, data_type, facts = canonical_type(raw_type, mariadb=self.mariadb, members=members)
         nullable = not raw_type.strip().lower().startswith("serial")
         default: str | None = None
         comment = ""
         charset: str | None = None
+        collation_charset: str | None = None
+        # NCHAR, NVARCHAR and NATIONAL CHAR/VARCHAR are the server's national charset, utf8mb3.
+        national = "utf8mb3" if start_tok.kind == "word" and start_tok.up in ("NCHAR", "NVARCHAR", "NATIONAL") \
+            else None
         primary = False
         position, after = "LAST", None
         while not cur.at_end() and not cur.is_punct(",") and not cur.is_punct(")"):
@@ -82,11 +90,11 @@ class ColumnParser:
                 cur.accept("KEY")
             elif cur.accept("CHARACTER"):
                 cur.expect_word("SET")
-                charset = cur.ident().lower()
+                charset = charset_name(cur.ident())
             elif cur.accept("CHARSET"):
-                charset = cur.ident().lower()
+                charset = charset_name(cur.ident())
             elif cur.accept("COLLATE"):
-                cur.ident()
+                collation_charset = charset_of_collation(cur.ident())
             elif cur.accept("COLUMN_FORMAT", "STORAGE", "SRID"):
                 cur.next()
             elif cur.accept("ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE"):
@@ -124,7 +132,8 @@ class ColumnParser:
                 raise DdlSyntaxError(f"unexpected {cur.found()} in the definition of column {name!r}")
         column = Column(
             name=name, column_type=column_type, data_type=data_type, nullable=nullable, default=default,
-            comment=comment, charset=charset if data_type in STRING_TYPES else None, **facts,
+            comment=comment, charset=(charset or collation_charset or national) if data_type in STRING_TYPES else None,
+            **facts,
         )
         return ColumnDef(column, primary, position, after)
 
@@ -174,3 +183,21 @@ class ColumnParser:
                 return "current_timestamp()"
             return word
         raise DdlSyntaxError(f"cannot read default value {cur.found()}")
+
+
+def charset_of_collation(collation: str) -> str:
+    """The character set a collation belongs to: its name up to the first ``_`` (``latin1_bin`` →
+    ``latin1``, ``utf8mb4_0900_ai_ci`` → ``utf8mb4``); ``binary`` is its own."""
+    return charset_name(collation.lower().split("_", 1)[0])
+
+
+def charset_name(name: str) -> str:
+    """A character set's name as the server reports it: ``utf8`` is ``utf8mb3``."""
+    name = name.lower()
+    return "utf8mb3" if name == "utf8" else name
+
+
+def is_period_definition(cur: Cursor) -> bool:
+    """``PERIOD FOR name (start, end)`` (MariaDB's application-time period) at the cursor; ``period``
+    alone is an ordinary column name (MySQL does not reserve it)."""
+    return cur.is_word("PERIOD") and cur.is_word("FOR", k=1)

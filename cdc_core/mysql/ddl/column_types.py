@@ -29,11 +29,13 @@ _INT_PRECISION = {"tinyint": 3, "smallint": 5, "mediumint": 7, "int": 10, "bigin
 _LOB_LENGTH = {"tiny": 255, "": 65535, "medium": 16777215, "long": 4294967295}
 
 
-def canonical_type(raw: str, *, mariadb: bool = True) -> tuple[str, str, dict]:
+def canonical_type(raw: str, *, mariadb: bool = True, members: list[str] | None = None) -> tuple[str, str, dict]:
     """MySQL type text → (COLUMN_TYPE, DATA_TYPE, numeric/char facts) as information_schema reports them.
 
     Checked against MariaDB 10.11 discovery (``cdc_core.mysql.discovery``) for every type in
     ``tests/binlog/test_ddl_stream.py``; ``mariadb`` is reserved for spellings where servers differ.
+    ``members`` are an ENUM/SET's members as the tokenizer decoded them (escapes and either quote
+    style resolved); the type text alone cannot be read back reliably for them.
     """
     text = " ".join(raw.split())
     m = re.match(r"(?is)^\s*([a-z_][a-z0-9_]*(?:\s+(?:precision|varying|varchar|varbinary|char|character))?)"
@@ -84,6 +86,13 @@ def canonical_type(raw: str, *, mariadb: bool = True) -> tuple[str, str, dict]:
     elif name in ("float", "double"):
         params = params.replace(" ", "")
         nums = re.findall(r"\d+", params)
+        if name == "float" and len(nums) == 1:
+            # FLOAT(p): a precision in bits, not a display width. MySQL stores FLOAT for p <= 24 and
+            # DOUBLE for 25..53, and shows neither with a parameter.
+            p = int(nums[0])
+            if p > 53:
+                raise DdlSyntaxError(f"FLOAT({p}): the precision must be at most 53")
+            name, params, nums = ("float" if p <= 24 else "double"), "", []
         if len(nums) == 2:
             facts.update(numeric_precision=int(nums[0]), numeric_scale=int(nums[1]))
         else:
@@ -94,8 +103,13 @@ def canonical_type(raw: str, *, mariadb: bool = True) -> tuple[str, str, dict]:
         params = f"({fsp})" if fsp else ""
         facts["datetime_precision"] = fsp
     elif name in ("enum", "set"):
-        params = normalise_value_list(params)
-        values = [v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", params)]
+        if members is not None:
+            # MySQL strips trailing spaces from members; COLUMN_TYPE doubles quotes and backslashes.
+            values = [m.rstrip(" ") for m in members]
+            params = "(" + ",".join("'" + v.replace("\\", "\\\\").replace("'", "''") + "'" for v in values) + ")"
+        else:
+            params = normalise_value_list(params)
+            values = [v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", params)]
         if values:
             facts["char_length"] = (max(len(v) for v in values) if name == "enum"
                                     else sum(len(v) for v in values) + len(values) - 1)

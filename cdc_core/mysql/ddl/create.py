@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cdc_core.events import CreateTableEvent, DropTableEvent, SchemaChangeEvent
+from cdc_core.mysql.ddl.column_definitions import charset_name, charset_of_collation, is_period_definition
+from cdc_core.mysql.ddl.column_types import STRING_TYPES
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.statement import Statement
 from cdc_core.schema import Column, TableId, TableSchema
 
-_KEY_ITEMS = ("CONSTRAINT", "PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK",
-              "PERIOD")
+# Words that start a key or constraint item: all reserved, so a bare one is never a column name.
+_KEY_ITEMS = ("CONSTRAINT", "PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK")
 
 
 def parse_create(stmt: Statement) -> list[SchemaChangeEvent]:
@@ -68,7 +70,9 @@ def _body(stmt: Statement, t: TableId) -> TableSchema:
     columns: list[Column] = []
     pk: list[str] = []
     while True:
-        if cur.is_word(*_KEY_ITEMS):
+        if is_period_definition(cur):  # MariaDB's PERIOD FOR name (start, end): no column
+            cur.skip_to_item_end()
+        elif cur.is_word(*_KEY_ITEMS):
             if cur.accept("CONSTRAINT") and not cur.is_word("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
                 cur.ident()
             if cur.accept("PRIMARY"):
@@ -85,21 +89,35 @@ def _body(stmt: Statement, t: TableId) -> TableSchema:
             continue
         cur.expect_punct(")")
         break
-    comment = _table_options(stmt)
+    comment, default_charset = _table_options(stmt)
     pk_set = {p.lower() for p in pk}
     columns = [replace(c, nullable=False) if c.name.lower() in pk_set else c for c in columns]
+    if default_charset is not None:
+        # A string column without its own CHARACTER SET (or COLLATE) takes the table's default.
+        columns = [replace(c, charset=default_charset) if c.data_type in STRING_TYPES and c.charset is None
+                   and c.data_type != "json" else c for c in columns]
     return TableSchema(t, tuple(columns), tuple(pk), comment)
 
 
-def _table_options(stmt: Statement) -> str:
-    """Skips the table options after the column list; returns the table COMMENT ('' without one)."""
+def _table_options(stmt: Statement) -> tuple[str, str | None]:
+    """Reads the table options after the column list: the table COMMENT ('' without one) and the
+    default character set (``[DEFAULT] CHARSET|CHARACTER SET [=] x``, or the charset of
+    ``[DEFAULT] COLLATE [=] y`` when no charset is given); skips the rest."""
     cur = stmt.cur
     comment = ""
+    charset: str | None = None
+    collation_charset: str | None = None
     while not cur.at_end():
         if cur.accept("COMMENT"):
             cur.accept_punct("=")
             tok = cur.next()
             comment = tok.text
+        elif cur.accept("CHARSET") or cur.accept_seq("CHARACTER", "SET"):
+            cur.accept_punct("=")
+            charset = charset_name(cur.ident())
+        elif cur.accept("COLLATE"):
+            cur.accept_punct("=")
+            collation_charset = charset_of_collation(cur.ident())
         elif cur.is_punct("("):
             cur.skip_balanced()
         elif cur.is_word("WITH") and cur.is_word("SYSTEM", k=1):
@@ -109,4 +127,4 @@ def _table_options(stmt: Statement) -> str:
             break  # CREATE TABLE ... SELECT: ROW binlog logs explicit columns; the rows follow
         else:
             cur.next()
-    return comment
+    return comment, None if charset == "default" else (charset or collation_charset)
