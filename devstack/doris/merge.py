@@ -37,7 +37,8 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
         f"CREATE TABLE {work} AS SELECT * EXCLUDE (__rn) FROM (SELECT *, row_number() OVER "
         f"(PARTITION BY {part} ORDER BY {order}) AS __rn FROM {stg}) WHERE __rn = 1"
     )
-    join = " AND ".join(f"d.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
+    # Aliases no Doris table name can clash with (a table called "w" or "d" made the names ambiguous).
+    join = " AND ".join(f"__old.{quote_ident(k)}{eq}__new.{quote_ident(k)}" for k in keys)
     seqc = quote_ident(SEQUENCE_COL)
     bounds = _key_bounds(cur, t, work, keys[0])
 
@@ -47,11 +48,10 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
     if has_seq:
         # A stored row with a higher sequence value wins (ties go to the newer load).
         cur.execute(
-            f"DELETE FROM {work} w WHERE EXISTS (SELECT 1 FROM {target} d WHERE {join} AND "
-            f"(d.{seqc} > w.__seq OR (w.__seq IS NULL AND d.{seqc} IS NOT NULL)){within('d')})"
+            f"DELETE FROM {work} AS __new WHERE EXISTS (SELECT 1 FROM {target} AS __old WHERE {join} AND "
+            f"(__old.{seqc} > __new.__seq OR (__new.__seq IS NULL AND __old.{seqc} IS NOT NULL)){within('__old')})"
         )
-    join_t = " AND ".join(f"{target}.{quote_ident(k)}{eq}w.{quote_ident(k)}" for k in keys)
-    cur.execute(f"DELETE FROM {target} USING {work} w WHERE {join_t}{within(target)}")
+    cur.execute(f"DELETE FROM {target} AS __old USING {work} AS __new WHERE {join}{within('__old')}")
     hidden = [quote_ident(DELETE_SIGN)]
     hidden_src = ["__sign"]
     if t.has_sequence:

@@ -142,3 +142,27 @@ def test_order_by_then_another_spec():
     events, schema = _parse("ALTER TABLE t ORDER BY a, ADD c INT", _prior(Column("a", "int(11)", "int", True)))
     assert [type(e) for e in events] == [AddColumnEvent]
     assert schema.has_column("c")
+
+
+# -- renames in one ALTER name the columns as they were before it --------------------------------
+
+AB = (Column("a", "int(11)", "int", True), Column("b", "varchar(5)", "varchar", True, None, "", "utf8mb4", 5))
+
+
+@pytest.mark.parametrize(("ddl", "expected"), [
+    ("ALTER TABLE t CHANGE a b INT, CHANGE b a VARCHAR(5)", [("b", "int(11)"), ("a", "varchar(5)")]),
+    ("ALTER TABLE t RENAME COLUMN a TO b, RENAME COLUMN b TO a", [("b", "int(11)"), ("a", "varchar(5)")]),
+    ("ALTER TABLE t CHANGE a b BIGINT, CHANGE b a VARCHAR(9)", [("b", "bigint(20)"), ("a", "varchar(9)")]),
+    ("ALTER TABLE t CHANGE a c INT, CHANGE b a VARCHAR(5)", [("c", "int(11)"), ("a", "varchar(5)")]),
+    ("ALTER TABLE t CHANGE a b INT, CHANGE b c VARCHAR(5)", [("b", "int(11)"), ("c", "varchar(5)")]),
+    ("ALTER TABLE t RENAME COLUMN a TO x, MODIFY b VARCHAR(7)", [("x", "int(11)"), ("b", "varchar(7)")]),
+])
+def test_renames_resolve_against_the_table_before_the_statement(ddl, expected):
+    events, schema = _parse(ddl, _prior(*AB))
+    assert [(c.name, c.column_type) for c in schema.columns[1:]] == expected
+
+
+def test_a_swap_reaches_doris_as_renames_through_a_temporary_name():
+    events, _ = _parse("ALTER TABLE t CHANGE a b INT, CHANGE b a VARCHAR(5)", _prior(*AB))
+    renames = [(e.old_name, e.new_name) for e in events]
+    assert renames == [("a", "__tidemark_rename_1"), ("b", "a"), ("__tidemark_rename_1", "b")]

@@ -120,3 +120,16 @@ def test_upserts_replace_their_rows_whatever_the_key(doris: StandInProcess, db: 
     doris.load(db, "k_two", jsonl({"a": 2, "b": "y", "v": 1}, {"a": 3, "b": "x", "v": 1}), **JSONL)
     assert doris.rows("SELECT a, b, v FROM k_two WHERE v = 1 ORDER BY a", db) == [[2, "y", 1], [3, "x", 1]]
     assert doris.rows("SELECT count(*) FROM k_two", db) == [[6]]
+
+
+def test_tables_named_like_the_merges_own_aliases_merge_as_any_other(doris: StandInProcess, db: str) -> None:
+    """A unique-key table may be called anything Doris allows, ``w`` and ``d`` included."""
+    h = {**JSONL, "hidden_columns": "__DORIS_DELETE_SIGN__"}
+    for name in ("w", "d", "__new", "__old"):
+        doris.ok(f"CREATE TABLE `{db}`.`{name}` (`id` BIGINT NOT NULL, `v` VARCHAR(8), `ver` BIGINT) "
+                 "UNIQUE KEY(`id`) DISTRIBUTED BY HASH(`id`) BUCKETS 1 "
+                 "PROPERTIES ('replication_num' = '1', 'function_column.sequence_col' = 'ver')")
+        doris.load(db, name, jsonl({"id": 1, "v": "a", "ver": 2}, {"id": 2, "v": "b", "ver": 2}), headers=h)
+        doris.load(db, name, jsonl({"id": 1, "v": "old", "ver": 1}, {"id": 2, "__DORIS_DELETE_SIGN__": 1, "ver": 3}),
+                   headers=h)
+        assert doris.rows(f"SELECT id, v FROM `{name}` ORDER BY id", db) == [[1, "a"]]

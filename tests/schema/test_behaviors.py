@@ -281,3 +281,31 @@ def test_latest_offset_a_ddl_before_the_first_batch_is_carried_as_a_change(pipel
     assert catch_up(runner) is None
     assert doris_rows(doris_standin, db, "e", ["id", "v", "w"]) == [(1, 1, 9), (2, 2, 9), (3, 3, 33)]
     assert_rows_match(doris_standin, root_conn, db, "e")
+
+
+def test_ddl_as_mysql_reads_it_end_to_end(pipeline_factory, root_conn, fresh_db, doris_standin):
+    """The parser's readings of MySQL's DDL carried into Doris: a latin1 table created in the binlog
+    (its default charset decodes its rows), a column swap (renames through a temporary name), a
+    keyword-named column, FLOAT(p) as DOUBLE and ENUM members with escaped quotes."""
+    db, standin = fresh_db, doris_standin
+    runner = start(pipeline_factory, root_conn, db, "evolve")
+    cols = lambda t: doris_columns(standin, db, t)  # noqa: E731
+
+    step(runner, root_conn, standin, db, [],
+         f"CREATE TABLE `{db}`.w (id INT PRIMARY KEY, a INT, b VARCHAR(10)) DEFAULT CHARSET=latin1",
+         [f"INSERT INTO `{db}`.w VALUES (1, 1, 'café'), (2, 2, 'naïve')"])
+    assert_rows_match(standin, root_conn, db, "w")
+
+    step(runner, root_conn, standin, db, [f"UPDATE `{db}`.w SET a = a + 1"],
+         f"ALTER TABLE `{db}`.w CHANGE a b INT, CHANGE b a VARCHAR(10)",
+         [f"INSERT INTO `{db}`.w (id, b, a) VALUES (3, 30, 'crème')", f"UPDATE `{db}`.w SET b = b * 10 WHERE id < 3"])
+    assert list(cols("w"))[:3] == ["id", "b", "a"]
+    assert cols("w")["b"] == "int" and cols("w")["a"].startswith("varchar")
+    assert_rows_match(standin, root_conn, db, "w")
+
+    step(runner, root_conn, standin, db, [],
+         f"ALTER TABLE `{db}`.w ADD COLUMN period INT, ADD f FLOAT(30), ADD e ENUM('it\\'s', 'x')",
+         [f"UPDATE `{db}`.w SET period = id, f = 1.25 * id, e = IF(id = 1, 'it''s', 'x')"])
+    assert {"period", "f", "e"} <= set(cols("w"))
+    assert cols("w")["f"] == "double"
+    assert_rows_match(standin, root_conn, db, "w")

@@ -56,15 +56,54 @@ _VERSIONING = "SYSTEM VERSIONING {} hidden row_start/row_end columns; system-ver
 
 @dataclass
 class _Alter:
-    """The ALTER in progress: its statement, its table, and the events so far."""
+    """The ALTER in progress: its statement, its table, and the events so far.
+
+    In one ALTER TABLE every old column name (CHANGE old, MODIFY, DROP, RENAME COLUMN old) names a
+    column of the table *as it was before the statement*, while the events are applied one after
+    another. ``names`` maps each original name (lower case) to the column's current name, so
+    ``CHANGE a b INT, CHANGE b a INT`` swaps; a rename onto a name that a later clause frees goes
+    through a temporary name, and ``finish`` gives the column its final name.
+    """
 
     stmt: Statement
     table: TableId
     relevant: bool  # a captured table (or a tracked shadow): unknown columns are errors, not ignored
     events: list[SchemaChangeEvent] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    parked: list[tuple[str, ColumnDef | None, str]] = field(default_factory=list)  # (temp, def, final name)
 
     def emit(self, event: SchemaChangeEvent) -> None:
         self.stmt.emit(self.events, event)
+
+    def current_name(self, old: str) -> str:
+        """Where the column called ``old`` before this statement is now."""
+        return self.names.get(old.lower(), old)
+
+    def rename(self, current: str, new: str, d: ColumnDef | None = None) -> bool:
+        """Emit the rename of ``current`` to ``new``; False when it had to be parked under a temporary
+        name because ``new`` is still taken (by a column a later clause renames away)."""
+        origin = next((o for o, c in self.names.items() if c.lower() == current.lower()), current.lower())
+        schema = self.stmt.schema(self.table)
+        if schema is not None and schema.has_column(new) and new.lower() != current.lower():
+            temp = f"__tidemark_rename_{len(self.parked) + 1}"
+            self.emit(RenameColumnEvent(self.table, old_name=current, new_name=temp))
+            self.names[origin] = temp
+            self.parked.append((temp, d, new))
+            return False
+        self.emit(RenameColumnEvent(self.table, old_name=current, new_name=new))
+        self.names[origin] = new
+        return True
+
+    def finish(self) -> None:
+        """Give parked columns their final names (and their new definitions)."""
+        for temp, d, final in self.parked:
+            schema = self.stmt.schema(self.table)
+            if schema is not None and schema.has_column(final):
+                raise DdlSyntaxError(f"ALTER TABLE {self.table}: column {final!r} exists twice after the statement")
+            self.emit(RenameColumnEvent(self.table, old_name=temp, new_name=final))
+            if d is not None:
+                _definition_changed(self, d)
+        self.parked.clear()
 
 
 def parse_alter(stmt: Statement) -> list[SchemaChangeEvent]:
@@ -85,6 +124,7 @@ def parse_alter(stmt: Statement) -> list[SchemaChangeEvent]:
             break
     if not cur.at_end() and not cur.is_word(*_TRAILING_PARTITION_CLAUSES):
         raise DdlSyntaxError(f"unexpected {cur.found()} in ALTER TABLE")
+    alter.finish()
     return stmt.route_shadow(alter.events)
 
 
@@ -182,7 +222,7 @@ def _drop(alter: _Alter) -> None:
         return
     cur.accept("COLUMN")
     if_exists = cur.accept_seq("IF", "EXISTS")
-    name = cur.ident()
+    name = alter.current_name(cur.ident())
     cur.accept("RESTRICT", "CASCADE")
     schema = alter.stmt.schema(t)
     if if_exists and schema is not None and not schema.has_column(name):
@@ -196,7 +236,8 @@ def _modify(alter: _Alter) -> None:
     cur.accept("COLUMN")
     if_exists = cur.accept_seq("IF", "EXISTS")
     d = alter.stmt.columns().parse()
-    _changed(alter, d.column.name, d, if_exists)
+    _changed(alter, alter.current_name(d.column.name), replace(d, column=replace(
+        d.column, name=alter.current_name(d.column.name))), if_exists)
 
 
 def _change(alter: _Alter) -> None:
@@ -204,7 +245,7 @@ def _change(alter: _Alter) -> None:
     cur = alter.stmt.cur
     cur.accept("COLUMN")
     if_exists = cur.accept_seq("IF", "EXISTS")
-    old = cur.ident()
+    old = alter.current_name(cur.ident())
     d = alter.stmt.columns().parse()
     _changed(alter, old, d, if_exists)
 
@@ -217,11 +258,21 @@ def _changed(alter: _Alter, old: str, d: ColumnDef, if_exists: bool) -> None:
     if if_exists and schema is not None and current is None:
         return
     new = d.column
+    renamed = current.name != new.name if current is not None else old != new.name
+    if renamed and not alter.rename(current.name if current else old, new.name, d):
+        return  # parked: its definition is applied once it has its final name
+    _definition_changed(alter, d, known=current is not None)
+
+
+def _definition_changed(alter: _Alter, d: ColumnDef, known: bool = True) -> None:
+    """A type change or a comment change of the column now called ``d.column.name``."""
+    t = alter.table
+    schema = alter.stmt.schema(t)
+    current = schema.column(d.column.name) if schema is not None and schema.has_column(d.column.name) else None
+    new = d.column
     if current is not None and new.charset is None and current.data_type == new.data_type:
         new = replace(new, charset=current.charset)
-    if current is not None and current.name != new.name or current is None and old != new.name:
-        alter.emit(RenameColumnEvent(t, old_name=current.name if current else old, new_name=new.name))
-    if current is None:
+    if not known or current is None:
         alter.emit(AlterColumnTypeEvent(t, column_name=new.name, column=new))
         return
     type_changed = (current.column_type.lower(), current.nullable, current.default) != (
@@ -237,11 +288,11 @@ def _rename(alter: _Alter) -> None:
     cur, t = alter.stmt.cur, alter.table
     if cur.accept("COLUMN"):
         cur.accept_seq("IF", "EXISTS")
-        old = cur.ident()
+        old = alter.current_name(cur.ident())
         cur.expect_word("TO")
         new = cur.ident()
         if old != new:
-            alter.emit(RenameColumnEvent(t, old_name=old, new_name=new))
+            alter.rename(old, new)
         return
     if cur.accept("INDEX", "KEY"):
         cur.skip_to_item_end()
