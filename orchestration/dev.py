@@ -4,8 +4,10 @@
 ``orchestration.definitions``, each in its own process group with ordinary signal handling: a
 background job without job control inherits SIGINT=ignored and Dagster copies that onto SIGTERM
 (so the ignored signal survives into the servers), which would make them unstoppable. ``stop`` sends SIGTERM to each group,
-waits, and kills what is left, so no code server is orphaned. The end-to-end tests and the
-freshness bench use the same class.
+waits, and kills what is left, so no code server is orphaned. A process killed outright runs no
+handler, so ``start`` also launches a watchdog (``orchestration/dev_watchdog.py``) that does the
+same stop once the process that started the services is gone, however it died. The end-to-end
+tests and the freshness bench use the same class.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class DagsterServices:
         self.env = dev_environment(pipeline_paths, self.home, env)
         self.working_dir = Path(working_dir or Path.cwd())
         self.procs: dict[str, subprocess.Popen] = {}
+        self.watchdog: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -101,7 +104,18 @@ class DagsterServices:
             self._spawn("daemon", [_script("dagster-daemon"), "run", *location])
         if self.want_webserver:
             self._spawn("webserver", [_script("dagster-webserver"), "-h", self.host, "-p", str(self.port), *location])
+        self._start_watchdog()
         return self
+
+    def _start_watchdog(self) -> None:
+        """The guard that stops the groups if this process is killed without running ``stop``."""
+        groups = [str(p.pid) for p in self.procs.values()]
+        if not groups:
+            return
+        self.watchdog = subprocess.Popen(
+            [sys.executable, "-m", "orchestration.dev_watchdog", str(os.getpid()), str(STOP_TIMEOUT_S), *groups],
+            env=self.env, cwd=self.working_dir, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
 
     def wait_ready(self, timeout_s: float = 180.0) -> None:
         """Until the webserver answers and its code location loaded (or a process died)."""
@@ -145,6 +159,13 @@ class DagsterServices:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)
         self.procs.clear()
+        if self.watchdog is not None:  # it exits by itself once the groups are gone
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.watchdog.wait(5)
+            if self.watchdog.poll() is None:
+                self.watchdog.kill()
+                self.watchdog.wait()
+            self.watchdog = None
 
     def __enter__(self) -> DagsterServices:
         return self.start()

@@ -202,6 +202,69 @@ def test_tidemark_dev_stops_when_the_process_that_started_it_is_gone(mysql_serve
             time.sleep(0.5)
 
 
+def test_a_killed_tidemark_dev_leaves_no_dagster_process(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):
+    """kill -9 of ``tidemark dev`` (an OOM kill, a crash) runs none of its handlers; its watchdog
+    still stops the webserver, the daemon and their code servers."""
+    _create_tables(root_conn, fresh_db)
+    name = f"dev9_{fresh_db}"
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
+                                    fe=doris_standin.fe_http, name=name, state=tmp_path / "state"))
+    port = free_port()
+    log = open(tmp_path / "dev.log", "wb")  # noqa: SIM115 - closed in finally
+    dev = subprocess.Popen([str(Path(sys.executable).parent / "tidemark"), "dev", str(path), "--port", str(port)],
+                           stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/server_info"
+    groups: set[int] = set()
+    try:
+        deadline = time.monotonic() + 180
+        while not _answers(url):
+            assert time.monotonic() < deadline and dev.poll() is None, (tmp_path / "dev.log").read_text()[-3000:]
+            time.sleep(1)
+        children = _children(dev.pid)
+        watchdogs = [c for c in children if b"orchestration.dev_watchdog" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        assert len(watchdogs) == 1
+        groups = {os.getpgid(c) for c in children if c not in watchdogs}
+        assert len(groups) == 2, "the webserver and the daemon, each in a group of its own"
+        members = {p for g in groups for p in _members(g)}
+        assert len(members) > 2, "code servers run in those groups too"
+        dev.kill()  # SIGKILL: no handler runs
+        dev.wait()
+        deadline = time.monotonic() + 60
+        while any(_members(g) for g in groups) or _answers(url) or pid_alive(watchdogs[0]):
+            assert time.monotonic() < deadline, f"left running: {[_members(g) for g in groups]}"
+            time.sleep(1)
+        assert "is gone; stopping its Dagster processes" in (tmp_path / "dev.log").read_text()
+    finally:
+        for g in groups:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(g, signal.SIGKILL)
+        log.close()
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out += [int(c) for c in text]
+    return out
+
+
+def _members(pgid: int) -> list[int]:
+    """Live processes of a process group (zombies are done: they only wait to be reaped)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(proc.name))
+    return found
+
+
 def _answers(url: str) -> bool:
     try:
         return requests.get(url, timeout=2).status_code == 200
