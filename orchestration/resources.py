@@ -26,6 +26,7 @@ from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import StateStore
 from jobs.executor import SparkExecutor
 from jobs.spark import prepare_environment, session_settings
+from orchestration.runs import record_run_process
 
 
 class MySqlSourceResource(ConfigurableResource):
@@ -141,6 +142,12 @@ class TidemarkPipelineResource(ConfigurableResource):
     def start_spark(self) -> Any:
         """Start (or reuse) the process's Spark session through dagster-pyspark."""
         return self.pyspark.spark_session
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # A run (not a sensor tick) writes down the process executing it: a run whose process is
+        # gone can then be told from one still working (orchestration/runs.py: fail_dead_runs).
+        if context.run_id and context.instance is not None:
+            record_run_process(context.instance, context.run_id)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._service is not None:

@@ -8,6 +8,11 @@
   select rather than by tags, because UI launches carry no Tidemark tags.
 * ``IN_FLIGHT_STATUSES`` / ``EXECUTING_STATUSES``: the one list of "not finished" run states
   (and the part of it that is actually running), for every check of that kind.
+* ``record_run_process`` / ``fail_dead_runs``: a run that executes writes down its host, pid and
+  the pid's start time in its tags; a run still marked executing whose process on this host is
+  gone (a ``kill -9``, an OOM kill, a reboot) is marked failed, so it no longer blocks the
+  pipeline. Its prepared work is resolved by the next run (``PipelineService.resolve_pending``).
+  Runs on other hosts are Dagster's run monitoring's (dagster.yaml).
 * ``next_run_key``: the run key a sensor asks for when the run of a key may fail. Dagster
   launches one run per run key, so after a failure the same work is asked for again under a
   numbered key (``<base>~retry1`` ...), a bounded number of times.
@@ -15,8 +20,12 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
@@ -35,14 +44,65 @@ UNSUCCESSFUL_STATUSES = (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
 
 MAX_RETRIES = 3
 
+logger = logging.getLogger(__name__)
+
+
+HOST_TAG, PID_TAG, PID_START_TAG = "tidemark/host", "tidemark/pid", "tidemark/pid_start"
+
+
+def _pid_start(pid: int) -> str | None:
+    """When the process started (clock ticks since boot; None: no such process), so a pid the
+    kernel has given to a new process is not taken for the run's."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else fields[19]
+
+
+def record_run_process(instance: DagsterInstance, run_id: str) -> None:
+    """Tag the run with the process executing it (called as its first step sets up)."""
+    pid = os.getpid()
+    instance.add_run_tags(run_id, {HOST_TAG: socket.gethostname(), PID_TAG: str(pid),
+                                   PID_START_TAG: _pid_start(pid) or ""})
+
+
+def run_process_gone(run: DagsterRun) -> bool:
+    """The run says it executes in a process of this host that no longer exists."""
+    tags = run.tags
+    if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
+        return False
+    start = _pid_start(int(tags[PID_TAG]))
+    return start is None or (bool(tags.get(PID_START_TAG)) and start != tags[PID_START_TAG])
+
+
+def fail_dead_runs(instance: DagsterInstance, runs: list[DagsterRun]) -> list[DagsterRun]:
+    """Mark the runs whose process is gone failed (canceled, if they were canceling); returns the
+    others."""
+    alive = []
+    for run in runs:
+        if run.status not in EXECUTING_STATUSES or not run_process_gone(run):
+            alive.append(run)
+            continue
+        message = (f"the process executing this run (pid {run.tags[PID_TAG]} on {run.tags[HOST_TAG]}) is gone: it "
+                   "was killed or its machine restarted. Tidemark marked the run failed; the pipeline's next run "
+                   "finishes or redoes what it had prepared.")
+        logger.warning("run %s: %s", run.run_id, message)
+        if run.status == DagsterRunStatus.CANCELING:
+            instance.report_run_canceled(run, message=message)
+        else:
+            instance.report_run_failed(run, message=message)
+    return alive
+
 
 def runs_in_flight(instance: DagsterInstance, asset_keys: set[AssetKey] | None = None,
                    prefix: tuple[str, ...] | None = None, exclude_run_id: str | None = None) -> list[Any]:
-    """Unfinished runs that materialize any of ``asset_keys`` or any asset under ``prefix``."""
+    """Unfinished runs that materialize any of ``asset_keys`` or any asset under ``prefix``; a run
+    whose process is gone is marked failed on the way and is not among them."""
     out = []
-    for run in instance.get_runs(filters=RunsFilter(statuses=IN_FLIGHT_STATUSES), limit=500):
-        if run.run_id == exclude_run_id:
-            continue
+    runs = instance.get_runs(filters=RunsFilter(statuses=IN_FLIGHT_STATUSES), limit=500)
+    for run in fail_dead_runs(instance, [r for r in runs if r.run_id != exclude_run_id]):
         selected = set(run.asset_selection or ()) | {k.asset_key for k in (run.asset_check_selection or ())}
         if not selected:
             # A run of an op job, or an asset job without a stored selection: look at its plan.

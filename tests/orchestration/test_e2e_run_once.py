@@ -3,12 +3,15 @@ session's MariaDB and a private Doris stand-in; then Doris is compared with MySQ
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from cdc_core.config import load_pipeline
 from jobs.executor import spark_service
@@ -58,3 +61,45 @@ def test_tidemark_run_explains_bad_input(tmp_path):
     done = subprocess.run([sys.executable, "-m", "orchestration.cli", "run", str(bad)], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--once" in done.stderr
+
+
+@pytest.mark.parametrize("point", ["snapshot.after_state_write", "binlog.after_state_write"])
+def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, mysql_server, root_conn, fresh_db, doris_standin,  # noqa: F811
+                                                       tmp_path):
+    """kill -9 of ``tidemark run --once`` (here at a step boundary, through the fault point's ``kill``)
+    leaves its Dagster run STARTED; the next plain ``tidemark run --once`` marks it failed (its
+    process is gone), finishes or redoes the prepared work, and Doris equals MySQL."""
+    _create_tables(root_conn, fresh_db)
+    path = tmp_path / "killed.yaml"
+    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
+                                    fe=doris_standin.fe_http, name=f"killed_{fresh_db}", state=tmp_path / "state"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
+    env.pop("TIDEMARK_FAULTS", None)
+    cmd = [sys.executable, "-m", "orchestration.cli", "run", str(path), "--once"]
+    if point.startswith("binlog"):
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        with root_conn.cursor() as cur:
+            cur.execute(f"UPDATE `{fresh_db}`.items SET qty = qty + 1 WHERE id <= 500")
+            cur.execute(f"DELETE FROM `{fresh_db}`.items WHERE id > 1950")
+    faults = json.dumps({point: {"action": "kill"}})
+    killed = subprocess.run(cmd, cwd=ROOT, env={**env, "TIDEMARK_FAULTS": faults}, capture_output=True, text=True,
+                            timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        assert instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])), "the killed run stays STARTED"
+    healed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert healed.returncode == 0, healed.stderr[-3000:]
+    with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        assert not instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED]))
+        failed = instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.FAILURE]))
+        assert len(failed) == 1
+        messages = [e.message for e in instance.all_logs(failed[0].run_id) if e.message]
+        assert any("is gone" in m for m in messages)
+    service = spark_service(load_pipeline(path))
+    try:
+        assert service.pending_transactions() == []
+        for table in ("items", "logs"):
+            assert service.table_parity(f"{fresh_db}.{table}").ok
+    finally:
+        service.close()
