@@ -70,12 +70,18 @@ def resolve_first(context: Any, service: PipelineService) -> dict[str, Any]:
             f"Finished earlier work first: committed {len(report.committed)}, aborted {len(report.aborted)} "
             "transaction(s) left by an earlier run"
         )
+    if report.redo:
+        context.log.warning(
+            f"Doris lost the loads of {len(report.redo)} chunk(s)/batch(es) before their commit (it aborted them on "
+            f"its own): {list(report.redo)[:5]}; they are read again"
+        )
     if report.failed:
         context.log.error(f"Could not resolve {len(report.failed)} pending transaction(s): {list(report.failed)[:5]}")
     return {
         "resolved_committed": len(report.committed),
         "resolved_aborted": len(report.aborted),
         "resolved_failed": len(report.failed),
+        "resolved_redo": len(report.redo),
     }
 
 

@@ -41,8 +41,12 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
         service, ledger, entry = service_and_entry(context)
         keys = list(entry.get("prepared") or [])
         if keys:
-            service.commit_chunks(keys)
-            context.log.info(f"Committed the Doris loads of {len(keys)} chunk(s): {_preview(keys)}")
+            redo = service.commit_chunks(keys)
+            context.log.info(f"Committed the Doris loads of {len(keys) - len(redo)} chunk(s): {_preview(keys)}")
+            if redo:
+                context.log.warning(f"Doris lost the loads of {len(redo)} chunk(s) before the commit (it aborted "
+                                    f"them on its own): {_preview(redo)}. They are PENDING again; the next run or "
+                                    "backfill of snapshot_chunks reads them again")
         ledger.forget(context.run_id, step_key_of(context))
 
     @failure_hook(name=f"{handle.slug}_abort_chunks_hook", required_resource_keys={resource_key})
@@ -58,9 +62,11 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
     def commit_batch_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
         batch_id = entry.get("batch_id")
-        if batch_id:
-            service.commit_batch(batch_id)
+        if batch_id and service.commit_batch(batch_id):
             context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")
+        elif batch_id:
+            context.log.warning(f"Doris lost a load of binlog batch {batch_id} before the commit (it aborted it on "
+                                "its own); the offset stays, and the next batch reads the same range again")
         ledger.forget(context.run_id, step_key_of(context))
 
     @failure_hook(name=f"{handle.slug}_abort_batch_hook", required_resource_keys={resource_key})

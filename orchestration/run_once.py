@@ -32,6 +32,8 @@ from orchestration.schema_change import run_config_for, schema_change_job_name
 CHUNKS_PER_RUN = 16
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 MAX_BATCHES = 100_000
+# Passes over the chunks not committed yet: a chunk whose load Doris lost is read again in the next.
+SNAPSHOT_PASSES = 3
 
 
 class RunOnceError(RuntimeError):
@@ -144,7 +146,10 @@ class OnceRun:
         report = self.service.resolve_pending()
         if report.failed:
             raise RunOnceError(f"{len(report.failed)} prepared transaction(s) of '{self.handle.slug}' cannot be "
-                               "resolved (is Doris reachable?)")
+                               f"resolved now; the first: {report.failed[0]}")
+        if report.redo:
+            self.console.print(f"[yellow]Doris lost the loads of {len(report.redo)} chunk(s)/batch(es) before their "
+                               f"commit; reading them again: {', '.join(report.redo[:5])}[/yellow]")
         try:
             target: dict[str, Any] | None = self.service.binlog_lag().server_offset
         except (AttributeError, NotImplementedError) as exc:  # a service built without the binlog half
@@ -186,16 +191,26 @@ class OnceRun:
         )
         with progress:
             task = progress.add_task(f"{self.handle.slug} snapshot", total=len(ordered), completed=done, rows=0, rate=0.0)
-            for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN):
-                tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
-                        **self.handle.run_tags()}
-                result = self._execute(self.handle.snapshot_job_name, tags=tags)
-                mats = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_chunks")
-                self.summary.rows += sum(int(m.metadata["rows"].value) for m in mats if "rows" in m.metadata)
-                self.summary.chunks_loaded += count
-                elapsed = time.monotonic() - started
-                progress.update(task, advance=count, rows=self.summary.rows,
-                                rate=self.summary.rows / elapsed if elapsed else 0.0)
+            for attempt in range(SNAPSHOT_PASSES):
+                if attempt:
+                    # A chunk whose load Doris lost before its commit is PENDING again: read it again.
+                    status = self.service.chunk_statuses()
+                    todo = {k for k in ordered if status.get(k) is not ChunkStatus.COMMITTED}
+                    if not todo:
+                        break
+                    self.console.print(f"[yellow]Doris lost the loads of {len(todo)} chunk(s) before their commit; "
+                                       "reading them again[/yellow]")
+                    progress.update(task, completed=len(ordered) - len(todo))
+                for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN):
+                    tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
+                            **self.handle.run_tags()}
+                    result = self._execute(self.handle.snapshot_job_name, tags=tags)
+                    mats = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_chunks")
+                    self.summary.rows += sum(int(m.metadata["rows"].value) for m in mats if "rows" in m.metadata)
+                    self.summary.chunks_loaded += count
+                    elapsed = time.monotonic() - started
+                    progress.update(task, advance=count, rows=self.summary.rows,
+                                    rate=self.summary.rows / elapsed if elapsed else 0.0)
         self.summary.snapshot_s = time.monotonic() - started
         if not self.service.snapshot_done():
             raise RunOnceError(f"the snapshot of '{self.handle.slug}' is not complete after loading every chunk "

@@ -65,7 +65,13 @@ class TransactionError(DorisError):
     """A commit or abort that did not reach its goal; the message names the transaction."""
 
 
-class TransactionAbortedError(TransactionError):
+class TransactionLostError(TransactionError):
+    """Commit of a precommitted transaction Doris no longer holds (it aborted it on its own: its
+    transaction timeout, an FE restart, a BE lost; or it forgot it): the rows are gone and must be
+    loaded again. For the pipeline this is work to redo, not a failure."""
+
+
+class TransactionAbortedError(TransactionLostError):
     """Commit of a transaction Doris has already aborted: its rows are gone and must be loaded again."""
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
-from cdc_core.doris.errors import TableMismatchError
+from cdc_core.doris.errors import TableMismatchError, TransactionLostError
 from cdc_core.doris.labels import make_label
 from cdc_core.doris.metadata_applier import AppliedChange, DorisMetadataApplier
 from cdc_core.doris.recovery import LabelRef, RecoveryReport, TransactionRecovery
@@ -174,6 +174,20 @@ class DorisSink:
         """Commit every committable (idempotent: already committed is success)."""
         for c in committables:
             self.committer.commit(c if isinstance(c, Committable) else Committable.from_dict(c))
+
+    def commit_surviving(self, committables: Iterable[Committable | Mapping[str, Any]]) -> list[Committable]:
+        """Commit every committable Doris still holds and return those it lost (aborted on its own
+        or forgotten): their rows must be loaded again. Every other one ends committed, so nothing
+        is left precommitted behind a lost one."""
+        lost: list[Committable] = []
+        for c in committables:
+            committable = c if isinstance(c, Committable) else Committable.from_dict(c)
+            try:
+                self.committer.commit(committable)
+            except TransactionLostError as exc:
+                log.warning("%s", exc)
+                lost.append(committable)
+        return lost
 
     def abort(self, committables: Iterable[Committable | Mapping[str, Any]]) -> None:
         """Abort every committable (idempotent: already aborted or unknown is success)."""

@@ -30,6 +30,7 @@ from cdc_core.doris.errors import (
     TransactionAbortedError,
     TransactionCommittedError,
     TransactionError,
+    TransactionLostError,
 )
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class TwoPhaseCommitter:
                     committable = Committable(committable.database, committable.table, committable.label,
                                               None, committable.rows)
                     continue
-                raise TransactionError(
+                raise TransactionLostError(
                     f"cannot commit {what}: Doris does not know it ({msg}; label state {state}). "
                     "It expired (streaming_label_keep_max_second) or was never precommitted; load the batch again"
                 )

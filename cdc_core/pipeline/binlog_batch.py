@@ -241,16 +241,27 @@ def batch_record(ctx: PipelineContext, batch_id: str) -> BatchRecord:
     return record
 
 
-def commit_batch(ctx: PipelineContext, batch_id: str) -> None:
-    """Commit the batch's loads (idempotent); only then does the committed offset advance."""
+def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
+    """Commit the batch's loads (idempotent); only then does the committed offset advance.
+
+    When Doris lost one of its loads (aborted it on its own, or forgot it), the batch is recorded
+    ABORTED and the offset stays: the next batch reads the same range again, and the sequence
+    column makes whatever of it did commit harmless to load twice. Returns False then.
+    """
     if not batch_id:
-        return
+        return True
     batch = batch_record(ctx, batch_id)
     if batch.status is BatchStatus.COMMITTED:
-        return
+        return True
     if batch.status is not BatchStatus.PREPARED:
         raise RuntimeError(f"binlog batch {batch_id} is {batch.status}, not PREPARED; it cannot be committed")
-    ctx.sink.commit(batch.transactions or [])
+    lost = ctx.sink.commit_surviving(batch.transactions or [])
+    if lost:
+        with ctx.store.transaction() as tx:
+            tx.put_batch(batch.with_status(BatchStatus.ABORTED))
+        logger.warning("binlog batch %s: Doris lost %d of its load(s) (%s) before the commit; the batch will be read "
+                       "again from %s", batch_id, len(lost), ", ".join(c.label for c in lost), batch.start_offset)
+        return False
     fault_point("binlog.committing", batch=batch_id)
     with ctx.store.transaction() as tx:
         current = tx.get(BINLOG_NS, "committed_offset")
@@ -262,6 +273,7 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> None:
         tx.put_batch(batch.with_status(BatchStatus.COMMITTED))
         tx.put(BINLOG_NS, "committed_offset", batch.end_offset)
     logger.info("binlog batch %s committed; the stream is at %s", batch_id, batch.end_offset)
+    return True
 
 
 def abort_batch(ctx: PipelineContext, batch_id: str) -> None:

@@ -4,7 +4,10 @@ A PREPARED record is complete (its transactions are precommitted and named), so 
 committed; a RUNNING one is not (a task may have precommitted loads no record names yet), so its
 loads are found by their deterministic labels and aborted. Transactions a Spark job reported but
 the driver never recorded (``spark_results``) are aborted too. What cannot be resolved now is
-reported as ``failed`` and retried on the next run; the ``no_pending_transactions`` check shows it.
+reported as ``failed`` (with its cause) and retried on the next run; the ``no_pending_transactions``
+check shows it. A load Doris lost before its commit (it aborted the transaction on its own) is work
+to redo, reported as ``redo``: its chunk is PENDING again under its next generation, its binlog
+batch ABORTED so that the next batch reads the same range again.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ def resolve_pending(ctx: PipelineContext) -> ResolveReport:
     """Commit complete PREPARED records, abort the rest and any lingering transaction of our
     label prefix that a record names."""
     report = _resolve_chunks(ctx) + _resolve_batches(ctx)
-    if report.committed or report.aborted or report.failed:
-        logger.info("recovery: %d label(s) committed, %d aborted, %d left for later", len(report.committed),
-                    len(report.aborted), len(report.failed))
+    if report.committed or report.aborted or report.failed or report.redo:
+        logger.info("recovery: %d label(s) committed, %d aborted, %d left for later; %d chunk(s)/batch(es) to read "
+                    "again (Doris lost their loads)", len(report.committed), len(report.aborted), len(report.failed),
+                    len(report.redo))
     return report
 
 
@@ -38,6 +42,7 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
     committed: list[str] = []
     aborted: list[str] = []
     failed: list[str] = []
+    redo: list[str] = []
     with ctx.store.transaction(readonly=True) as tx:
         chunks = tx.chunks()
         leftovers = tx.items(SPARK_RESULTS_NS)
@@ -45,12 +50,15 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
         labels = [t["label"] for t in record.transactions or []]
         if record.status is ChunkStatus.PREPARED:
             try:
-                commit_record(ctx, record)
-            except Exception:  # noqa: BLE001 - reported by the check, retried next run
+                done = commit_record(ctx, record)
+            except Exception as exc:  # noqa: BLE001 - reported by the check, retried next run
                 logger.warning("recovery could not commit chunk %s", chunk_key(*record.key), exc_info=True)
-                failed.extend(labels)
+                failed.extend(f"{label}: {exc}" for label in labels)
                 continue
-            committed.extend(labels)
+            if done:
+                committed.extend(labels)
+            else:
+                redo.append(chunk_key(*record.key))
         elif record.status is ChunkStatus.RUNNING:
             abandon_chunks(ctx, [record])
             aborted.append(chunk_key(*record.key))
@@ -61,28 +69,31 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
             aborted.extend(c["label"] for c in stray)
         with ctx.store.transaction() as tx:
             tx.delete(SPARK_RESULTS_NS, token)
-    return ResolveReport(tuple(committed), tuple(aborted), tuple(failed))
+    return ResolveReport(tuple(committed), tuple(aborted), tuple(failed), tuple(redo))
 
 
 def _resolve_batches(ctx: PipelineContext) -> ResolveReport:
     committed: list[str] = []
     aborted: list[str] = []
     failed: list[str] = []
+    redo: list[str] = []
     with ctx.store.transaction(readonly=True) as tx:
         batches = tx.batches()
     for batch in batches:
         labels = [t["label"] for t in batch.transactions or []]
         if batch.status is BatchStatus.PREPARED:
             try:
-                commit_batch(ctx, batch.batch_id)
-                committed.extend(labels)
-            except Exception:  # noqa: BLE001 - reported by the check, retried next run
+                if commit_batch(ctx, batch.batch_id):
+                    committed.extend(labels)
+                else:
+                    redo.append(batch.batch_id)
+            except Exception as exc:  # noqa: BLE001 - reported by the check, retried next run
                 logger.warning("recovery could not commit binlog batch %s", batch.batch_id, exc_info=True)
-                failed.extend(labels)
+                failed.extend(f"{label}: {exc}" for label in labels)
         elif batch.status is BatchStatus.RUNNING:
             abandon_batch(ctx, batch)
             aborted.append(batch.batch_id)
-    return ResolveReport(tuple(committed), tuple(aborted), tuple(failed))
+    return ResolveReport(tuple(committed), tuple(aborted), tuple(failed), tuple(redo))
 
 
 def pending_transactions(ctx: PipelineContext) -> list[dict[str, Any]]:

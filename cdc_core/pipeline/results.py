@@ -56,11 +56,12 @@ class BinlogLag:
 class ResolveReport:
     committed: tuple[str, ...] = ()  # labels committed while finishing PREPARED records
     aborted: tuple[str, ...] = ()  # labels aborted (incomplete records, lingering transactions)
-    failed: tuple[str, ...] = ()  # labels that could not be resolved now (the check shows them)
+    failed: tuple[str, ...] = ()  # "label: cause" of what could not be resolved now (the check shows them)
+    redo: tuple[str, ...] = ()  # chunks and batches whose loads Doris lost: read again by the next run
 
     def __add__(self, other: ResolveReport) -> ResolveReport:
         return ResolveReport(self.committed + other.committed, self.aborted + other.aborted,
-                             self.failed + other.failed)
+                             self.failed + other.failed, self.redo + other.redo)
 
 
 @dataclass(frozen=True)

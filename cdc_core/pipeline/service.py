@@ -92,9 +92,10 @@ class PipelineService:
         self.resolve_pending()
         return snapshot.run_chunks(self.context, self.executor, keys)
 
-    def commit_chunks(self, keys: list[str]) -> None:
-        """Commit the prepared loads of these chunks (idempotent); they become COMMITTED."""
-        snapshot.commit_chunks(self.context, keys)
+    def commit_chunks(self, keys: list[str]) -> list[str]:
+        """Commit the prepared loads of these chunks (idempotent); they become COMMITTED. Returns
+        the chunks whose loads Doris lost before the commit: PENDING again, to be read again."""
+        return snapshot.commit_chunks(self.context, keys)
 
     def abort_chunks(self, keys: list[str]) -> None:
         """Abort their prepared loads; the chunks go back to PENDING."""
@@ -128,9 +129,10 @@ class PipelineService:
             )
         return binlog_batch.run_batch(self.context, self.executor, max_events, stop=stop)
 
-    def commit_batch(self, batch_id: str) -> None:
-        """Commit the batch's loads (idempotent); only then does the committed offset advance."""
-        binlog_batch.commit_batch(self.context, batch_id)
+    def commit_batch(self, batch_id: str) -> bool:
+        """Commit the batch's loads (idempotent); only then does the committed offset advance.
+        False: Doris lost one of its loads; the next batch reads the same range again."""
+        return binlog_batch.commit_batch(self.context, batch_id)
 
     def abort_batch(self, batch_id: str) -> None:
         """Abort the batch's loads; the committed offset stays where it was."""

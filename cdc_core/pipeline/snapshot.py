@@ -111,27 +111,46 @@ def abandon_chunks(ctx: PipelineContext, records: list[ChunkRecord]) -> None:
     logger.info("%d chunk(s) abandoned and back to PENDING", len(records))
 
 
-def commit_record(ctx: PipelineContext, record: ChunkRecord) -> None:
-    """Commit one PREPARED chunk's loads, then record it COMMITTED."""
-    ctx.sink.commit(record.transactions or [])
+def commit_record(ctx: PipelineContext, record: ChunkRecord) -> bool:
+    """Commit one PREPARED chunk's loads, then record it COMMITTED.
+
+    When Doris lost one of its loads (aborted it on its own, or forgot it), the chunk goes back to
+    PENDING under its next generation (new labels: a load that did commit keeps its own) and is
+    read again by the next run; the later high watermark makes the re-read rows win. Returns False
+    then.
+    """
+    lost = ctx.sink.commit_surviving(record.transactions or [])
+    if lost:
+        with ctx.store.transaction() as tx:
+            tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.PENDING,
+                            generation=record.generation + 1, transactions=None)
+        logger.warning("chunk %s: Doris lost %d of its load(s) (%s) before the commit; the chunk is PENDING again "
+                       "and the next run reads it again", chunk_key(*record.key), len(lost),
+                       ", ".join(c.label for c in lost))
+        return False
     fault_point("snapshot.committing", key=chunk_key(*record.key))
     with ctx.store.transaction() as tx:
         tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.COMMITTED)
     logger.info("chunk %s committed (%s rows)", chunk_key(*record.key), record.rows)
+    return True
 
 
-def commit_chunks(ctx: PipelineContext, keys: list[str]) -> None:
-    """Commit the prepared loads of these chunks (idempotent); they become COMMITTED."""
+def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
+    """Commit the prepared loads of these chunks (idempotent); they become COMMITTED. Returns the
+    keys of chunks whose loads Doris lost: they are PENDING again, to be read again."""
     failures = []
+    redo = []
     for record in chunk_records(ctx, keys):
         if record.status is not ChunkStatus.PREPARED:
             continue
         try:
-            commit_record(ctx, record)
+            if not commit_record(ctx, record):
+                redo.append(chunk_key(*record.key))
         except Exception as exc:  # noqa: BLE001 - try every chunk, then report all failures
             failures.append(f"{chunk_key(*record.key)}: {exc}")
     if failures:
         raise RuntimeError("could not commit chunk load(s): " + "; ".join(failures))
+    return redo
 
 
 def abort_chunks(ctx: PipelineContext, keys: list[str]) -> None:

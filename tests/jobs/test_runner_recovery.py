@@ -122,3 +122,61 @@ def test_a_fresh_state_does_not_meet_the_labels_of_an_old_one(pipeline_factory, 
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct WHERE owner = 'again'") == [[3]]
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct") == [[300]]
     second.close()
+
+
+def _abort_behind_our_back(service, owners=None) -> int:
+    """Doris aborts precommitted transactions on its own (its transaction timeout, an FE restart): the
+    same state, reached through its 2PC API, for every prepared transaction of the pipeline."""
+    committer = service.sink.committer
+    txns = [t for t in service.pending_transactions() if owners is None or t["owner"] in owners]
+    for t in txns:
+        committer.abort_txn(t["db"], t["txn_id"], label=t["label"])
+    return len(txns)
+
+
+def test_chunk_loads_doris_aborted_before_the_commit_are_read_again(pipeline_factory, root_conn, fresh_db,
+                                                                    doris_standin, spark_session):
+    make_table(root_conn, fresh_db)
+    definition = pipeline_factory(f"{fresh_db}.acct", source={"scan.incremental.snapshot.chunk.size": 400})
+    service = spark_service(definition)
+    keys = list(service.plan_splits().chunk_keys)
+    service.run_chunks(keys)
+    lost = keys[1:]
+    assert _abort_behind_our_back(service, set(lost)) == len(lost)
+    report = service.resolve_pending()  # a plain next run starts with this
+    assert set(report.redo) == set(lost) and not report.failed
+    statuses = service.chunk_statuses()
+    assert statuses[keys[0]] is ChunkStatus.COMMITTED
+    assert {statuses[k] for k in lost} == {ChunkStatus.PENDING}
+    with service.store.transaction(readonly=True) as tx:
+        assert {c.generation for c in tx.chunks() if c.status is ChunkStatus.PENDING} == {1}, "next generation's label"
+    service.run_chunks(lost)
+    assert service.commit_chunks(lost) == []
+    assert service.snapshot_done() and service.pending_transactions() == []
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct") == [[900]]
+    assert service.table_parity(f"{fresh_db}.acct").ok
+    service.close()
+
+
+def test_a_binlog_batch_doris_aborted_before_the_commit_is_read_again(pipeline_factory, root_conn, fresh_db,
+                                                                      doris_standin, spark_session):
+    make_table(root_conn, fresh_db, rows=100)
+    definition = pipeline_factory(f"{fresh_db}.acct")
+    service = spark_service(definition)
+    keys = list(service.plan_splits().chunk_keys)
+    service.run_chunks(keys)
+    service.commit_chunks(keys)
+    with root_conn.cursor() as cur:
+        cur.execute(f"UPDATE `{fresh_db}`.acct SET balance = 0 WHERE id <= 10")
+        cur.execute(f"DELETE FROM `{fresh_db}`.acct WHERE id > 95")
+    before = service.binlog_lag().committed_offset
+    batch = service.run_binlog_batch()
+    assert _abort_behind_our_back(service) >= 1
+    assert service.commit_batch(batch.batch_id) is False  # the hook's commit: lost, not an error
+    assert service.binlog_lag().committed_offset == before, "the offset stays at the batch's start"
+    again = service.run_binlog_batch()  # the next tick reads the same range again
+    assert again.start_offset == batch.start_offset
+    assert service.commit_batch(again.batch_id) is True
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM acct WHERE balance = 0") == [[10]]
+    assert service.table_parity(f"{fresh_db}.acct").ok
+    service.close()

@@ -63,12 +63,17 @@ def test_tidemark_run_explains_bad_input(tmp_path):
     assert done.returncode == 2 and "--once" in done.stderr
 
 
-@pytest.mark.parametrize("point", ["snapshot.after_state_write", "binlog.after_state_write"])
-def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, mysql_server, root_conn, fresh_db, doris_standin,  # noqa: F811
+@pytest.mark.parametrize(("point", "doris_aborts"), [
+    ("snapshot.after_state_write", False), ("binlog.after_state_write", False),
+    ("snapshot.after_state_write", True), ("binlog.after_state_write", True),
+])
+def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, doris_aborts, mysql_server, root_conn, fresh_db, doris_standin,  # noqa: F811
                                                        tmp_path):
     """kill -9 of ``tidemark run --once`` (here at a step boundary, through the fault point's ``kill``)
     leaves its Dagster run STARTED; the next plain ``tidemark run --once`` marks it failed (its
-    process is gone), finishes or redoes the prepared work, and Doris equals MySQL."""
+    process is gone), finishes or redoes the prepared work, and Doris equals MySQL. With
+    ``doris_aborts``, Doris also aborts the loads left precommitted before anyone commits them (its
+    transaction timeout, an FE restart): the re-run reads them again."""
     _create_tables(root_conn, fresh_db)
     path = tmp_path / "killed.yaml"
     path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
@@ -88,6 +93,15 @@ def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, mysql_server, roo
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
         assert instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])), "the killed run stays STARTED"
+    if doris_aborts:
+        service = spark_service(load_pipeline(path))
+        try:
+            pending = service.pending_transactions()
+            assert pending
+            for t in pending:
+                service.sink.committer.abort_txn(t["db"], t["txn_id"], label=t["label"])
+        finally:
+            service.close()
     healed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert healed.returncode == 0, healed.stderr[-3000:]
     with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
@@ -96,6 +110,8 @@ def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, mysql_server, roo
         assert len(failed) == 1
         messages = [e.message for e in instance.all_logs(failed[0].run_id) if e.message]
         assert any("is gone" in m for m in messages)
+    if doris_aborts:
+        assert "Doris lost the loads" in healed.stderr
     service = spark_service(load_pipeline(path))
     try:
         assert service.pending_transactions() == []
