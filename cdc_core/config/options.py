@@ -282,6 +282,47 @@ class TransformRule(_Block):
     converter_after_transform: str | None = Field(None, alias="converter-after-transform")
     description: str | None = None
 
+    @field_validator("partition_keys")
+    @classmethod
+    def _partition_keys(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                "Tidemark does not partition the Doris tables it creates yet, and will not ignore the option: "
+                "remove it and create the partitioned Doris table yourself before the first run (Tidemark "
+                "uses an existing table whose columns and key match)"
+            )
+        return v
+
+    @field_validator("converter_after_transform")
+    @classmethod
+    def _converter(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                f"{v!r} is not supported: Tidemark applies deletes as Doris deletes; remove the option "
+                "(a soft delete can be written as a projection with __data_event_type__ and sink.enable-delete: false)"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _table_options(self) -> TransformRule:
+        self.table_properties()
+        return self
+
+    def table_properties(self) -> dict[str, str]:
+        """``table-options`` as Doris table properties (``k=v`` items split by the delimiter)."""
+        if not self.table_options:
+            return {}
+        out: dict[str, str] = {}
+        for item in self.table_options.split(self.table_options_delimiter):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(
+                    f"table-options: expected 'key=value' items separated by "
+                    f"{self.table_options_delimiter!r}, got {item.strip()!r}"
+                )
+            out[key.strip()] = value.strip()
+        return out
+
 
 
 class PipelineOptions(_Block):
@@ -304,10 +345,52 @@ class PipelineOptions(_Block):
     partitioning_strategy: Annotated[
         Literal["SINK_DEFINED", "PRIMARY_KEY", "TABLE_ID"], BeforeValidator(_upper)
     ] = Field("SINK_DEFINED", alias="sink.partitioning.strategy")
-    decimal_precision_mode: Annotated[Literal["UP_TO_19", "UP_TO_38"], BeforeValidator(_upper)] = Field(
-        "UP_TO_19", alias="transform.decimal.precision.mode"
+    decimal_precision_mode: Annotated[Literal["UP_TO_19", "UP_TO_38"] | None, BeforeValidator(_upper)] = Field(
+        None, alias="transform.decimal.precision.mode"
     )
     state_dir: str | None = Field(None, alias="tidemark.state.dir")
+
+    @field_validator("runtime_mode")
+    @classmethod
+    def _runtime_mode(cls, v: str) -> str:
+        if v != "STREAMING":
+            raise ValueError(
+                "Tidemark runs pipelines as streams only; for a one-off copy that ends after the snapshot "
+                "use source option scan.startup.mode: snapshot and remove this option"
+            )
+        return v
+
+    @field_validator("partitioning_strategy")
+    @classmethod
+    def _partitioning(cls, v: str) -> str:
+        if v != "SINK_DEFINED":
+            raise ValueError(
+                "Tidemark loads each Doris table in one exactly-once stream load per batch (what "
+                "SINK_DEFINED means for the Doris sink); remove the option"
+            )
+        return v
+
+    # Flink CDC uses the next two only for transform expressions; Tidemark evaluates those in
+    # Spark SQL, whose own rules apply, so a value set here would be ignored: refused instead.
+    @field_validator("local_time_zone")
+    @classmethod
+    def _local_time_zone(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                "Tidemark evaluates transform expressions in Spark SQL and does not apply this option; remove "
+                "it and set tidemark.spark.conf.spark.sql.session.timeZone for the expressions' time zone"
+            )
+        return v
+
+    @field_validator("decimal_precision_mode")
+    @classmethod
+    def _decimal_precision_mode(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                "Tidemark evaluates transform expressions in Spark SQL, whose DECIMAL arithmetic keeps up to "
+                "38 digits, and does not apply this option; remove it"
+            )
+        return v
     state_url: SecretStr | None = Field(None, alias="tidemark.state.url")
     spark_master: str | None = Field(None, alias="tidemark.spark.master")
     spark_remote: str | None = Field(None, alias="tidemark.spark.remote")

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from cdc_core.config.selectors import TableSelector
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
@@ -46,7 +47,8 @@ class DorisSink:
                  stream_load_properties: Mapping[str, str] | None = None, fmt: str | None = None,
                  gzip: bool = False, enable_delete: bool = True,
                  include_schema_changes: Sequence[str] | None = None,
-                 exclude_schema_changes: Sequence[str] | None = None):
+                 exclude_schema_changes: Sequence[str] | None = None,
+                 table_options: Callable[[TableId], Mapping[str, str]] | None = None):
         self.client = client
         self.label_prefix = label_prefix
         self.router = router or TableRouter()
@@ -56,6 +58,8 @@ class DorisSink:
         self.catalog = DorisCatalog(client)
         self._type_mapper = type_mapper
         self.table_properties = dict(table_properties or {})
+        # a transform rule's ``table-options``, per source table: Doris properties at creation
+        self.table_options = table_options or (lambda _source: {})
         self.enable_delete = enable_delete
         self.include_schema_changes = tuple(include_schema_changes) if include_schema_changes is not None else None
         self.exclude_schema_changes = tuple(exclude_schema_changes or ())
@@ -80,6 +84,7 @@ class DorisSink:
             "enable_delete": opts.enable_delete,
             "include_schema_changes": opts.include_schema_changes,
             "exclude_schema_changes": opts.exclude_schema_changes,
+            "table_options": _rule_table_options(definition),
         }
         kwargs.update(overrides)
         label_prefix = kwargs.pop("label_prefix", definition.label_prefix)
@@ -101,10 +106,15 @@ class DorisSink:
     def creator(self) -> TableCreator:
         return TableCreator(self.catalog, self.type_mapper, properties=self.table_properties)
 
+    def creator_for(self, source: TableId) -> TableCreator:
+        """The creator for ``source``'s Doris table: sink properties, then its transform's table-options."""
+        properties = {**self.table_properties, **self.table_options(source)}
+        return TableCreator(self.catalog, self.type_mapper, properties=properties)
+
     def create_table(self, schema: TableSchema, target: TableId | None = None) -> DorisTable:
         """Create the Doris table for ``schema`` (or check the existing one) and remember its layout."""
         target = target or self.route(schema.table_id)[0]
-        table = self.creator.ensure(schema, target)
+        table = self.creator_for(schema.table_id).ensure(schema, target)
         with self._lock:
             self._tables[target] = table
         return table
@@ -215,7 +225,7 @@ class DorisSink:
         if not self.accepts(event):
             return AppliedChange("ignored", target, reason=f"{event.type_name} is excluded by the sink's "
                                                            "include/exclude.schema.changes")
-        applier = DorisMetadataApplier(self.catalog, self.creator)
+        applier = DorisMetadataApplier(self.catalog, self.creator_for(event.table_id))
         result = applier.apply(event, target, merged=merged)
         with self._lock:
             self._tables.pop(target, None)
@@ -279,3 +289,16 @@ def _drop_deletes(rows: Any, target: TableId, why: str) -> Any:
 def _is_delete(row: Mapping[str, Any]) -> bool:
     sign = row.get(DELETE_SIGN)
     return sign is not None and str(sign) in ("1", "true", "True")
+
+
+def _rule_table_options(definition: Any) -> Callable[[TableId], Mapping[str, str]]:
+    """The ``table-options`` of the first ``transform:`` rule matching a source table (Flink CDC's rule)."""
+    rules = [(TableSelector.parse(r.source_table), r.table_properties()) for r in getattr(definition, "transforms", ())]
+
+    def options(source: TableId) -> Mapping[str, str]:
+        for selector, props in rules:
+            if selector.matches(source.database, source.table):
+                return props
+        return {}
+
+    return options

@@ -9,6 +9,7 @@ paths share — sees identical input and a row reads the same from either path:
 * ``FLOAT``: the raw IEEE single widened to double (``1.100000023841858``) → the shortest decimal
   that round-trips through a single (``1.1``), which is what the server prints.
 * ``JSON`` (MySQL's binary JSON): a decoded object → compact JSON text.
+* ``TIME``: a negative value with a fraction is repaired (see :func:`_time`).
 * ``BINARY``/``VARBINARY``/``BLOB``: an empty value comes back as ``''``; made ``b''``.
 * ``TIMESTAMP``: kept as a naive UTC ``datetime`` (the binlog stores epoch seconds; the snapshot
   session must read with ``time_zone='+00:00'`` to match).
@@ -16,6 +17,7 @@ paths share — sees identical input and a row reads the same from either path:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import struct
@@ -78,6 +80,25 @@ def _json(value: Any) -> Any:
     return json.dumps(plain(value), separators=(", ", ": "), ensure_ascii=False)
 
 
+def _time(value: Any) -> Any:
+    """A negative TIME with a fraction, as mysql-replication decodes it → its exact value.
+
+    TIME2 stores a negative value as the two's complement of the whole packed number, so its
+    integer part is one second further from zero and its fraction is ``1 - f``. The library
+    decodes the two parts separately and gives ``-(X + 1) + f`` seconds for the true ``-(X + f)``
+    (``-12:34:56.789012`` → ``-12:34:56.210988``). From that value the true one follows: with
+    ``q = floor(v)`` and ``r = v - q`` (the stored ``f``), the value is ``(q + 1) - r``. A value
+    with no fraction, and every non-negative one, is exact already.
+    """
+    if not isinstance(value, dt.timedelta) or value >= dt.timedelta(0):
+        return value
+    micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
+    whole, rest = divmod(micros, 1_000_000)
+    if not rest:
+        return value
+    return dt.timedelta(microseconds=(whole + 1) * 1_000_000 - rest)
+
+
 _BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 
 
@@ -100,6 +121,8 @@ def normalizer(column: Column) -> Callable[[Any], Any] | None:
         return _float32
     if data_type == "json":
         return _json
+    if data_type == "time":
+        return _time
     return None
 
 

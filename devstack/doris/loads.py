@@ -15,6 +15,7 @@ import json
 import re
 import zlib
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -82,8 +83,19 @@ def _text(v: Any) -> str | None:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (dict, list)):
-        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-    return repr(v) if isinstance(v, float) else str(v)
+        return json.dumps(_plain_json(v), ensure_ascii=False, separators=(",", ":"))
+    return repr(v) if isinstance(v, float) else str(v)  # int and Decimal: their exact digits
+
+
+def _plain_json(v: Any) -> Any:
+    """A parsed JSON document with its Decimals (exact numbers) back to floats, for JSONB text."""
+    if isinstance(v, Decimal):
+        return float(v)
+    if isinstance(v, dict):
+        return {k: _plain_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain_json(x) for x in v]
+    return v
 
 
 def _rows_to_table(rows: list[dict[str, Any]], names: list[str]) -> pa.Table:
@@ -122,6 +134,10 @@ def parse_json(body: bytes, names: list[str], hints: dict[str, pa.DataType], by_
                     break
                 col = m.group(1)[1:].replace("~1", "/").replace("~0", "~")
                 found = m.group(3)
+                if found == "number" and hints.get(col, pa.utf8()) not in (pa.int64(), pa.float64()):
+                    # a number for a LARGEINT / DECIMAL / string column: Doris reads its digits
+                    # exactly; Arrow would read a 64-bit float, so the exact Python path takes over
+                    break
                 new = {"number": pa.float64() if schema_types.get(col) != pa.int64() else pa.int64(),
                        "string": pa.utf8(), "boolean": pa.bool_()}.get(found)
                 if col not in schema_types or new is None or schema_types[col] == new:
@@ -139,7 +155,7 @@ def _parse_json_python(body: bytes, names: list[str], by_line: bool, strip_outer
         if not doc.strip():
             continue
         try:
-            obj = json.loads(doc)
+            obj = json.loads(doc, parse_float=Decimal)  # a number's digits kept, as Doris reads them
         except ValueError:
             bad.append(("Parse json data for JsonDoc failed. code: 3, error info: Invalid value.", doc[:1024]))
             continue
@@ -151,7 +167,7 @@ def _parse_json_python(body: bytes, names: list[str], by_line: bool, strip_outer
                 if isinstance(item, dict):
                     rows.append(item)
                 else:
-                    bad.append(("Expect json object value", json.dumps(item)[:1024]))
+                    bad.append(("Expect json object value", json.dumps(_plain_json(item))[:1024]))
         elif isinstance(obj, dict):
             if strip_outer_array:
                 bad.append(("JSON data is not an array-object, `strip_outer_array` must be FALSE.", doc[:1024]))

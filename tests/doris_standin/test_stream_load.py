@@ -215,3 +215,24 @@ def test_concurrent_loads_from_many_clients(doris: StandInProcess, db: str) -> N
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         races = list(pool.map(lambda i: doris.load(db, "users", jsonl({"id": 99}), label="race", **JSONL), range(6)))
     assert sorted(r["Status"] for r in races).count("Success") == 1
+
+
+def test_json_numbers_for_largeint_and_decimal_are_read_exactly(doris: StandInProcess, db: str) -> None:
+    """Doris reads a JSON number's digits for a LARGEINT or DECIMAL column, never through a double."""
+    doris.ok(
+        f"CREATE TABLE `{db}`.`wide` (`id` BIGINT NOT NULL, `big` LARGEINT, `dec` DECIMALV3(38, 9), `s` STRING) "
+        "UNIQUE KEY(`id`) DISTRIBUTED BY HASH(`id`) BUCKETS 1 PROPERTIES ('replication_num' = '1')"
+    )
+    rows = ('{"id": 1, "big": 18446744073709551615, "dec": 12345678901234567890.123456789, "s": 1}\n'
+            '{"id": 2, "big": -170141183460469231731687303715884105728, "dec": -0.000000001, "s": "y"}\n')
+    res = doris.load(db, "wide", rows, **JSONL)
+    assert res["Status"] == "Success", res
+    array = '[{"id": 3, "big": 9223372036854775809, "dec": 99999999999999999999999999999.999999999, "s": "x"}]'
+    res = doris.load(db, "wide", array, format="json", strip_outer_array="true")
+    assert res["Status"] == "Success", res
+    got = doris.rows("SELECT id, CAST(big AS STRING), CAST(dec AS STRING), s FROM wide ORDER BY id", db)
+    assert got == [
+        [1, "18446744073709551615", "12345678901234567890.123456789", "1"],
+        [2, "-170141183460469231731687303715884105728", "-0.000000001", "y"],
+        [3, "9223372036854775809", "99999999999999999999999999999.999999999", "x"],
+    ]

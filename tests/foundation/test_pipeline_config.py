@@ -165,3 +165,53 @@ def test_demo_pipeline_is_valid():
     d = load_pipeline("pipelines/demo.yaml", env={})
     assert d.source.port == 3307 and d.sink.fenodes == "127.0.0.1:8030"
     assert d.source.selector.matches("tidemark_demo", "orders")
+
+
+TRANSFORM = "transform:\n  - source-table: shop.orders\n"
+
+
+@pytest.mark.parametrize(
+    ("block", "line", "expected"),
+    [
+        ("pipeline", "execution.runtime-mode: BATCH",
+         "pipeline.execution.runtime-mode: Tidemark runs pipelines as streams only; for a one-off copy that ends "
+         "after the snapshot use source option scan.startup.mode: snapshot"),
+        ("pipeline", "sink.partitioning.strategy: PRIMARY_KEY",
+         "pipeline.sink.partitioning.strategy: Tidemark loads each Doris table in one exactly-once stream load"),
+        ("pipeline", "local-time-zone: Asia/Shanghai",
+         "pipeline.local-time-zone: Tidemark evaluates transform expressions in Spark SQL and does not apply this "
+         "option; remove it and set tidemark.spark.conf.spark.sql.session.timeZone"),
+        ("pipeline", "transform.decimal.precision.mode: UP_TO_38",
+         "pipeline.transform.decimal.precision.mode: Tidemark evaluates transform expressions in Spark SQL"),
+        ("transform", "partition-keys: created_at",
+         "transform[0].partition-keys: Tidemark does not partition the Doris tables it creates yet"),
+        ("transform", "converter-after-transform: SOFT_DELETE",
+         "transform[0].converter-after-transform: 'SOFT_DELETE' is not supported"),
+        ("transform", "table-options: replication_num",
+         "transform[0].table-options: expected 'key=value' items separated by ',', got 'replication_num'"),
+    ],
+)
+def test_flink_options_tidemark_does_not_apply_are_refused_by_name(block, line, expected):
+    if block == "pipeline":
+        text = GOOD.replace("  parallelism: 4\n", f"  parallelism: 4\n  {line}\n")
+    else:
+        text = GOOD + TRANSFORM + f"    {line}\n"
+    assert expected in error_of(text)
+
+
+def test_the_default_values_of_honoured_pipeline_options_are_accepted():
+    d = parse(GOOD.replace("  parallelism: 4\n", "  parallelism: 4\n  execution.runtime-mode: streaming\n"
+                           "  sink.partitioning.strategy: SINK_DEFINED\n"))
+    assert d.pipeline.runtime_mode == "STREAMING" and d.pipeline.partitioning_strategy == "SINK_DEFINED"
+
+
+def test_table_options_become_doris_properties_of_the_matching_tables():
+    from cdc_core.doris.sink import _rule_table_options
+    from cdc_core.schema import TableId
+
+    d = parse(GOOD + TRANSFORM + "    table-options: replication_num=1;compression = zstd\n"
+              "    table-options.delimiter: ';'\n")
+    assert d.transforms[0].table_properties() == {"replication_num": "1", "compression": "zstd"}
+    options = _rule_table_options(d)
+    assert options(TableId("shop", "orders")) == {"replication_num": "1", "compression": "zstd"}
+    assert options(TableId("shop", "items")) == {}

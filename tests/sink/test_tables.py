@@ -169,3 +169,19 @@ def test_type_spellings_compare_equal():
 ])
 def test_an_added_column_keeps_its_constant_default(default, doris_type, clause):
     assert default_clause(default, doris_type) == clause
+
+
+def test_a_transform_rules_table_options_are_properties_of_the_tables_it_creates(sink, doris_db):
+    """``transform: [{table-options: ...}]`` (the sink's ``table_options``) lands in the created
+    table's PROPERTIES, over the sink's ``table.create.properties.*``; other tables keep those."""
+    sink.table_options = lambda source: {"bloom_filter_columns": "name"} \
+        if source.table == "users" else {}
+    sink.create_table(users_schema(doris_db))
+    sink.create_table(users_schema(doris_db, "others"))
+    created = _show_create(sink, TableId(doris_db, "users"))
+    assert '"bloom_filter_columns" = "name"' in created
+    assert '"bloom_filter_columns"' not in _show_create(sink, TableId(doris_db, "others"))
+    event = CreateTableEvent(TableId(doris_db, "users2"), schema=users_schema(doris_db, "users2"))
+    sink.table_options = lambda source: {"bloom_filter_columns": "score"}
+    sink.apply_schema_change(event)
+    assert '"bloom_filter_columns" = "score"' in _show_create(sink, TableId(doris_db, "users2"))

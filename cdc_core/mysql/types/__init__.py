@@ -49,8 +49,8 @@ Invalid stored values never crash a read; they become a documented value:
   the column is nullable, else the epoch (``1970-01-01`` / ``1970-01-01 00:00:00[.000…]``),
   as Debezium does. (pymysqlreplication cannot tell a zero TIMESTAMP from the epoch, which is
   itself not a valid TIMESTAMP, so ``1970-01-01 00:00:00`` UTC from the binlog is a zero.)
-* an empty SET → NULL when nullable, else ``""`` (the binlog library reports an empty SET as
-  NULL, so both paths must agree).
+* an empty SET is ``""``, as MySQL reads it (the binlog library reports it as NULL, but says
+  so in the row's ``none_sources``, which ``binlog_values`` reads); NULL stays NULL.
 * YEAR ``0000`` → 0 (pymysqlreplication reports it as 1900, which YEAR cannot hold).
 """
 

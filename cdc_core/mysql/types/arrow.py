@@ -127,9 +127,7 @@ def _convert_array(array: Any, column: Column, kind: str, tz: dt.tzinfo) -> Any:
     if kind in (TypeKind.TIME, TypeKind.STRING, TypeKind.ENUM, TypeKind.JSON, TypeKind.BINARY):
         return _as_text(array)
     if kind == TypeKind.SET:
-        text = _as_text(array)
-        fill = None if column.nullable else ""
-        return pc.if_else(pc.equal(text, ""), pa.scalar(fill, pa.string()), text)
+        return _as_text(array)  # an empty set is '' (not NULL), as MySQL reads it
     if kind == TypeKind.GEOMETRY:
         return pa.array([None if v is None else wkb_to_wkt(v) for v in array.to_pylist()], pa.string())
     raise AssertionError(kind)

@@ -169,9 +169,9 @@ def _convert(kind: str, column: Column, value: Any, tz: dt.tzinfo) -> Any:  # no
             value = ",".join(sorted(value, key=lambda m: order.get(str(m).lower(), len(order))))
         elif isinstance(value, bytes):
             value = decode_text(value, column)
-        if value is None or value == "":
+        if value is None:  # NULL (a NOT NULL column's NULL is a zero-ish value: the empty set)
             return None if column.nullable else ""
-        return str(value)
+        return str(value)  # an empty set stays '', as MySQL reads it
     if kind == TypeKind.BINARY:
         raw = bytes(value) if isinstance(value, bytes | bytearray | memoryview) else str(value).encode("latin-1")
         if base_type(column) == "binary":
