@@ -146,8 +146,8 @@ class TidemarkPipelineResource(ConfigurableResource):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         # A run (not a sensor tick) writes down the process executing it: a run whose process is
         # gone can then be told from one still working (orchestration/runs.py: fail_dead_runs).
-        if context.run_id and context.instance is not None:
-            record_run_process(context.instance, context.run_id)
+        if context.run is not None and context.instance is not None:
+            record_run_process(context.instance, context.run.run_id)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._service is not None:
