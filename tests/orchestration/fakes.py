@@ -121,13 +121,14 @@ class RecordingRunner(PipelineService):
                                        ({"label": f"l-{key}", "txn_id": index},), 0.5))
         return out
 
-    def commit_chunks(self, keys: list[str]) -> None:
+    def commit_chunks(self, keys: list[str]) -> list[str]:
         self._log("commit_chunks", list(keys))
         if self.script.fail_commit:
             raise RuntimeError("Doris FE unreachable during commit")
         with self.store.transaction() as tx:
             for key in keys:
                 tx.update_chunk(*parse_chunk_key(key), status=ChunkStatus.COMMITTED)
+        return []
 
     def abort_chunks(self, keys: list[str]) -> None:
         self._log("abort_chunks", list(keys))
@@ -166,7 +167,7 @@ class RecordingRunner(PipelineService):
         return BatchResult(batch_id, start, end, {"shop.orders": 4, "shop.items": 1},
                            ({"label": f"l-{batch_id}", "txn_id": 9},), None, 1.5)
 
-    def commit_batch(self, batch_id: str) -> None:
+    def commit_batch(self, batch_id: str) -> bool:
         self._log("commit_batch", batch_id)
         if self.script.fail_commit:
             raise RuntimeError("Doris FE unreachable during commit")
@@ -174,6 +175,7 @@ class RecordingRunner(PipelineService):
             batch = tx.batch(batch_id)
             tx.put_batch(batch.with_status(BatchStatus.COMMITTED))
         self.script.committed_offset = batch.end_offset
+        return True
 
     def abort_batch(self, batch_id: str) -> None:
         self._log("abort_batch", batch_id)
