@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.tidemark-installed
-APT_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless
+APT_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
@@ -75,8 +75,13 @@ demo: setup
 	@echo "and watch binlog_stream materialize. Ctrl-C stops the UI; 'make clean-stack' stops MariaDB and Doris."
 	$(VENV)/bin/tidemark dev pipelines/demo.yaml --host $(DAGSTER_HOST) --port $(DAGSTER_PORT)
 
+# The benchmarks on one local stack, each figure beside its limit and the peers (bench/run_all.py):
+# ~20-25 min on a quiet 2-core machine; writes bench/results/<date>-<sha>.{json,md,png} and bench/RESULTS.md.
+# `make bench BENCH_ARGS=--quick` is the few-minute profile (results under .tidemark/bench/results/);
+# BENCH_ARGS also takes --only/--skip binlog snapshot freshness pause, --no-peers.
+BENCH_ARGS ?=
 bench: setup
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 clean-stack:
 	-$(VENV)/bin/tidemark devstack down

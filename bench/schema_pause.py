@@ -37,34 +37,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from devstack.mysql import MariaDBServer  # noqa: E402
+from devstack.pipeline_file import write_pipeline  # noqa: E402
 from devstack.procs import free_port  # noqa: E402
 from devstack.stack import DorisStandIn  # noqa: E402
 
 PAUSE_LIMIT_S = 30.0
 DB = "pause_bench"
 
-PIPELINE = """
-source:
-  type: mysql
-  hostname: 127.0.0.1
-  port: {port}
-  username: cdc
-  password: cdc
-  tables: {db}.\\.*
-  server-id: 5700-5704
-  server-time-zone: UTC
-  scan.startup.mode: latest-offset
-sink:
-  type: doris
-  fenodes: {fe}
-  username: root
-  password: ""
-  table.create.properties.replication_num: 1
-pipeline:
-  name: schema_pause
-  schema.change.behavior: {behavior}
-  tidemark.state.dir: {state}
-"""
 
 
 class DorisPoller(threading.Thread):
@@ -139,15 +118,10 @@ def measure_one(instance, handle, root, writer, poller, k: int, timeout_s: float
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ddls", type=int, default=3)
-    parser.add_argument("--rate", type=float, default=20.0, help="rows per second written while measuring")
-    parser.add_argument("--behavior", default="lenient")
-    parser.add_argument("--keep", action="store_true")
-    args = parser.parse_args(argv)
-    warnings.filterwarnings("ignore")
-
+def measure(ddls: int = 3, rate: float = 20.0, behavior: str = "lenient", keep: bool = False,
+            mysql: MariaDBServer | None = None, doris: DorisStandIn | None = None, log=print) -> dict:
+    """Commit ``ddls`` DDLs under a steady write load and time each pause. ``mysql`` / ``doris``:
+    running servers to use (and leave running; ``pause_bench`` is dropped first); else its own."""
     from dagster import DagsterInstance
     from rich.console import Console
 
@@ -158,22 +132,30 @@ def main(argv: list[str] | None = None) -> int:
     from orchestration.instance import prepare_home
     from orchestration.pipelines import PipelineHandle
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from snapshot_e2e import MemorySampler
+
     console = Console(stderr=True)
     work = Path(tempfile.mkdtemp(prefix="tidemark-schema-pause-"))
-    mysql = MariaDBServer(work / "mysql", port=free_port())
-    doris = DorisStandIn(work / "doris", fe_port=free_port(), be_port=free_port())
-    services = writer = None
+    own = mysql is None
+    if own:
+        mysql = MariaDBServer(work / "mysql", port=free_port())
+        doris = DorisStandIn(work / "doris", fe_port=free_port(), be_port=free_port())
+    services = writer = sampler = None
     poller = DorisPoller(doris.fe_http)
     try:
-        mysql.start()
-        doris.start()
+        if own:
+            mysql.start()
+            doris.start()
         root = pymysql.connect(unix_socket=mysql.endpoint.root_socket, user="root", autocommit=True)
         with root.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {DB}")
             cur.execute(f"CREATE DATABASE {DB}")
             cur.execute(f"CREATE TABLE {DB}.ticks (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL)")
         path = work / "schema_pause.yaml"
-        path.write_text(PIPELINE.format(port=mysql.endpoint.port, db=DB, fe=doris.fe_http, state=work / "state",
-                                        behavior=args.behavior))
+        write_pipeline(path, host="127.0.0.1", port=mysql.endpoint.port, fe=doris.fe_http, tables=f"{DB}.\\.*",
+                       name="schema_pause", state_dir=work / "state", server_id="5700-5704", parallelism=None,
+                       source={"scan.startup.mode": "latest-offset"}, pipeline={"schema.change.behavior": behavior})
         handle = PipelineHandle.load(path)
         runner = spark_service(load_pipeline(path))
         runner.binlog_lag()  # latest-offset: the stream starts here
@@ -181,11 +163,13 @@ def main(argv: list[str] | None = None) -> int:
         home = prepare_home(work / "dagster")
         services = DagsterServices([path], home, webserver=False, daemon=True, log_dir=work / "logs",
                                    working_dir=ROOT).start()
+        sampler = MemorySampler([*(p.pid for p in services.procs.values()), mysql.pid(), doris.pid()])
+        sampler.start()
 
         def connect():
             return pymysql.connect(unix_socket=mysql.endpoint.root_socket, user="root", database=DB, autocommit=False)
 
-        writer = SteadyWriter(connect, "ticks", ("payload",), lambda i, rng: (f"tick {i}",), rate=args.rate,
+        writer = SteadyWriter(connect, "ticks", ("payload",), lambda i, rng: (f"tick {i}",), rate=rate,
                               ticks_per_s=10, first_id=1)
         poller.start()
         writer.start()
@@ -194,41 +178,62 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.5)
         if len(poller.seen) < 10:
             raise RuntimeError(f"the stream did not start within 180 s; see {work / 'logs'}")
-        console.log(f"streaming ({len(poller.seen)} rows in Doris); committing {args.ddls} DDL(s)")
+        log(f"streaming ({len(poller.seen)} rows in Doris); committing {ddls} DDL(s)")
         results = []
         with DagsterInstance.from_config(str(home)) as instance:
-            for k in range(1, args.ddls + 1):
+            for k in range(1, ddls + 1):
                 time.sleep(3)
                 results.append(measure_one(instance, handle, root, writer, poller, k, timeout_s=180))
-                console.log(results[-1])
+                log(results[-1])
         writer.stop()
+        memory = sampler.stop()
+        root.close()
         pauses = [r["pause_window_s"] for r in results]
         worst = max(pauses)
-        out = {
-            "behavior": args.behavior, "write_rate_rows_per_s": args.rate, "ddls": results,
+        return {
+            "behavior": behavior, "write_rate_rows_per_s": rate, "ddls": results,
             "pause_window_s": {"median": round(statistics.median(pauses), 2), "max": worst},
             "ratio_to_limit_max": round(worst / PAUSE_LIMIT_S, 2),
             "limit_s": PAUSE_LIMIT_S,
+            "peak_rss_mib": memory,
+            "ok": worst <= PAUSE_LIMIT_S and all(r["schema_change_status"] == "SUCCESS" for r in results),
         }
-        print(pd.DataFrame(results).to_markdown(index=False, floatfmt=".2f"))
-        print()
-        print(json.dumps(out, indent=2))
-        ok = worst <= PAUSE_LIMIT_S and all(r["schema_change_status"] == "SUCCESS" for r in results)
-        console.print(f"pause window max {worst:.2f} s = {worst / PAUSE_LIMIT_S:.2f} of the {PAUSE_LIMIT_S:.0f} s limit: "
-                      f"{'[green]within[/]' if ok else '[red]OVER[/]'}")
-        return 0 if ok else 1
     finally:
         poller.halt.set()
+        if sampler is not None and sampler.is_alive():
+            sampler.stop()
         if writer is not None and writer.is_alive():
             writer.stop()
         if services is not None:
             services.stop()
-        doris.stop()
-        mysql.stop()
-        if args.keep:
+        if own:
+            doris.stop()
+            mysql.stop()
+        if keep:
             console.log(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ddls", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=20.0, help="rows per second written while measuring")
+    parser.add_argument("--behavior", default="lenient")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    out = measure(args.ddls, args.rate, args.behavior, args.keep, log=console.log)
+    print(pd.DataFrame(out["ddls"]).to_markdown(index=False, floatfmt=".2f"))
+    print()
+    print(json.dumps(out, indent=2))
+    worst = out["pause_window_s"]["max"]
+    console.print(f"pause window max {worst:.2f} s = {worst / PAUSE_LIMIT_S:.2f} of the {PAUSE_LIMIT_S:.0f} s limit: "
+                  f"{'[green]within[/]' if out['ok'] else '[red]OVER[/]'}")
+    return 0 if out["ok"] else 1
 
 
 if __name__ == "__main__":

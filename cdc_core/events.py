@@ -6,7 +6,14 @@ event's end position in the binlog (see ``cdc_core.mysql.offsets``); ``offset.se
 Doris's sequence column.
 
 Schema-change events follow Flink CDC's ``SchemaChangeEventType`` names (``type_name``), which
-``include.schema.changes`` / ``exclude.schema.changes`` and ``schema.change.behavior`` use.
+``include.schema.changes`` / ``exclude.schema.changes`` and ``schema.change.behavior`` use. Three
+have no Flink counterpart, because the schema history must follow MySQL where Flink's events do
+not reach: a column moved (``MODIFY c INT FIRST``), the primary key changed, the table's default
+character set changed. A fourth, ``partition.rows``, is no schema change at all: partition
+maintenance that removed or replaced rows without row events, which the stream must reload. Rows
+of a server with ``binlog_row_metadata=MINIMAL`` carry no column names: the history names them in
+their binlog order and decodes string bytes by its charsets (``cdc_core.mysql.table_map_binding``),
+so both must be exact.
 """
 
 from __future__ import annotations
@@ -94,6 +101,37 @@ class AlterColumnTypeEvent(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
+class AlterColumnPositionEvent(SchemaChangeEvent):
+    """A column moved (``MODIFY``/``CHANGE ... FIRST | AFTER x``): ``position`` is ``"FIRST"`` or
+    ``"AFTER"`` (with ``after``, a column's name after the statement). The source's column order
+    changes; Doris loads match columns by name, so it needs no Doris DDL."""
+
+    column_name: str = ""
+    position: str = "FIRST"
+    after: str | None = None
+    type_name = "alter.column.position"
+
+
+@dataclass(frozen=True)
+class AlterPrimaryKeyEvent(SchemaChangeEvent):
+    """The primary key became ``primary_key`` (empty: dropped). One event per statement, with the
+    key as it is after the statement (``DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)`` is one change)."""
+
+    primary_key: tuple[str, ...] = ()
+    type_name = "alter.primary.key"
+
+
+@dataclass(frozen=True)
+class AlterTableCharsetEvent(SchemaChangeEvent):
+    """The table's default character set (``ALTER TABLE t [DEFAULT] CHARACTER SET x``), which
+    string columns added later without their own charset take. Existing columns keep theirs
+    (``CONVERT TO CHARACTER SET`` changes them with :class:`AlterColumnTypeEvent`\\ s)."""
+
+    charset: str | None = None
+    type_name = "alter.table.charset"
+
+
+@dataclass(frozen=True)
 class AlterColumnCommentEvent(SchemaChangeEvent):
     column_name: str = ""
     comment: str = ""
@@ -109,6 +147,21 @@ class AlterTableCommentEvent(SchemaChangeEvent):
 @dataclass(frozen=True)
 class TruncateTableEvent(SchemaChangeEvent):
     type_name = "truncate.table"
+
+
+@dataclass(frozen=True)
+class PartitionRowsEvent(SchemaChangeEvent):
+    """Partition maintenance that removed or replaced the table's rows without a row event in
+    the binlog: ``TRUNCATE PARTITION``, ``DROP PARTITION``, ``EXCHANGE PARTITION`` (both tables),
+    MariaDB's ``CONVERT PARTITION``/``CONVERT TABLE``, ``IMPORT [PARTITION] TABLESPACE``.
+
+    No schema changes and Doris derives nothing from it; the schema change re-reads the table
+    (``cdc_core/pipeline/reload.py``), so Doris loses the rows MySQL no longer has and gains the
+    rows an exchange brought in. ``operation`` names the clause, for logs.
+    """
+
+    operation: str = ""
+    type_name = "partition.rows"
 
 
 @dataclass(frozen=True)

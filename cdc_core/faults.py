@@ -38,6 +38,10 @@ Fault points (name: where it fires):
   (context: ``batch``);
 * ``schema_change.after_quiesce``, ``schema_change.after_flush``, ``schema_change.after_apply``,
   ``schema_change.after_resume`` — after each step of a schema change has recorded its state.
+* ``schema_change.before_sweep`` — in ``apply``, a reloaded table's chunks committed again, the
+  sweep of its stale rows not run yet (context: ``tables``; ``cdc_core/pipeline/reload.py``);
+* ``reload.after_page_commit`` — a page of the sweep's deletes committed, its page number not yet
+  recorded (context: ``table``, ``page``).
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ POINTS = (
     "schema_change.after_flush",
     "schema_change.after_apply",
     "schema_change.after_resume",
+    "schema_change.before_sweep",
+    "reload.after_page_commit",
 )
 ACTIONS = ("raise", "raise_once", "kill", "sleep")
 

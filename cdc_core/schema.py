@@ -60,12 +60,18 @@ class Column:
 
 @dataclass(frozen=True)
 class TableSchema:
-    """A table's columns in order, its primary key, and its comment."""
+    """A table's columns in order, its primary key, its comment and its default character set.
+
+    ``charset`` (the charset string columns added without one take; None: unknown) is left out of
+    equality: two schemas are equal when their rows are, and a ``CREATE TABLE`` without a charset
+    takes the database's default, which the statement does not name.
+    """
 
     table_id: TableId
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...] = ()
     comment: str = ""
+    charset: str | None = field(default=None, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def column(self, name: str) -> Column:
@@ -88,12 +94,15 @@ class TableSchema:
         return replace(self, columns=tuple(columns), **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "table_id": str(self.table_id),
             "columns": [c.to_dict() for c in self.columns],
             "primary_key": list(self.primary_key),
             "comment": self.comment,
         }
+        if self.charset is not None:
+            out["charset"] = self.charset
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TableSchema:
@@ -102,4 +111,5 @@ class TableSchema:
             tuple(Column.from_dict(c) for c in data["columns"]),
             tuple(data.get("primary_key", ())),
             data.get("comment", ""),
+            data.get("charset"),
         )

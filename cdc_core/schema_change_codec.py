@@ -12,11 +12,15 @@ from typing import Any
 from cdc_core.events import (
     AddColumnEvent,
     AlterColumnCommentEvent,
+    AlterColumnPositionEvent,
     AlterColumnTypeEvent,
+    AlterPrimaryKeyEvent,
+    AlterTableCharsetEvent,
     AlterTableCommentEvent,
     CreateTableEvent,
     DropColumnEvent,
     DropTableEvent,
+    PartitionRowsEvent,
     RenameColumnEvent,
     RenameTableEvent,
     SchemaChangeEvent,
@@ -29,8 +33,11 @@ _CLASSES: dict[str, type[SchemaChangeEvent]] = {
     cls.type_name: cls
     for cls in (CreateTableEvent, AddColumnEvent, DropColumnEvent, RenameColumnEvent, AlterColumnTypeEvent,
                 AlterColumnCommentEvent, AlterTableCommentEvent, TruncateTableEvent, DropTableEvent,
-                RenameTableEvent)
+                RenameTableEvent, AlterColumnPositionEvent, AlterPrimaryKeyEvent, AlterTableCharsetEvent,
+                PartitionRowsEvent)
 }
+
+_FIELDS = ("position", "after", "column_name", "old_name", "new_name", "comment", "charset", "operation")
 
 
 def event_to_dict(event: SchemaChangeEvent) -> dict[str, Any]:
@@ -39,9 +46,11 @@ def event_to_dict(event: SchemaChangeEvent) -> dict[str, Any]:
         out["offset"] = event.offset.to_dict()
     if event.ddl is not None:
         out["ddl"] = event.ddl
-    for name in ("position", "after", "column_name", "old_name", "new_name", "comment"):
+    for name in _FIELDS:
         if hasattr(event, name):
             out[name] = getattr(event, name)
+    if isinstance(event, AlterPrimaryKeyEvent):
+        out["primary_key"] = list(event.primary_key)
     column = getattr(event, "column", None)
     if column is not None:
         out["column"] = column.to_dict()
@@ -62,9 +71,11 @@ def event_from_dict(data: dict[str, Any]) -> SchemaChangeEvent:
     kwargs: dict[str, Any] = {"table_id": TableId.parse(data["table_id"]), "ddl": data.get("ddl")}
     if data.get("offset"):
         kwargs["offset"] = BinlogOffset.from_dict(data["offset"])
-    for name in ("position", "after", "column_name", "old_name", "new_name", "comment"):
+    for name in _FIELDS:
         if name in data and name in cls.__dataclass_fields__:
             kwargs[name] = data[name]
+    if "primary_key" in data and cls is AlterPrimaryKeyEvent:
+        kwargs["primary_key"] = tuple(data["primary_key"])
     if data.get("column") is not None:
         kwargs["column"] = Column.from_dict(data["column"])
     if data.get("schema") is not None:

@@ -13,6 +13,14 @@ their code implements it:
   ``exclude.schema.changes`` is given;
 * ``ignore`` — only CreateTable.
 
+A column move, a table default charset change (``AlterColumnPositionEvent``,
+``AlterTableCharsetEvent``) and an AlterColumnType that changes only a column's charset change the
+source's schema history only: stream loads match columns by name and Doris has no charsets, so
+they derive no change under any behavior (not even a refusal under ``exception``). Nor does
+partition maintenance that removed rows (``PartitionRowsEvent``): that is data, which the schema
+change reloads (``cdc_core/pipeline/reload.py``) whatever the behavior. A primary-key change is derived like any other change (for a
+merged table too); the metadata applier refuses it unless Doris is keyed so already.
+
 Several source tables routed to one Doris table evolve it to the widest schema of all of them
 (``cdc_core.schema_merging``), never dropping a column.
 """
@@ -26,10 +34,14 @@ from typing import Any
 
 from cdc_core.events import (
     AddColumnEvent,
+    AlterColumnPositionEvent,
     AlterColumnTypeEvent,
+    AlterPrimaryKeyEvent,
+    AlterTableCharsetEvent,
     CreateTableEvent,
     DropColumnEvent,
     DropTableEvent,
+    PartitionRowsEvent,
     RenameColumnEvent,
     RenameTableEvent,
     SchemaChangeEvent,
@@ -39,6 +51,19 @@ from cdc_core.mysql.schema_history import apply_schema_change
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.schema_change_codec import event_from_dict, event_to_dict
 from cdc_core.schema_merging import least_common_schema, schema_difference
+
+# Changes of the source's schema that no Doris table needs (see the module docstring).
+_SOURCE_ONLY = (AlterColumnPositionEvent, AlterTableCharsetEvent, PartitionRowsEvent)
+
+
+def _charset_only(event: SchemaChangeEvent, before: TableSchema | None) -> bool:
+    """An AlterColumnType that changes only the column's charset (``CONVERT TO CHARACTER SET`` of a
+    VARCHAR, say): Doris has no charsets, so there is nothing to derive."""
+    if not isinstance(event, AlterColumnTypeEvent) or event.column is None or before is None \
+            or not before.has_column(event.column_name):
+        return False
+    old = before.column(event.column_name)
+    return replace(old, charset=None) == replace(event.column, name=old.name, charset=None)
 
 
 class SchemaChangeBehavior(StrEnum):
@@ -191,6 +216,8 @@ class SchemaDerivator:
                     after: Mapping[TableId, TableSchema | None], evolved: dict[TableId, TableSchema | None]
                     ) -> list[DerivedChange]:
         raw: list[DerivedChange] = []
+        if isinstance(event, _SOURCE_ONLY) or _charset_only(event, before.get(event.table_id)):
+            return []
         if isinstance(event, RenameTableEvent):
             raw = self._rename_table(event, before, after, evolved)
         else:
@@ -204,7 +231,7 @@ class SchemaDerivator:
                         raw += [DerivedChange(e, target, True) for e in schema_difference(event.table_id, current, widest)]
                     else:
                         raw.append(DerivedChange(event, target, merged))
-                elif isinstance(event, TruncateTableEvent | DropTableEvent) or not merged:
+                elif isinstance(event, TruncateTableEvent | DropTableEvent | AlterPrimaryKeyEvent) or not merged:
                     raw.append(DerivedChange(event, target, merged))
                 elif current is not None:
                     widest = self._widest(target, current, after)

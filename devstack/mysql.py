@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devstack.procs import pid_alive, process_mentions, read_pid, terminate
+from devstack.tls import TlsFiles
 
 CDC_USER = "cdc"
 CDC_PASSWORD = "cdc"
@@ -66,8 +67,11 @@ class MariaDBServer:
     ``start`` is idempotent: a server already running from this directory is left alone.
     """
 
-    def __init__(self, base_dir: Path, port: int = 3307, host: str = "127.0.0.1", server_id: int = 1):
+    def __init__(self, base_dir: Path, port: int = 3307, host: str = "127.0.0.1", server_id: int = 1,
+                 tls: TlsFiles | None = None):
         self.base_dir = Path(base_dir).resolve()
+        # With ``tls`` the server offers TLS (``--ssl-ca/--ssl-cert/--ssl-key``); clients choose.
+        self.tls = tls
         self.port = port
         self.host = host
         self.server_id = server_id
@@ -132,6 +136,8 @@ class MariaDBServer:
             "--innodb-buffer-pool-size=512M",
             "--max-connections=500",
             "--skip-name-resolve",
+            *([f"--ssl-ca={self.tls.ca}", f"--ssl-cert={self.tls.cert}", f"--ssl-key={self.tls.key}"]
+              if self.tls is not None else []),
         ]
         log = open(self.base_dir / "mariadbd.stdout", "ab")  # noqa: SIM115 - handed to the child
         subprocess.Popen(

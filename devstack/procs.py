@@ -68,6 +68,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def two_free_ports(host: str = "127.0.0.1") -> tuple[int, int]:
+    """Two distinct free ports (two calls of :func:`free_port` may give the same one), e.g. a
+    stand-in's FE and BE."""
+    first, second = free_port(host), free_port(host)
+    while second == first:
+        second = free_port(host)
+    return first, second
+
+
 def port_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout_s):

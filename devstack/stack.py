@@ -20,6 +20,7 @@ import requests
 
 from devstack.mysql import MariaDBServer
 from devstack.procs import pid_alive, process_mentions, read_pid, terminate
+from devstack.tls import TlsFiles
 
 DEFAULT_DIR = Path(".tidemark/devstack")
 DORIS_USER = "root"
@@ -41,6 +42,8 @@ class DorisStandIn:
     host: str = "127.0.0.1"
     user: str = DORIS_USER
     password: str = DORIS_PASSWORD
+    txn_timeout_s: float | None = None  # Doris's precommit timeout; None: the stand-in's default (3600 s)
+    tls: TlsFiles | None = None  # HTTPS on both ports (certificate and key; clients trust tls.ca)
 
     def __post_init__(self) -> None:
         self.base_dir = Path(self.base_dir).resolve()
@@ -56,6 +59,15 @@ class DorisStandIn:
     def be_http(self) -> str:
         return f"{self.host}:{self.be_port}"
 
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
+    @property
+    def fe_url(self) -> str:
+        """The FE's base URL (``https://…`` when serving TLS)."""
+        return f"{self.scheme}://{self.fe_http}"
+
     def pid(self) -> int | None:
         pid = read_pid(self.pid_file)
         if pid and pid_alive(pid) and process_mentions(pid, str(self.data_dir)):
@@ -64,7 +76,8 @@ class DorisStandIn:
 
     def healthy(self) -> bool:
         try:
-            return requests.get(f"http://{self.fe_http}/api/health", timeout=2).status_code == 200
+            verify = str(self.tls.ca) if self.tls is not None else True
+            return requests.get(f"{self.fe_url}/api/health", timeout=2, verify=verify).status_code == 200
         except requests.RequestException:
             return False
 
@@ -78,12 +91,14 @@ class DorisStandIn:
                 "--be-port", str(self.be_port),
                 "--data-dir", str(self.data_dir),
                 "--user", self.user,
-                "--password", self.password,
+                *(["--txn-timeout-s", str(self.txn_timeout_s)] if self.txn_timeout_s is not None else []),
+                *(["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls is not None else []),
             ]
             log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
             proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                # The password by the environment: a command line is visible to every local user.
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "DORIS_STANDIN_PASSWORD": self.password},
             )
             log.close()
             self.pid_file.write_text(str(proc.pid))

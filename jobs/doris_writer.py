@@ -214,10 +214,15 @@ def write_to_doris(df: Any, definition: Any, label_prefix: str, mode: str, sourc
     """Run the Spark write of ``df`` into Doris and return the tasks' messages (precommitted loads
     and chunk bookkeeping), taken back out of the state store."""
     spec = writer_spec(definition, label_prefix, mode, source_table, targets, **extra)
+    # The state URL may carry a password: like the sink's password it travels as an option of its
+    # own, which Spark redacts in plans and logs (``spark.sql.redaction.options.regex``: url), and
+    # never inside the ``spec`` JSON, which Spark shows as it is.
+    public = {**spec, "results": {k: v for k, v in spec["results"].items() if k != "state_url"}}
     (
         df.write.format(FORMAT)
-        .option("spec", json.dumps(spec))
+        .option("spec", json.dumps(public))
         .option("password", definition.sink.password.get_secret_value())
+        .option("state_url", spec["results"].get("state_url") or "")
         .mode("append")
         .save()
     )
@@ -250,4 +255,7 @@ class DorisDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DorisArrowWriter:
         if overwrite:
             raise ValueError("tidemark_doris only appends (upserts by key); use mode('append')")
-        return DorisArrowWriter(json.loads(self.options["spec"]), self.options.get("password", ""))
+        spec = json.loads(self.options["spec"])
+        if self.options.get("state_url"):
+            spec["results"]["state_url"] = self.options["state_url"]
+        return DorisArrowWriter(spec, self.options.get("password", ""))

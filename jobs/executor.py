@@ -19,7 +19,7 @@ from cdc_core.pipeline.service import PipelineService
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.state import StateStore
 from jobs.binlog_job import load_with_spark
-from jobs.snapshot_job import run_snapshot
+from jobs.snapshot_job import run_snapshot, runs_in_process
 from jobs.spark import build_session, prepare_session
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,12 @@ class SparkExecutor:
     def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork]) -> list[ChunkOutcome]:
         if not work:
             return []
-        logger.info("snapshot job: %d chunk(s) of %d table(s) on Spark", sum(len(w.tasks) for w in work), len(work))
+        chunks = sum(len(w.tasks) for w in work)
+        if runs_in_process(definition, work):
+            # Small enough that starting Spark would cost more than the work (the option's comment).
+            logger.info("snapshot: %d chunk(s) of %d table(s) in this process (no Spark)", chunks, len(work))
+            return run_snapshot(None, definition, sink, work)
+        logger.info("snapshot job: %d chunk(s) of %d table(s) on Spark", chunks, len(work))
         return run_snapshot(self.session(), definition, sink, work)
 
     def load_binlog_changes(self, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],

@@ -123,6 +123,22 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     return [json.loads(row["message"]) for row in rows]
 
 
+def run_in_process(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
+                   sink_password: str, driver_sink: Any) -> list[dict[str, Any]]:
+    """The same work as :func:`run_fused`, in this process, without Spark (a small snapshot run):
+    the task function over every chunk position; on failure every chunk label is aborted."""
+    count = len(read_spec["chunks"])
+    if count == 0:
+        return []
+    positions = pa.RecordBatch.from_pydict({"id": pa.array(range(count), pa.int64())})
+    try:
+        batches = list(_chunk_task(read_spec, source_password, write_spec, sink_password)(iter([positions])))
+    except BaseException:
+        abort_chunk_labels(driver_sink, write_spec, [c["index"] for c in read_spec["chunks"]])
+        raise
+    return [json.loads(m) for b in batches for m in b.column(0).to_pylist()]
+
+
 def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> None:
     """Cancel a failed job's remaining tasks and wait until none runs.
 

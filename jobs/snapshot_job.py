@@ -22,7 +22,7 @@ from cdc_core.doris.errors import TableMismatchError
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.schema import TableId, TableSchema
 from jobs.doris_writer import write_to_doris, writer_spec
-from jobs.fused_chunks import run_fused
+from jobs.fused_chunks import run_fused, run_in_process
 from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
@@ -44,6 +44,8 @@ def source_spec(definition: PipelineDefinition) -> dict[str, Any]:
         "fetch_size": source.fetch_size,
         "backfill_skip": source.backfill_skip,
         "connect_timeout": source.connect_timeout,
+        "ssl_mode": source.ssl_mode,
+        "ssl_ca": source.ssl_ca,
     }
 
 
@@ -97,8 +99,9 @@ def run_table(
     key_columns: tuple[str, ...],
     tasks: list[ChunkTask] | tuple[ChunkTask, ...],
 ) -> list[ChunkOutcome]:
-    """One Spark job over one table's chunks; returns each chunk's outcome."""
-    activate_in_thread(spark)
+    """One Spark job over one table's chunks (``spark`` None: in this process); returns each chunk's outcome."""
+    if spark is not None:
+        activate_in_thread(spark)
     started = time.monotonic()
     password = definition.source.password.get_secret_value()
     read_spec = {
@@ -123,8 +126,11 @@ def run_table(
             sink.create_table(schema, target)
         write_spec = writer_spec(definition, sink.label_prefix, "snapshot", str(schema.table_id), target_names,
                                  **extra)
-        messages = run_fused(spark, read_spec, password, write_spec, sink_password, sink,
-                             definition.pipeline.parallelism)
+        if spark is None:
+            messages = run_in_process(read_spec, password, write_spec, sink_password, sink)
+        else:
+            messages = run_fused(spark, read_spec, password, write_spec, sink_password, sink,
+                                 definition.pipeline.parallelism)
     else:
         df = (
             spark.read.format(SNAPSHOT_FORMAT)
@@ -159,6 +165,15 @@ def run_table(
     return outcomes
 
 
+def runs_in_process(definition: PipelineDefinition, work: list[TableWork]) -> bool:
+    """A run small enough to read and load without Spark (``tidemark.snapshot.in-process-rows``)."""
+    limit = definition.pipeline.snapshot_in_process_rows
+    chunks = sum(len(w.tasks) for w in work)
+    return (limit > 0 and definition.pipeline.spark_fused_chunk_tasks
+            and chunks * definition.source.chunk_size <= limit
+            and all(transform_for(definition, w.schema.table_id) is None for w in work))
+
+
 def run_snapshot(
     spark: Any,
     definition: PipelineDefinition,
@@ -168,7 +183,8 @@ def run_snapshot(
     """Every table's job, ``pipeline.parallelism`` of them at a time; outcomes in input order."""
     if not work:
         return []
-    workers = max(1, min(len(work), definition.pipeline.parallelism))
+    # In this process (spark None) one table after another: the chunk reader keeps one connection per process.
+    workers = 1 if spark is None else max(1, min(len(work), definition.pipeline.parallelism))
 
     def one(item: TableWork) -> list[ChunkOutcome]:
         outcomes = run_table(spark, definition, sink, item.schema, item.key_columns, item.tasks)

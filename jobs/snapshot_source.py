@@ -28,7 +28,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from cdc_core import faults
-from cdc_core.mysql.connection import MySqlConnectionSettings
+from cdc_core.mysql.connection import MySqlConnectionSettings, MySqlTls
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import doris_arrow_type
@@ -94,6 +94,7 @@ def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
         settings = MySqlConnectionSettings(
             host=source["host"], port=source["port"], user=source["user"], password=password,
             connect_timeout=source.get("connect_timeout", 30.0),
+            tls=MySqlTls(source.get("ssl_mode", "preferred"), source.get("ssl_ca")),
         )
         reader = SnapshotSplitReader(
             settings, server_id_range=tuple(source["server_id_range"]), server_time_zone=source["time_zone"],

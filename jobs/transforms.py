@@ -10,6 +10,11 @@ after three rewrites:
   ``'+I'`` otherwise (Tidemark keeps last-change-per-key, so an update reads as ``'+I'``);
 * the control columns (delete sign, sequence, chunk bookkeeping) always pass through.
 
+``converter-after-transform: SOFT_DELETE`` (Flink CDC's converter after transform) runs last: a
+delete's row (its before-image, filtered and projected like any row, ``__data_event_type__``
+``'-D'``) is sent as an upsert, its delete sign cleared. Snapshot rows read ``'+I'``. The
+sequence column still orders it, so a later insert of the same key wins over the soft delete.
+
 As in Flink CDC, the first rule whose ``source-table`` matches a table applies to it, and a
 filter is evaluated on the row image that is sent (the before-image for a delete). A projection
 must keep the primary-key columns unless ``primary-keys`` names the new key.
@@ -20,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from pyspark.sql import functions as F
 
 from cdc_core.config.selectors import split_top_level
 from cdc_core.pipeline.context import transform_rule_index
@@ -40,6 +47,7 @@ class TableTransform:
     filter: str | None
     primary_keys: tuple[str, ...] | None
     rule_index: int
+    soft_delete: bool = False
 
     def _rewrite(self, expression: str, has_delete_sign: bool) -> str:
         text = expression.replace("\\*", "*")
@@ -69,6 +77,8 @@ class TableTransform:
             items = [self._rewrite(item, has_sign) for item in self.projection]
             items += [f"`{c}`" for c in present if not _projects(items, c)]
             df = df.selectExpr(*items)
+        if self.soft_delete and has_sign:
+            df = df.withColumn(DELETE_SIGN, F.lit(0).cast(df.schema[DELETE_SIGN].dataType))
         return df
 
 
@@ -77,7 +87,8 @@ def _sql_string(text: str) -> str:
 
 
 def _projects(items: list[str], column: str) -> bool:
-    return any(item.strip().strip("`") == column for item in items)
+    """Whether the select list already yields ``column`` (by name, or through a bare ``*``)."""
+    return any(item.strip().strip("`") in (column, "*") for item in items)
 
 
 def transform_for(definition: Any, table_id: TableId) -> TableTransform | None:
@@ -88,7 +99,7 @@ def transform_for(definition: Any, table_id: TableId) -> TableTransform | None:
     rule = definition.transforms[index]
     projection = tuple(split_top_level(rule.projection, ",")) if rule.projection else None
     keys = tuple(k.strip() for k in rule.primary_keys.split(",")) if rule.primary_keys else None
-    return TableTransform(table_id, projection, rule.filter or None, keys, index)
+    return TableTransform(table_id, projection, rule.filter or None, keys, index, soft_delete=rule.soft_delete)
 
 
 # Spark SQL types of computed columns → a MySQL column type with the same Doris mapping, so the

@@ -25,10 +25,12 @@ from dagster import (
     asset,
 )
 
-from cdc_core.pipeline.results import ChunkResult, ResolveReport
+from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.pipeline.results import BatchResult, ChunkResult, ResolveReport
 from cdc_core.pipeline.service import PipelineService
+from cdc_core.pipeline.stream_run import StreamRunEnd
 from orchestration.hooks import PipelineHooks
-from orchestration.pipelines import PipelineHandle
+from orchestration.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 
 # BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
 warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")
@@ -83,6 +85,52 @@ def resolve_first(context: Any, service: PipelineService) -> dict[str, Any]:
         "resolved_failed": len(report.failed),
         "resolved_redo": len(report.redo),
     }
+
+
+def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[list[BatchResult], StreamRunEnd]:
+    """Batch after batch while the binlog moves on (``cdc_core/pipeline/stream_run.py``).
+
+    Each batch is recorded in the step ledger as soon as it is PREPARED. Whether another follows
+    is decided before its commit: every batch but the last is committed here, before the next is
+    read; the last is left to the commit hook (or the abort hook), exactly as a single-batch run's.
+    The ledger lists the batches committed here, so the hook reports the Doris tables all of them
+    wrote."""
+    override = context.run.tags.get(BINLOG_RUN_SECONDS_TAG)
+    policy = service.stream_run_policy(float(override) if override is not None else None)
+    ledger, run_id, step_key = service.step_ledger(), context.run.run_id, step_key_of(context)
+    run_started = time.monotonic()
+    batches: list[BatchResult] = []
+    committed: list[str] = []
+    while True:
+        batch_started = time.monotonic()
+        batch = service.run_binlog_batch()
+        batches.append(batch)
+        ledger.record(run_id, step_key, batch_id=batch.batch_id, committed_batch_ids=committed)
+        end = policy.before_commit(batch, run_started, time.monotonic())
+        if end is not None:
+            return batches, end
+        server = service.binlog_lag().server_offset
+        ahead = BinlogOffset.from_dict(server) > BinlogOffset.from_dict(batch.end_offset)
+        decision = policy.next_batch(ahead, bool(service.binlog_paused()), batch_started, run_started,
+                                     time.monotonic())
+        if isinstance(decision, StreamRunEnd):
+            return batches, decision  # the commit hook commits the last batch
+        try:
+            committed_now = service.commit_batch(batch.batch_id)
+        except Exception as exc:  # noqa: BLE001 - the hook retries; the batch stays PREPARED, never aborted
+            context.log.warning(f"Committing binlog batch {batch.batch_id} failed ({exc}); the run ends and its "
+                                "commit hook tries again (the batch stays PREPARED until it is committed)")
+            return batches, StreamRunEnd.COMMIT_FAILED
+        if not committed_now:
+            context.log.warning(f"Doris lost a load of binlog batch {batch.batch_id} before the commit (it aborted "
+                                "it on its own); the offset stays, and the next batch reads the same range again")
+            ledger.record(run_id, step_key, batch_id=None, committed_batch_ids=committed)
+            return batches, StreamRunEnd.LOST_LOAD
+        committed = [*committed, batch.batch_id]
+        ledger.record(run_id, step_key, batch_id=None, committed_batch_ids=committed)
+        context.log.info(f"Committed binlog batch {batch.batch_id} ({sum(batch.events_per_table.values())} "
+                         f"change(s)); the stream is at {offset_text(batch.end_offset)}")
+        time.sleep(decision)
 
 
 def offset_text(offset: dict[str, Any] | None) -> str:
@@ -179,7 +227,6 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         ledger = service.step_ledger()
         step_key = step_key_of(context)
         ledger.record(context.run.run_id, step_key, chunk_keys=keys)
-        pipeline.start_spark()
         started = time.monotonic()
         results = service.run_chunks(keys)
         ledger.record(context.run.run_id, step_key, prepared=[r.key for r in results])
@@ -226,16 +273,22 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
                 f"{handle.slug}/snapshot_splits and backfill all partitions of {handle.slug}/snapshot_chunks "
                 "first; binlog_stream starts at the chunks' lowest high watermark once every chunk is committed."
             )
-        batch = service.run_binlog_batch()
-        service.step_ledger().record(context.run.run_id, step_key_of(context), batch_id=batch.batch_id)
-        events = sum(batch.events_per_table.values())
+        batches, end = _stream(context, service)
+        batch = batches[-1]
+        events = sum(sum(b.events_per_table.values()) for b in batches)
+        per_table: dict[str, int] = {}
+        for b in batches:
+            for table, count in b.events_per_table.items():
+                per_table[table] = per_table.get(table, 0) + count
         metadata: dict[str, Any] = {
             "batch_id": batch.batch_id,
-            "start_offset": offset_text(batch.start_offset),
+            "start_offset": offset_text(batches[0].start_offset),
             "end_offset": offset_text(batch.end_offset),
             "events": events,
-            "events_per_table": MetadataValue.json(dict(batch.events_per_table)),
-            "transactions": len(batch.transactions),
+            "events_per_table": MetadataValue.json(per_table),
+            "transactions": sum(len(b.transactions) for b in batches),
+            "batches": len(batches),
+            "run_ended": end.value,
             **resolved,
         }
         if batch.lag_s is not None:

@@ -50,9 +50,11 @@ def quiet_between(service: PipelineService, compare: Any) -> tuple[Any, bool]:
     return result, quiet
 
 
-def parity_result(results: list[ParityResult], authoritative: bool, what: str) -> AssetCheckResult:
+def parity_result(results: list[ParityResult], authoritative: bool, what: str,
+                  extra: dict[str, Any] | None = None) -> AssetCheckResult:
     bad = [r for r in results if not r.ok]
     metadata: dict[str, Any] = {
+        **(extra or {}),
         "checked": len(results),
         "mismatched": len(bad),
         "mysql_rows": sum(r.mysql_rows for r in results),
@@ -102,18 +104,23 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
             keys = list(op_context.partition_keys)
         else:
             keys = service.committed_chunk_keys()[:MAX_CHUNKS_PER_CHECK]
-        results, quiet = quiet_between(service, lambda: [service.chunk_parity(k) for k in keys])
+        with service.session():
+            results, quiet = quiet_between(service, lambda: service.chunks_parity(keys))
         return parity_result(results, quiet, f"{len(keys)} chunk(s)")
 
     @asset_check(
         asset=handle.binlog_key, name="table_parity", required_resource_keys={resource_key}, blocking=False,
-        description="Row count and checksum of every captured table, MySQL against Doris.",
+        description="`tidemark verify` as a check: every captured table, MySQL against Doris by checksums "
+        "computed in both databases; the keys that differ in the metadata.",
     )
     def table_parity(context: AssetCheckExecutionContext) -> AssetCheckResult:
         service = service_of(context)
-        tables = service.captured_tables()
-        results, quiet = quiet_between(service, lambda: [service.table_parity(t) for t in tables])
-        return parity_result(results, quiet, f"{len(tables)} table(s)")
+        verdicts, quiet = quiet_between(service, service.verify)
+        results = [ParityResult(v.table_id, None, v.mysql_rows, v.doris_rows, "", "" if v.equal else "differs",
+                                {"skipped": v.skipped} if v.skipped else {}) for v in verdicts]
+        keys = {v.table_id: [list(k) for k in v.differing_keys[:20]] for v in verdicts if v.differing_keys}
+        extra = {"differing_keys": MetadataValue.json(keys)} if keys else {}
+        return parity_result(results, quiet, f"{len(verdicts)} table(s)", extra)
 
     def no_pending(context: AssetCheckExecutionContext) -> AssetCheckResult:
         pending = service_of(context).pending_transactions()
@@ -132,7 +139,10 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
     for asset_key, fn_name in ((handle.chunks_key, "chunks"), (handle.binlog_key, "binlog")):
         checks[fn_name] = asset_check(
             asset=asset_key, name="no_pending_transactions", required_resource_keys={resource_key},
-            blocking=False, description="No Doris transaction of this pipeline is left prepared but uncommitted.",
+            # Blocking: Dagster records a materialization before its commit hook runs and keeps the run
+            # green when the hook raises; this check fails the run instead, so a commit that did not
+            # happen is red in the UI (and stops downstream assets) until the next run finishes it.
+            blocking=True, description="No Doris transaction of this pipeline is left prepared but uncommitted.",
         )(no_pending)
     return PipelineChecks(chunk_parity, table_parity, checks["chunks"], checks["binlog"])
 

@@ -88,29 +88,31 @@ def _print_endpoints(endpoints: dict, stack: object) -> None:
 def _validate(args: argparse.Namespace) -> int:
     from cdc_core.config import PipelineConfigError, load_pipeline
 
-    failed = False
+    status = 0  # 2: a file is invalid; 1: a server is not ready (or refused the login)
     for path in args.pipelines:
         try:
             definition = load_pipeline(path)
         except PipelineConfigError as exc:
-            print(str(exc), file=sys.stderr)
-            failed = True
+            for line in exc.lines:
+                print(line, file=sys.stderr)
+            status = 2
             continue
         if args.connect and not _server_ready(path, definition):
-            failed = True
+            status = max(status, 1)
             continue
-        checked = ", source server ready for CDC" if args.connect else ""
+        checked = ", source server ready for CDC, Doris answers" if args.connect else ""
         print(f"{path}: ok (pipeline '{definition.name}', state in {definition.state_dir}{checked})")
-    return 1 if failed else 0
+    return status
 
 
 def _server_ready(path: str, definition: PipelineDefinition) -> bool:
     """Run the source server check; print each problem on its own line (what is wrong, the fix)."""
     from cdc_core.mysql.server_check import ServerCheckError, check_source_server
+    from cdc_core.pipeline.preflight import ConnectionCheckError, check_doris
 
     where = f"{path}: source {definition.source.hostname}:{definition.source.port}"
     try:
-        check_source_server(definition.source)
+        info = check_source_server(definition.source)
     except ServerCheckError as exc:
         for problem in exc.problems:
             print(f"{where}: {problem}", file=sys.stderr)
@@ -118,19 +120,48 @@ def _server_ready(path: str, definition: PipelineDefinition) -> bool:
     except ConnectionError as exc:
         print(f"{where}: {exc}", file=sys.stderr)
         return False
+    print(f"{where}: {info.row_metadata_mode}")  # information: either mode is supported
+    if not _names_fit_doris(path, definition):
+        return False
+    try:
+        check_doris(definition)
+    except ConnectionCheckError as exc:
+        print(f"{path}: sink: {exc}", file=sys.stderr)
+        return False
     return True
+
+
+def _names_fit_doris(path: str, definition: PipelineDefinition) -> bool:
+    """Every captured table's Doris table and column names are names Doris takes (each refusal on its line)."""
+    from cdc_core.mysql.connection import MySqlConnectionSettings, connect
+    from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
+    from cdc_core.pipeline.planning import doris_name_problems
+
+    conn = connect(MySqlConnectionSettings.from_options(definition.source))
+    try:
+        schemas = [read_table_schema(conn, t) for t in list_captured_tables(conn, definition.source.selector)]
+    finally:
+        conn.close()
+    problems = doris_name_problems(definition, schemas)
+    for problem in problems:
+        print(f"{path}: {problem}", file=sys.stderr)
+    return not problems
 
 
 # -- run -------------------------------------------------------------------------------------
 
 
 def _run(args: argparse.Namespace) -> int:
+    import time
     import warnings
 
     warnings.filterwarnings("ignore")
     from dagster import DagsterInstance
     from rich.console import Console
+    from rich.markup import escape
 
+    from cdc_core import phases
+    from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
     from orchestration.instance import dagster_home_for, prepare_home
     from orchestration.pipelines import load_handles
     from orchestration.run_once import OnceRun, RunOnceError, summary_table
@@ -141,8 +172,21 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     console = Console(stderr=True)
     handles = load_handles([Path(p) for p in args.pipelines])
-    home = prepare_home(dagster_home_for(handles))
     status = 0
+    ready = []
+    for handle in handles:  # a wrong password or a server that is down: said before anything is written
+        try:
+            check_connections(handle.definition)
+        except ConnectionCheckError as exc:
+            console.print(f"[red]tidemark run {handle.slug}: {escape(str(exc))}[/]", soft_wrap=True)
+            status = 1
+        else:
+            ready.append(handle)
+    if not ready:
+        return status
+    handles = ready
+    home = prepare_home(dagster_home_for(handles))
+    started = time.perf_counter()
     with DagsterInstance.from_config(str(home)) as instance:
         for handle in handles:
             once = OnceRun(handle, instance, console, parity_checks=not args.no_checks)
@@ -155,7 +199,55 @@ def _run(args: argparse.Namespace) -> int:
             finally:
                 once.service.close()
             console.print(summary_table(handle, summary))
+    if args.timings is not None:
+        spent = {**phases.totals(), "total": round(time.perf_counter() - started, 3)}
+        args.timings.write_text(json.dumps(spent, indent=2) + "\n")
     return status
+
+
+# -- verify ----------------------------------------------------------------------------------
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Exit 0 when every table is equal, 1 when one differs, 2 when it could not be verified."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from cdc_core.config import load_pipeline
+    from cdc_core.pipeline.service import PipelineService
+
+    service = PipelineService(load_pipeline(args.pipeline))
+    try:
+        if not service.captured_tables():
+            print(f"tidemark verify: pipeline '{service.definition.name}' has no snapshot yet (no table to compare); "
+                  f"run `tidemark run {args.pipeline} --once` first", file=sys.stderr)
+            return 2
+        try:
+            verdicts = service.verify(args.table or None, max_keys=args.max_keys)
+        except (ValueError, ConnectionError) as exc:
+            print(f"tidemark verify: {exc}", file=sys.stderr)
+            return 2
+    finally:
+        service.close()
+    if args.json:
+        _print_json({"pipeline": service.definition.name, "equal": all(v.equal for v in verdicts),
+                     "tables": [v.as_dict() for v in verdicts]})
+    else:
+        table = Table(title=f"tidemark verify {service.definition.name}")
+        for name in ("table", "Doris table", "MySQL rows", "Doris rows", "segments", "result"):
+            table.add_column(name)
+        for v in verdicts:
+            if v.skipped:
+                result = f"[yellow]not compared: {v.skipped}[/]"
+            elif v.equal:
+                result = "[green]equal[/]"
+            else:
+                shown = ", ".join("/".join(str(x) for x in k) for k in v.differing_keys[:10])
+                more = " …" if v.keys_truncated or len(v.differing_keys) > 10 else ""
+                result = f"[red]DIFFERENT[/] ({v.differing_segments} segment(s); keys: {shown or '-'}{more})"
+            table.add_row(v.table_id, v.target, f"{v.mysql_rows:,}", f"{v.doris_rows:,}", str(v.segments), result)
+        Console().print(table)
+    return 0 if all(v.equal for v in verdicts) else 1
 
 
 # -- dev -------------------------------------------------------------------------------------
@@ -164,7 +256,37 @@ def _run(args: argparse.Namespace) -> int:
 def _dev(args: argparse.Namespace) -> int:
     from orchestration.dev import run_dev
 
-    return run_dev(args.pipelines, host=args.host, port=args.port)
+    return run_dev(args.pipelines, host=args.host, port=args.port, verbose=args.verbose)
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+def _status(args: argparse.Namespace) -> int:
+    from cdc_core.pipeline.service import PipelineService
+    from cdc_core.pipeline.status import Unreachable
+    from orchestration.instance import dagster_home_for
+    from orchestration.pipelines import PipelineHandle
+    from orchestration.status import StatusReport, instance_exists, last_failed_run, status_table
+
+    handle = PipelineHandle.load(args.pipeline)
+    service = PipelineService(handle.definition)
+    try:
+        status = service.status()
+    except Unreachable as exc:
+        print(f"tidemark status: {args.pipeline}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        service.close()
+    home = dagster_home_for([handle])
+    report = StatusReport(str(handle.path), status, str(home), instance_exists(home), last_failed_run(handle, home))
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        from rich.console import Console
+
+        Console().print(status_table(report))
+    return 0
 
 
 # -- splits ----------------------------------------------------------------------------------
@@ -248,15 +370,35 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("pipelines", nargs="+", metavar="PIPELINE.yaml")
     run.add_argument("--once", action="store_true",
                      help="snapshot if not done, then the binlog up to the position seen at the start; then exit")
+    run.add_argument("--timings", metavar="FILE", type=Path, default=None,
+                     help="write the wall seconds per phase (planning, spark_start, read_load, commit, parity, "
+                     "snapshot, binlog, total) to FILE as JSON")
     run.add_argument("--no-checks", action="store_true",
                      help="skip the chunk parity checks after each snapshot run (faster on big tables)")
     run.set_defaults(handler=_run)
+
+    ver = sub.add_parser("verify", help="compare each captured table in MySQL and Doris (checksums computed in "
+                         "both databases); list the keys that differ; exit 0 when equal, 1 when not")
+    ver.add_argument("pipeline", metavar="PIPELINE.yaml")
+    ver.add_argument("--table", action="append", metavar="DB.TBL", help="only this table (repeatable)")
+    ver.add_argument("--json", action="store_true", help="print one JSON object")
+    ver.add_argument("--max-keys", type=int, default=100, help="the most differing keys listed per table")
+    ver.set_defaults(handler=_verify)
 
     ui = sub.add_parser("dev", help="the Dagster UI and daemon for these pipelines (binlog and DDL sensors running)")
     ui.add_argument("pipelines", nargs="+", metavar="PIPELINE.yaml")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("-v", "--verbose", action="store_true",
+                    help="show all of Dagster's output here (by default its INFO lines, e.g. every sensor tick, go "
+                    "only to the log files under DAGSTER_HOME/logs; warnings and errors show here)")
     ui.set_defaults(handler=_dev)
+
+    st = sub.add_parser("status", help="where a pipeline stands: snapshot progress, binlog lag, pauses, last error "
+                        "(reads only; starts no Spark or Dagster run)")
+    st.add_argument("pipeline", metavar="PIPELINE.yaml")
+    st.add_argument("--json", action="store_true", help="one JSON object (field names in README)")
+    st.set_defaults(handler=_status)
 
     spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) Flink CDC would make")
     spl.add_argument("pipeline")

@@ -2,17 +2,20 @@
 
 ``dagster dev -w workspace.yaml`` (or ``tidemark dev``) loads ``defs`` from here. Pipelines come
 from ``TIDEMARK_PIPELINES`` (default ``pipelines/*.yaml``); each is built by
-``build_pipeline_defs`` and the results are merged.
+``build_pipeline_defs`` and the results are merged. The Doris table assets of a pipeline come from
+its state store when the location loads (``orchestration/doris_tables.py``): reload the location
+after a split plan discovered new tables.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from dagster import Definitions, definitions, in_process_executor
+from dagster import AssetKey, AssetSpec, Definitions, definitions, in_process_executor
 
 from orchestration.assets import build_assets
 from orchestration.checks import build_checks
+from orchestration.doris_tables import doris_table_specs
 from orchestration.hooks import build_hooks
 from orchestration.jobs import build_jobs
 from orchestration.pipelines import PipelineHandle, load_handles, pipeline_paths
@@ -28,13 +31,15 @@ def build_pipeline_defs(handle: PipelineHandle, resource: TidemarkPipelineResour
     assets = build_assets(handle, hooks)
     checks = build_checks(handle)
     jobs = build_jobs(handle, assets, checks)
+    resource = resource or pipeline_resource(str(handle.path), handle.definition)
+    tables = doris_table_specs(handle, resource.doris_targets_at_load())
     return Definitions.merge(Definitions(
-        assets=assets.all,
+        assets=[*assets.all, *tables],
         asset_checks=checks.all,
         jobs=jobs.all,
         sensors=[build_binlog_sensor(handle, jobs.binlog_job)],
         schedules=[build_incremental_schedule(handle, jobs.binlog_job)],
-        resources={handle.resource_key: resource or pipeline_resource(str(handle.path), handle.definition)},
+        resources={handle.resource_key: resource},
     ), build_schema_change_defs(handle))
 
 
@@ -44,6 +49,17 @@ def build_definitions(handles: list[PipelineHandle],
     (the implicit asset job) also run the commit hook before the checks, with one Spark session."""
     resources = resources or {}
     parts = [build_pipeline_defs(h, resources.get(h.slug)) for h in handles]
+    writers: dict[AssetKey, str] = {}
+    for handle, part in zip(handles, parts, strict=True):
+        for spec in part.assets or ():
+            if isinstance(spec, AssetSpec) and spec.key in writers:
+                raise ValueError(
+                    f"pipelines '{writers[spec.key]}' and '{handle.slug}' both load the Doris table "
+                    f"{'.'.join(spec.key.path[1:])}; two pipelines must not write one table (their sequence "
+                    "columns would fight): route one of them to another table"
+                )
+            if isinstance(spec, AssetSpec):
+                writers[spec.key] = handle.slug
     return Definitions.merge(*parts, Definitions(executor=in_process_executor))
 
 

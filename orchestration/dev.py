@@ -19,14 +19,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 import requests
 
 from cdc_core.pipeline.service import PipelineService
+from orchestration.dev_logs import LogRelay
 from orchestration.instance import dagster_home_for, prepare_home
 from orchestration.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
 
 STOP_TIMEOUT_S = 20.0
+# Where ``tidemark dev`` keeps the webserver's and the daemon's output, under DAGSTER_HOME. Not
+# ``logs``: that directory is Dagster's telemetry queue, which its webserver renames to
+# ``.logs_queue``, posts to Dagster's telemetry server and deletes.
+DEV_LOG_DIR = "dev_logs"
 CODE_LOCATION = ["-m", "orchestration.definitions", "-a", "defs"]
 
 
@@ -58,14 +64,20 @@ class DagsterServices:
 
     def __init__(self, pipeline_paths: list[Path], home: Path, host: str = "127.0.0.1", port: int = 3000,
                  webserver: bool = True, daemon: bool = True, log_dir: Path | None = None,
-                 env: dict[str, str] | None = None, working_dir: Path | None = None):
+                 env: dict[str, str] | None = None, working_dir: Path | None = None,
+                 terminal: TextIO | None = None, verbose: bool = False):
+        """``log_dir``: each process's output goes to ``<log_dir>/<name>.log`` (else it is inherited);
+        with ``terminal`` too, its warnings and errors (``verbose``: all of it) are also copied there
+        (``orchestration/dev_logs.py``)."""
         self.home = prepare_home(Path(home))
         self.host, self.port = host, port
         self.want_webserver, self.want_daemon = webserver, daemon
         self.log_dir = Path(log_dir) if log_dir else None
         self.env = dev_environment(pipeline_paths, self.home, env)
         self.working_dir = Path(working_dir or Path.cwd())
+        self.terminal, self.verbose = terminal, verbose
         self.procs: dict[str, subprocess.Popen] = {}
+        self.relays: list[LogRelay] = []
         self.watchdog: subprocess.Popen | None = None
 
     @property
@@ -74,6 +86,16 @@ class DagsterServices:
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
         out: int | object = None
+        if self.log_dir is not None and self.terminal is not None:
+            proc = subprocess.Popen(
+                cmd, env=self.env, cwd=self.working_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_default_signals,
+            )
+            self.procs[name] = proc
+            relay = LogRelay(name, proc.stdout, self.log_dir / f"{name}.log", self.terminal, verbose=self.verbose)
+            relay.start()
+            self.relays.append(relay)
+            return
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
@@ -159,6 +181,9 @@ class DagsterServices:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)
         self.procs.clear()
+        for relay in self.relays:  # the pipes end with the groups; the last lines reach the files
+            relay.join(5)
+        self.relays.clear()
         if self.watchdog is not None:  # it exits by itself once the groups are gone
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.watchdog.wait(5)
@@ -200,11 +225,19 @@ def print_guide(url: str, handles: list[PipelineHandle], home: Path) -> None:
               flush=True)
 
 
-def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000) -> int:
+def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000, verbose: bool = False) -> int:
+    """Start the webserver and the daemon, print the guide, and run until Ctrl-C (or a TERM, or
+    the parent's exit). Their output goes to ``<DAGSTER_HOME>/dev_logs/{daemon,webserver}.log``;
+    the terminal gets its warnings and errors, or everything with ``verbose``."""
     parent = os.getppid()
     handles = load_handles([Path(p) for p in paths])
     home = dagster_home_for(handles)
-    services = DagsterServices([h.path for h in handles], home, host=host, port=port)
+    log_dir = home / DEV_LOG_DIR
+    services = DagsterServices([h.path for h in handles], home, host=host, port=port, log_dir=log_dir,
+                               terminal=sys.stderr, verbose=verbose)
+    shown = "all of their output" if verbose else "their warnings and errors (-v: everything)"
+    print(f"tidemark dev: the Dagster daemon and webserver log to {log_dir}/daemon.log and webserver.log; "
+          f"{shown} also show here", flush=True)
     previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         services.start()

@@ -9,6 +9,9 @@ Dagster reports a run as successful even when a hook raises (it logs HOOK_ERRORE
 commit is never the end of the story: the PREPARED record stays in the state store, the
 ``no_pending_transactions`` check shows it, and the next run or sensor tick calls
 ``resolve_pending`` before doing anything else.
+
+After a commit, the hooks report a materialization of each Doris table asset the chunks or the
+batch loaded (``orchestration/doris_tables.py``): the table's rows are visible from then on.
 """
 
 
@@ -17,6 +20,8 @@ from dataclasses import dataclass
 from dagster import HookContext, HookDefinition, failure_hook, success_hook
 from dagster._core.errors import DagsterInvalidPropertyError
 
+from cdc_core.pipeline.targets import TargetUpdate
+from orchestration.doris_tables import report_written
 from orchestration.pipelines import PipelineHandle
 
 
@@ -40,14 +45,18 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
     def commit_chunks_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
         keys = list(entry.get("prepared") or [])
+        committed: list[str] = []
         if keys:
             redo = service.commit_chunks(keys)
             context.log.info(f"Committed the Doris loads of {len(keys) - len(redo)} chunk(s): {_preview(keys)}")
+            committed = [k for k in keys if k not in set(redo)]
             if redo:
                 context.log.warning(f"Doris lost the loads of {len(redo)} chunk(s) before the commit (it aborted "
                                     f"them on its own): {_preview(redo)}. They are PENDING again; the next run or "
                                     "backfill of snapshot_chunks reads them again")
         ledger.forget(context.run_id, step_key_of(context))
+        if committed:
+            _report(context, service.written_targets(chunk_keys=committed), f"snapshot chunks ({len(committed)})")
 
     @failure_hook(name=f"{handle.slug}_abort_chunks_hook", required_resource_keys={resource_key})
     def abort_chunks_hook(context: HookContext) -> None:
@@ -62,12 +71,19 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
     def commit_batch_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
         batch_id = entry.get("batch_id")
+        # a run that streamed several batches committed all but its last itself (orchestration/assets.py)
+        committed_batches = list(entry.get("committed_batch_ids") or [])
         if batch_id and service.commit_batch(batch_id):
             context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")
+            committed_batches.append(batch_id)
         elif batch_id:
             context.log.warning(f"Doris lost a load of binlog batch {batch_id} before the commit (it aborted it on "
                                 "its own); the offset stays, and the next batch reads the same range again")
         ledger.forget(context.run_id, step_key_of(context))
+        if committed_batches:
+            label = committed_batches[0] if len(committed_batches) == 1 else \
+                f"{committed_batches[0]} … {committed_batches[-1]} ({len(committed_batches)} batches)"
+            _report(context, service.written_targets(batch_ids=committed_batches), f"binlog batch {label}")
 
     @failure_hook(name=f"{handle.slug}_abort_batch_hook", required_resource_keys={resource_key})
     def abort_batch_hook(context: HookContext) -> None:
@@ -93,6 +109,13 @@ def step_key_of(context: HookContext) -> str:
         return context.step_key
     except DagsterInvalidPropertyError:
         return context.op.name
+
+
+def _report(context: HookContext, updates: list[TargetUpdate], by: str) -> None:
+    """The Doris table assets these committed loads wrote are materialized (after the ledger is
+    forgotten: the commit is done whatever reporting it costs)."""
+    if updates:
+        report_written(context.instance, updates, run_id=context.run_id, by=by)
 
 
 def _preview(keys: list[str], limit: int = 5) -> str:

@@ -25,6 +25,9 @@ DEFAULT_PATTERN = "pipelines/*.yaml"
 PIPELINE_TAG = "tidemark/pipeline"
 # binlog_stream and schema_change runs carry this tag; dagster.yaml limits it to one per value.
 STREAM_TAG = "tidemark/stream"
+# A run tag overriding the pipeline's ``tidemark.binlog.run-seconds`` for one binlog_stream run
+# (``tidemark run --once`` sets 0: one batch per run, each up to the target it follows).
+BINLOG_RUN_SECONDS_TAG = "tidemark/binlog_run_seconds"
 
 
 def pipeline_paths(spec: str | None = None, cwd: Path | None = None) -> list[Path]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
@@ -22,7 +23,9 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import PrivateAttr, SecretStr
 
 from cdc_core.config import PipelineDefinition, load_pipeline
+from cdc_core.phases import phase
 from cdc_core.pipeline.service import PipelineService
+from cdc_core.pipeline.targets import DorisTarget
 from cdc_core.state import StateStore
 from jobs.executor import SparkExecutor
 from jobs.spark import prepare_environment, session_settings
@@ -39,11 +42,12 @@ class MySqlSourceResource(ConfigurableResource):
 
     def apply(self, definition: PipelineDefinition) -> PipelineDefinition:
         update: dict[str, Any] = {
-            k: v for k, v in (("hostname", self.hostname), ("port", self.port), ("username", self.username))
+            k: _resolved(v) for k, v in (("hostname", self.hostname), ("port", self.port),
+                                         ("username", self.username))
             if v is not None
         }
         if self.password is not None:
-            update["password"] = SecretStr(self.password)
+            update["password"] = SecretStr(_resolved(self.password))
         if not update:
             return definition
         return dataclasses.replace(definition, source=definition.source.model_copy(update=update))
@@ -58,10 +62,10 @@ class DorisSinkResource(ConfigurableResource):
 
     def apply(self, definition: PipelineDefinition) -> PipelineDefinition:
         update: dict[str, Any] = {
-            k: v for k, v in (("fenodes", self.fenodes), ("username", self.username)) if v is not None
+            k: _resolved(v) for k, v in (("fenodes", self.fenodes), ("username", self.username)) if v is not None
         }
         if self.password is not None:
-            update["password"] = SecretStr(self.password)
+            update["password"] = SecretStr(_resolved(self.password))
         if not update:
             return definition
         return dataclasses.replace(definition, sink=definition.sink.model_copy(update=update))
@@ -80,6 +84,14 @@ class StateStoreResource(ConfigurableResource):
         if self.state_dir:
             return StateStore.open(self.state_dir)
         return StateStore.for_pipeline(definition)
+
+
+def _resolved(value: Any) -> Any:
+    """An ``EnvVar`` / ``EnvVar.int`` field's value (a resource used outside a run, as
+    ``tidemark run --once`` and the code location do, still holds them unresolved)."""
+    if isinstance(value, EnvVar) or type(value).__name__ == "IntEnvVar":
+        return value.get_value()
+    return value
 
 
 def spark_config_for(definition: PipelineDefinition) -> dict[str, str]:
@@ -139,9 +151,28 @@ class TidemarkPipelineResource(ConfigurableResource):
         substitute a recording double here)."""
         return PipelineService(definition, store, executor=SparkExecutor(self.start_spark))
 
+    def doris_targets_at_load(self) -> list[DorisTarget]:
+        """The Doris tables the pipeline writes, read when the code location loads: from the
+        state store only (``EnvVar`` fields resolved from the environment, as a run would), with
+        no Spark, MySQL or Doris. Empty for a pipeline whose state does not exist yet (nothing
+        is created for it)."""
+        definition = load_pipeline(self.pipeline_file)
+        url = _resolved(self.state.url)
+        state_dir = _resolved(self.state.state_dir)
+        if not url and not definition.pipeline.state_url:
+            where = Path(state_dir or definition.state_dir) / "state.sqlite"
+            if not where.is_file():
+                return []
+        service = self.make_service(definition, StateStoreResource(url=url, state_dir=state_dir).open(definition))
+        try:
+            return service.doris_targets()
+        finally:
+            service.close()
+
     def start_spark(self) -> Any:
         """Start (or reuse) the process's Spark session through dagster-pyspark."""
-        return self.pyspark.spark_session
+        with phase("spark_start"):
+            return self.pyspark.spark_session
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         # A run (not a sensor tick) writes down the process executing it: a run whose process is

@@ -13,6 +13,8 @@
   gone (a ``kill -9``, an OOM kill, a reboot) is marked failed, so it no longer blocks the
   pipeline. Its prepared work is resolved by the next run (``PipelineService.resolve_pending``).
   Runs on other hosts are Dagster's run monitoring's (dagster.yaml).
+* ``latest_failed_run`` / ``failure_message``: the most recent failed run of a pipeline and why
+  it failed (``tidemark status``).
 * ``next_run_key``: the run key a sensor asks for when the run of a key may fail. Dagster
   launches one run per run key, so after a failure the same work is asked for again under a
   numbered key (``<base>~retry1`` ...), a bounded number of times.
@@ -103,15 +105,59 @@ def runs_in_flight(instance: DagsterInstance, asset_keys: set[AssetKey] | None =
     out = []
     runs = instance.get_runs(filters=RunsFilter(statuses=IN_FLIGHT_STATUSES), limit=500)
     for run in fail_dead_runs(instance, [r for r in runs if r.run_id != exclude_run_id]):
-        selected = set(run.asset_selection or ()) | {k.asset_key for k in (run.asset_check_selection or ())}
-        if not selected:
-            # A run of an op job, or an asset job without a stored selection: look at its plan.
-            selected = _planned_asset_keys(instance, run)
+        selected = _selected_asset_keys(instance, run)
         by_key = asset_keys is not None and bool(selected & asset_keys)
         by_prefix = prefix is not None and any(tuple(k.path[: len(prefix)]) == prefix for k in selected)
         if by_key or by_prefix:
             out.append(run)
     return out
+
+
+def _selected_asset_keys(instance: DagsterInstance, run: DagsterRun) -> set[AssetKey]:
+    selected = set(run.asset_selection or ()) | {k.asset_key for k in (run.asset_check_selection or ())}
+    # A run of an op job, or an asset job without a stored selection: look at its plan.
+    return selected or _planned_asset_keys(instance, run)
+
+
+def latest_failed_run(instance: DagsterInstance, prefix: tuple[str, ...], job_names: set[str],
+                      look_at: int = 200) -> DagsterRun | None:
+    """The most recent failed run (of the last ``look_at`` failed runs) of the pipeline whose
+    assets are under ``prefix`` or whose jobs are ``job_names``, however it was launched."""
+    runs = instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.FAILURE]), limit=look_at)
+    for run in runs:  # newest first
+        if run.job_name in job_names:
+            return run
+        if any(tuple(k.path[: len(prefix)]) == prefix for k in _selected_asset_keys(instance, run)):
+            return run
+    return None
+
+
+def failure_message(instance: DagsterInstance, run: DagsterRun) -> str:
+    """Why the run failed: its failed steps' errors (the exception and its causes), else the run
+    failure's own message (e.g. Tidemark's, for a run whose process was killed)."""
+    from dagster import DagsterEventType
+
+    steps = []
+    for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_FAILURE):
+        event = entry.dagster_event
+        error = getattr(event.event_specific_data, "error", None) if event is not None else None
+        if error is None:
+            continue
+        causes = []
+        cause = getattr(error, "cause", None)
+        while cause is not None:
+            causes.append(cause.message.strip())
+            cause = getattr(cause, "cause", None)
+        # the innermost cause is the exception the step raised; Dagster's wrappers only say where
+        steps.append(f"{event.step_key}: {causes[-1] if causes else error.message.strip()}")
+    if steps:
+        return "; ".join(steps)
+    for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.RUN_FAILURE):
+        event = entry.dagster_event
+        message = (event.message if event is not None else None) or entry.user_message
+        if message:
+            return message.strip()
+    return "the run failed (its event log holds no error)"
 
 
 def _planned_asset_keys(instance: DagsterInstance, run: Any) -> set[AssetKey]:

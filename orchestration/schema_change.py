@@ -8,7 +8,9 @@ log and metadata::
 * **quiesce** pauses the stream (``flags/binlog_paused``, read by ``binlog_sensor``,
   ``incremental_schedule`` and ``binlog_stream`` itself) and waits for in-flight stream runs;
 * **flush** commits the binlog up to the DDL with the old schema;
-* **apply** derives the Doris changes per ``schema.change.behavior`` and applies them;
+* **apply** derives the Doris changes per ``schema.change.behavior`` and applies them; after
+  partition maintenance that removed rows without row events it reloads the table
+  (``cdc_core/pipeline/reload.py``);
 * **resume** moves the committed offset past the DDL and lifts the pause.
 
 The coordinator's state (``cdc_core.schema_registry``) lives in the pipeline's state store, so

@@ -18,9 +18,11 @@ The sensor runs by default; ``incremental_schedule`` is the opt-in alternative (
 
 
 import os
+import warnings
 from typing import Any
 
 from dagster import (
+    BetaWarning,
     DagsterInstance,
     DagsterRunStatus,
     DefaultSensorStatus,
@@ -37,6 +39,10 @@ from cdc_core.pipeline.service import PipelineService
 from orchestration.assets import offset_text
 from orchestration.pipelines import STREAM_TAG, PipelineHandle
 from orchestration.runs import next_run_key, runs_in_flight
+
+# Dagster 1.13 copies every sensor definition it loads through its own beta ``owners`` parameter
+# and warns about it (sensor_definition.py), at each code server start; nothing of ours uses it.
+warnings.filterwarnings("ignore", category=BetaWarning, message=r"Parameter `owners` of initializer `SensorDefinition")
 
 SENSOR_INTERVAL_S = 1  # the daemon evaluates sensors at most every ~5 s anyway
 # Opt-in (=1): while one binlog run of the pipeline is executing, queue the next one, which the

@@ -27,6 +27,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -73,6 +74,32 @@ def _lower(value: object) -> object:
 
 def _upper(value: object) -> object:
     return value.upper() if isinstance(value, str) else value
+
+
+def _ssl_mode(value: object) -> object:
+    """``VERIFY_CA`` (MySQL's and Connector/J's spelling) reads as ``verify-ca``."""
+    return value.lower().replace("_", "-") if isinstance(value, str) else value
+
+
+# Connector/J's TLS switches, as a Flink CDC file carries them (``jdbc.properties.useSSL: false``),
+# are read as the ssl-mode they mean. Its key stores and Debezium's ``debezium.database.ssl.*`` are
+# not: Tidemark reads neither block otherwise, so such a setting would be silently ignored; refused
+# instead, naming the source option that does it.
+_JDBC_SSL_MODES = {"disabled": "disabled", "preferred": "preferred", "required": "required",
+                   "verify_ca": "verify-ca", "verify_identity": "verify-identity"}
+_FOREIGN_TLS = {
+    "trustcertificatekeystoreurl": "ssl-ca (a PEM file)",
+    "trustcertificatekeystorepassword": "ssl-ca (a PEM file needs no password)",
+    "trustcertificatekeystoretype": "ssl-ca (a PEM file)",
+    "clientcertificatekeystoreurl": "a password over ssl-mode: verify-ca (client certificates are not supported)",
+    "clientcertificatekeystorepassword": "a password over ssl-mode: verify-ca (client certificates are not supported)",
+    "clientcertificatekeystoretype": "a password over ssl-mode: verify-ca (client certificates are not supported)",
+    "database.ssl.mode": "ssl-mode",
+    "database.ssl.truststore": "ssl-ca (a PEM file)",
+    "database.ssl.truststore.password": "ssl-ca (a PEM file needs no password)",
+    "database.ssl.keystore": "a password over ssl-mode: verify-ca (client certificates are not supported)",
+    "database.ssl.keystore.password": "a password over ssl-mode: verify-ca (client certificates are not supported)",
+}
 
 
 class _Block(BaseModel):
@@ -132,6 +159,89 @@ class MySqlSourceOptions(_Block):
     tinyint1_as_boolean: bool = Field(True, alias="treat-tinyint1-as-boolean.enabled")
     jdbc_properties: dict[str, str] = Field(default_factory=dict, alias="jdbc.properties.*")
     debezium: dict[str, str] = Field(default_factory=dict, alias="debezium.*")
+    # TLS to the server, for every connection Tidemark opens (control queries, chunk scans, the
+    # binlog): MySQL's ``--ssl-mode`` values; ``ssl-ca`` a PEM file of the CA(s) to trust (else
+    # the system's). ``preferred`` is what MySQL clients and Debezium do by default.
+    ssl_mode: Annotated[
+        Literal["disabled", "preferred", "required", "verify-ca", "verify-identity"], BeforeValidator(_ssl_mode)
+    ] = Field("preferred", alias="ssl-mode")
+    ssl_ca: str | None = Field(None, alias="ssl-ca")
+    # Client certificates: named so that a user who sets them reads why they are refused.
+    ssl_cert: str | None = Field(None, alias="ssl-cert")
+    ssl_key: str | None = Field(None, alias="ssl-key")
+
+    @field_validator("ssl_cert", "ssl_key")
+    @classmethod
+    def _client_certificate(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                "client certificates are not supported: the snapshot's chunk reader (connectorx) cannot "
+                "present one; remove the option and authenticate the user by password over "
+                "ssl-mode: verify-ca or verify-identity"
+            )
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _jdbc_tls(cls, data: object) -> object:
+        """``jdbc.properties.sslMode`` / ``useSSL`` / ``requireSSL`` / ``verifyServerCertificate``
+        as the ``ssl-mode`` Connector/J gives them; one that disagrees with ``ssl-mode`` is refused."""
+        if not isinstance(data, dict) or not isinstance(data.get("jdbc.properties.*"), dict):
+            return data
+        props = {k.lower(): (k, str(v).strip().lower()) for k, v in data["jdbc.properties.*"].items()}
+
+        def flag(name: str) -> bool | None:
+            if name not in props:
+                return None
+            key, value = props[name]
+            if value not in ("true", "false"):
+                raise ValueError(f"jdbc.properties.{key}: expected true or false, got {value!r}")
+            return value == "true"
+
+        mode, named = None, None
+        if "sslmode" in props:
+            named, value = props["sslmode"]
+            mode = _JDBC_SSL_MODES.get(value.replace("-", "_"))
+            if mode is None:
+                raise ValueError(f"jdbc.properties.{named}: expected one of {', '.join(_JDBC_SSL_MODES).upper()}, "
+                                 f"got {value!r}")
+        else:
+            use, require, verify = flag("usessl"), flag("requiressl"), flag("verifyservercertificate")
+            if use is False:
+                mode = "disabled"
+            elif verify:
+                mode = "verify-ca"
+            elif require:
+                mode = "required"
+            elif use:
+                mode = "preferred"
+            named = next((props[n][0] for n in ("usessl", "requiressl", "verifyservercertificate") if n in props),
+                         None)
+        if mode is None:
+            return data
+        given = data.get("ssl-mode")
+        if given is not None and _ssl_mode(given) != mode:
+            raise ValueError(f"jdbc.properties.{named}: means ssl-mode: {mode}, but ssl-mode is {given!r}; "
+                             "remove the jdbc property")
+        return {**data, "ssl-mode": mode}
+
+    @model_validator(mode="after")
+    def _tls(self) -> MySqlSourceOptions:
+        for block, alias, options in (("jdbc.properties.", "jdbc", self.jdbc_properties),
+                                      ("debezium.", "debezium", self.debezium)):
+            for key in options:
+                replacement = _FOREIGN_TLS.get(key.lower())
+                if replacement is not None:
+                    raise ValueError(f"{block}{key}: Tidemark does not read {alias} TLS settings; "
+                                     f"remove it and set the source option {replacement}")
+        if self.ssl_mode == "disabled" and self.ssl_ca:
+            raise ValueError("ssl-ca: has no effect with ssl-mode: disabled; remove one of them")
+        if self.ssl_mode in ("preferred", "required") and self.ssl_ca:
+            raise ValueError(
+                f"ssl-ca: ssl-mode: {self.ssl_mode} does not verify the server's certificate; "
+                "set ssl-mode: verify-ca (or verify-identity) to verify it against this CA"
+            )
+        return self
 
     @field_validator("connect_timeout")
     @classmethod
@@ -189,6 +299,10 @@ SCHEMA_CHANGE_TYPES = (
 )
 
 
+def _scheme_of(node: str) -> str:
+    return "https" if node.strip().lower().startswith("https://") else "http"
+
+
 class DorisSinkOptions(_Block):
     """``sink:`` with ``type: doris``."""
 
@@ -222,6 +336,45 @@ class DorisSinkOptions(_Block):
     table_create_auto_partition_properties: dict[str, str] = Field(
         default_factory=dict, alias="table.create.auto-partition.properties.*"
     )
+    # HTTPS: ``fenodes`` (and ``benodes``) written ``https://host:port``; ``ssl-ca`` a PEM file of
+    # the CA(s) that signed the FE's and BE's certificates (else the system's trusted CAs).
+    ssl_ca: str | None = Field(None, alias="ssl-ca")
+
+    @property
+    def https(self) -> bool:
+        """The nodes are addressed over HTTPS (``fenodes`` written ``https://…``)."""
+        return self.fenodes.strip().lower().startswith("https://")
+
+    @model_validator(mode="after")
+    def _scheme(self) -> DorisSinkOptions:
+        schemes = {_scheme_of(n) for n in (self.fenodes + "," + (self.benodes or "")).split(",") if n.strip()}
+        if len(schemes) > 1:
+            raise ValueError("fenodes: every FE and BE node must use the same scheme (all https:// or none)")
+        if self.ssl_ca and not self.https:
+            raise ValueError("ssl-ca: is only used over HTTPS; write fenodes as 'https://host:port' "
+                             "(Doris with enable_https) or remove ssl-ca")
+        return self
+
+    # Flink's Doris sink buffers rows and flushes them by these; Tidemark has no such buffer (each
+    # binlog batch and each snapshot chunk is one stream load per Doris table), so only the default
+    # value is accepted (a copied Flink file keeps working) and any other is refused by name.
+    @field_validator("flush_max_rows", "flush_max_bytes", "flush_interval", "batch_mode", "flush_queue_size",
+                     "buffer_size", "buffer_count", "check_interval_ms", "use_cache")
+    @classmethod
+    def _unbuffered(cls, v: object, info: ValidationInfo) -> object:
+        if v != cls.model_fields[info.field_name].default:
+            raise ValueError(
+                "Tidemark does not buffer rows as Flink's Doris sink does and does not apply this option: each "
+                "binlog batch (at most pipeline tidemark.binlog.max-events events) and each snapshot chunk "
+                "(scan.incremental.snapshot.chunk.size rows) is one stream load per Doris table; remove it")
+        return v
+
+    @field_validator("charset_encoding")
+    @classmethod
+    def _utf8(cls, v: str) -> str:
+        if v.replace("-", "").upper() != "UTF8":
+            raise ValueError("Tidemark sends every load as UTF-8 (any source charset is decoded first); remove it")
+        return v
 
     @field_validator("enable_2pc")
     @classmethod
@@ -230,12 +383,13 @@ class DorisSinkOptions(_Block):
             raise ValueError("Tidemark always loads with two-phase commit (exactly-once); remove the option")
         return v
 
-    @field_validator("fenodes")
+    @field_validator("fenodes", "benodes")
     @classmethod
-    def _fenodes(cls, v: str) -> str:
-        for node in v.split(","):
-            if not re.fullmatch(r"[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", node.strip()):
-                raise ValueError(f"expected 'host:http_port[,host:http_port]', got {node.strip()!r}")
+    def _fenodes(cls, v: str | None) -> str | None:
+        for node in (v or "").split(",") if v is not None else ():
+            if not re.fullmatch(r"(?i:https?://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", node.strip()):
+                raise ValueError(f"expected 'host:http_port[,host:http_port]' (or 'https://host:port'), "
+                                 f"got {node.strip()!r}")
         return v
 
     @field_validator("label_prefix")
@@ -269,6 +423,9 @@ class RouteRule(_Block):
 
 
 
+SOFT_DELETE = "SOFT_DELETE"
+
+
 class TransformRule(_Block):
     """One ``transform:`` entry: projection and filter for the matching source tables."""
 
@@ -285,23 +442,31 @@ class TransformRule(_Block):
     @field_validator("partition_keys")
     @classmethod
     def _partition_keys(cls, v: str | None) -> str | None:
-        if v is not None:
-            raise ValueError(
-                "Tidemark does not partition the Doris tables it creates yet, and will not ignore the option: "
-                "remove it and create the partitioned Doris table yourself before the first run (Tidemark "
-                "uses an existing table whose columns and key match)"
-            )
+        if v is not None and not [k for k in v.split(",") if k.strip()]:
+            raise ValueError("expected column names separated by ',' (the Doris table's partition columns)")
         return v
+
+    def partition_columns(self) -> tuple[str, ...]:
+        """``partition-keys`` as column names (the tables the rule's source tables create are
+        partitioned by them: ``cdc_core/doris/partitioning.py``)."""
+        return tuple(k.strip().strip("`") for k in (self.partition_keys or "").split(",") if k.strip())
 
     @field_validator("converter_after_transform")
     @classmethod
     def _converter(cls, v: str | None) -> str | None:
-        if v is not None:
-            raise ValueError(
-                f"{v!r} is not supported: Tidemark applies deletes as Doris deletes; remove the option "
-                "(a soft delete can be written as a projection with __data_event_type__ and sink.enable-delete: false)"
-            )
-        return v
+        # Flink CDC's converters after transform: SOFT_DELETE (a delete becomes an upsert of the
+        # deleted row, after the projection saw it as '-D'), the only one it defines.
+        if v is None:
+            return v
+        if v.strip().upper() != SOFT_DELETE:
+            raise ValueError(f"unknown converter {v!r}: Flink CDC defines {SOFT_DELETE} only (remove the option, "
+                             f"or write {SOFT_DELETE})")
+        return SOFT_DELETE
+
+    @property
+    def soft_delete(self) -> bool:
+        """``converter-after-transform: SOFT_DELETE``: deletes reach Doris as upserts of the deleted row."""
+        return self.converter_after_transform == SOFT_DELETE
 
     @model_validator(mode="after")
     def _table_options(self) -> TransformRule:
@@ -398,10 +563,27 @@ class PipelineOptions(_Block):
     # A snapshot chunk of a table without a transform is read and loaded in one Spark task, its
     # rows never entering the JVM (``jobs.fused_chunks``); false sends them through the DataFrame.
     spark_fused_chunk_tasks: bool = Field(True, alias="tidemark.spark.fused-chunk-tasks")
+    # A snapshot run of at most this many rows (its chunks × the chunk size), all of tables without
+    # a transform, reads and loads its chunks in the driver, one after the other: starting Spark
+    # costs ~10 s, more than such a run's work. 0: always Spark.
+    snapshot_in_process_rows: int = Field(50_000, ge=0, alias="tidemark.snapshot.in-process-rows")
     # A binlog batch with fewer changes than this (and no transform) is compacted and loaded in the
-    # driver: a Spark job costs seconds, which freshness cannot afford for a few hundred rows.
-    binlog_spark_min_events: int = Field(50_000, ge=0, alias="tidemark.binlog.spark-min-events")
+    # driver: a Spark job costs seconds, which freshness cannot afford. Above the default batch size
+    # (``binlog_max_events``), so a batch goes to Spark only when the user raises that: each
+    # sensor-launched run is a new process, where Spark would start anew (~10 s) for a batch the
+    # driver loads in a fraction of that, and a stream that falls behind would fall further.
+    binlog_spark_min_events: int = Field(250_000, ge=0, alias="tidemark.binlog.spark-min-events")
     binlog_max_events: int = Field(200_000, gt=0, alias="tidemark.binlog.max-events")
+    # One binlog_stream run applies batch after batch, each committed before the next is read,
+    # while the binlog has moved on, for up to this long (``cdc_core/pipeline/stream_run.py``):
+    # a run's start (a new process, ~4 s) is paid once, not per batch. Between two runs the rows
+    # wait ~5-8 s (sensor tick, run start); 300 s keeps that under 1 % of a steady stream's rows,
+    # where 60 s put 3-4 % of them past the single-batch runs' p99 (bench/freshness.py, 200 rows/s).
+    # 0: one batch per run.
+    binlog_run_seconds: float = Field(300.0, ge=0, alias="tidemark.binlog.run-seconds")
+    # Within a run, a batch starts at least this long after the previous one started, so a quiet
+    # stream sends Doris at most one load per table and interval (each is a new version to compact).
+    binlog_batch_interval_s: float = Field(1.0, ge=0, alias="tidemark.binlog.batch-interval-s")
 
     @property
     def slug(self) -> str:

@@ -36,10 +36,74 @@ _SINKS = {"doris": DorisSinkOptions}
 class PipelineConfigError(ValueError):
     """A pipeline file that cannot be used. ``str()`` is one line: ``file: key: what is wrong``."""
 
-    def __init__(self, path: Path | str, key: str | None, problem: str):
+    def __init__(self, path: Path | str, key: str | None, problem: str, more: tuple[str, ...] = ()):
         self.path, self.key, self.problem = str(path), key, problem
+        self.more = more  # the other problems found with this one, each a line like the first
         where = f"{self.path}: {key}: " if key else f"{self.path}: "
-        super().__init__(where + problem.replace("\n", " "))
+        self.first = where + problem.replace("\n", " ")
+        count = f" (and {len(more)} more problem{'s' if len(more) > 1 else ''})" if more else ""
+        super().__init__(self.first + count)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """Every problem found, one line each (``str()`` is the first, with how many more there are)."""
+        return (self.first, *self.more)
+
+    def at_lines(self, text: str) -> PipelineConfigError:
+        """The same error with ``(line N)`` after each problem whose key the YAML text shows."""
+        try:
+            root = yaml.compose(text)
+        except yaml.YAMLError:
+            return self
+
+        def located(key: str | None, problem: str) -> str:
+            line = _line_of(root, key) if key else None
+            return f"{problem} (line {line})" if line else problem
+
+        more = tuple(_relocate(m, self.path, root) for m in self.more)
+        out = PipelineConfigError(self.path, self.key, located(self.key, self.problem), more)
+        return out
+
+
+def _line_of(root: Any, key: str) -> int | None:
+    """The 1-based line of ``block.option``, ``block[i].option`` or ``block`` in the composed YAML."""
+    m = re.match(r"^([A-Za-z_\-]+)(?:\[(\d+)\])?(?:\.(.+))?$", key)
+    if not m or not isinstance(root, yaml.MappingNode):
+        return None
+    block, index, option = m.group(1), m.group(2), m.group(3)
+    node = _child(root, block)
+    if node is None:
+        return None
+    found = node
+    if index is not None:
+        value = node[1]
+        if not isinstance(value, yaml.SequenceNode) or int(index) >= len(value.value):
+            return node[0].start_mark.line + 1
+        item = value.value[int(index)]
+        found = (item, item)
+        node = (item, item)
+    if option is not None:
+        found = _child(node[1], option)  # a missing option has no line
+        if found is None:
+            return None
+    return found[0].start_mark.line + 1
+
+
+def _child(node: Any, name: str) -> tuple[Any, Any] | None:
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == name:
+            return key_node, value_node
+    return None
+
+
+def _relocate(line: str, path: str, root: Any) -> str:
+    m = re.match(rf"^{re.escape(path)}: ([^:\s]+): (.*)$", line)
+    if not m:
+        return line
+    where = _line_of(root, m.group(1))
+    return f"{line} (line {where})" if where else line
 
 
 @dataclass(frozen=True)
@@ -111,11 +175,12 @@ def _describe(error: dict, block_name: str, model: type[BaseModel], raw: dict) -
     value = error.get("input")
     shown = "" if secret else f", got {value!r}"
     if kind == "missing":
-        return where, "missing required option"
+        return where, f"missing required option (add '{key}: ...' under '{block_name}:')"
     if kind == "extra_forbidden":
         known = sorted({f.alias or n for n, f in model.model_fields.items()})
-        hint = difflib.get_close_matches(key, known, n=1)
-        suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+        hint = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+        suffix = (f" (did you mean '{hint[0]}'?)" if hint
+                  else " (remove it; README.md lists the options Tidemark reads)")
         return where, f"unknown option{suffix}"
     if kind in ("int_parsing", "int_type", "int_from_float"):
         return where, f"expected an integer{shown}"
@@ -149,9 +214,8 @@ def _validate(model: type[BaseModel], block: dict, block_name: str, path: Path, 
     except ValidationError as exc:
         errors = exc.errors()
         where, problem = _describe(errors[0], block_name, model, raw)
-        if len(errors) > 1:
-            problem += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-        raise PipelineConfigError(path, where, problem) from None
+        more = tuple(str(PipelineConfigError(path, *_describe(e, block_name, model, raw))) for e in errors[1:])
+        raise PipelineConfigError(path, where, problem, more) from None
 
 
 def _as_mapping(value: Any, key: str, path: Path) -> dict:
@@ -173,6 +237,15 @@ def _as_list(value: Any, key: str, path: Path) -> list[dict]:
 
 
 def parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = None) -> PipelineDefinition:
+    """The pipeline file's text, validated; a problem raises :class:`PipelineConfigError` naming the
+    file, the key, its line when the YAML shows the key, and what to do."""
+    try:
+        return _parse_pipeline(text, path, env)
+    except PipelineConfigError as exc:
+        raise exc.at_lines(text) from None
+
+
+def _parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = None) -> PipelineDefinition:
     path = Path(path)
     env = dict(os.environ) if env is None else env
     try:
@@ -224,7 +297,10 @@ def parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = Non
     unknown_tidemark = [k for k in pipeline_raw if isinstance(k, str) and k.startswith("tidemark.")
                         and k not in {f.alias for f in PipelineOptions.model_fields.values()}]
     if unknown_tidemark:
-        raise PipelineConfigError(path, f"pipeline.{unknown_tidemark[0]}", "unknown Tidemark option")
+        known = sorted(f.alias for f in PipelineOptions.model_fields.values() if f.alias)
+        hint = difflib.get_close_matches(unknown_tidemark[0], known, n=1, cutoff=0.8)
+        raise PipelineConfigError(path, f"pipeline.{unknown_tidemark[0]}", "unknown Tidemark option"
+                                  + (f" (did you mean '{hint[0]}'?)" if hint else " (README.md lists them)"))
     pipeline = _validate(PipelineOptions, pipeline_raw, "pipeline", path, raw)
     return PipelineDefinition(path, source, sink, routes, transforms, pipeline)
 
@@ -234,7 +310,8 @@ def load_pipeline(path: Path | str, env: dict[str, str] | None = None) -> Pipeli
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise PipelineConfigError(path, None, "no such pipeline file") from None
+        raise PipelineConfigError(path, None, "no such pipeline file (check the path; pipelines/demo.yaml is an "
+                                              "example)") from None
     except OSError as exc:
         raise PipelineConfigError(path, None, f"cannot read the file: {exc.strerror}") from None
     return parse_pipeline(text, path, env)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -36,10 +37,11 @@ MAX_REDIRECTS = 5
 
 
 def _split_nodes(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``host:port`` of each node (a leading ``http://`` / ``https://`` is the client's scheme)."""
     if not text:
         return ()
     items = text.split(",") if isinstance(text, str) else list(text)
-    nodes = tuple(n.strip() for n in items if n and n.strip())
+    nodes = tuple(re.sub(r"(?i)^https?://", "", n.strip()).rstrip("/") for n in items if n and n.strip())
     for node in nodes:
         host, sep, port = node.rpartition(":")
         if not sep or not host or not port.isdigit():
@@ -95,6 +97,7 @@ class DorisHttpClient:
         max_backoff_s: float = 10.0,
         timeouts: Timeouts = Timeouts(),
         scheme: str = "http",
+        ca_file: str | None = None,
         session: requests.Session | None = None,
     ):
         self.fenodes = _split_nodes(fenodes)
@@ -109,6 +112,7 @@ class DorisHttpClient:
         self.max_backoff_s = max_backoff_s
         self.timeouts = timeouts
         self.scheme = scheme
+        self.ca_file = ca_file
         if self.benodes:
             self.load_route = "benodes"
         else:
@@ -117,6 +121,8 @@ class DorisHttpClient:
         # We follow redirects ourselves, but never let requests strip auth behind our back either.
         self._session.should_strip_auth = lambda old, new: False  # type: ignore[method-assign]
         self._session.trust_env = False
+        # HTTPS: verify the nodes' certificates against the sink's ssl-ca, else the system's CAs.
+        self._session.verify = ca_file or True
         self._fe_cycle = itertools.cycle(range(len(self.fenodes)))
         self._be_cycle = itertools.count()
         self._lock = threading.Lock()
@@ -136,6 +142,8 @@ class DorisHttpClient:
             "benodes": options.benodes,
             "auto_redirect": True,
             "max_retries": options.max_retries,
+            "scheme": "https" if getattr(options, "https", False) else "http",
+            "ca_file": getattr(options, "ssl_ca", None),
         }
         kwargs.update(overrides)
         return cls(options.fenodes, options.username, options.password.get_secret_value(), **kwargs)
@@ -224,6 +232,13 @@ class DorisHttpClient:
                 time.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** (n - 1)))
             try:
                 resp = attempt(n)
+            except requests.exceptions.SSLError as exc:
+                # A certificate that does not verify will not verify on a retry either.
+                raise DorisConnectionError(self.redact(
+                    f"Doris {what}: the TLS handshake failed ({self._ssl_reason(exc)}); check the sink's ssl-ca "
+                    f"({self.ca_file or 'unset: the system CAs'}) is the CA that signed the Doris FE and BE "
+                    "certificates, and that fenodes names the host the certificate was issued for"
+                )) from None
             except (requests.ConnectionError, requests.Timeout) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 log.warning("Doris %s failed (attempt %d of %d): %s", what, n + 1, self.max_retries + 1, self.redact(last))
@@ -239,6 +254,13 @@ class DorisHttpClient:
                 )
             return resp
         raise DorisConnectionError(self.redact(f"Doris {what} failed after {self.max_retries + 1} attempts: {last}"))
+
+    @staticmethod
+    def _ssl_reason(exc: BaseException) -> str:
+        """The innermost reason of an SSL failure (``certificate verify failed: …``), one line."""
+        text = str(exc)
+        found = re.search(r"\[SSL[^\]]*\][^'\")]*", text)
+        return (found.group(0) if found else text).strip()[:300]
 
     def request(self, method: str, path: str, *, headers: dict[str, str] | None = None,
                 body: BodyFactory | None = None, params: dict[str, str] | None = None,

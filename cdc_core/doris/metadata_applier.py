@@ -14,7 +14,12 @@ Every change checks first whether it is already in place, so re-applying it afte
   comment; Doris's "Nothing is changed" counts as done;
 * column / table comment — ``MODIFY COLUMN ... COMMENT`` / ``MODIFY COMMENT``;
 * truncate — ``TRUNCATE TABLE``; drop — ``DROP TABLE IF EXISTS``; create — see
-  :class:`TableCreator`; rename table — ``ALTER TABLE ... RENAME`` (skipped when done).
+  :class:`TableCreator`; rename table — ``ALTER TABLE ... RENAME`` (skipped when done);
+* column moved, table default charset — nothing to do (skipped): stream loads match columns by
+  name, and Doris has no charsets (``schema_derivation`` does not even derive them);
+* primary key — skipped when the Doris table is a UNIQUE table on exactly the new key; else an
+  error naming the table and the way out, because Doris cannot change a table's key columns or
+  model: re-snapshot the table, or exclude ``alter.primary.key`` and keep the old key.
 
 For a Doris table that merges several source tables (routing), table-wide changes of one
 source — truncate, drop table, drop column, rename table — are not applied (the other sources
@@ -29,11 +34,15 @@ from dataclasses import dataclass
 
 from cdc_core.doris.catalog import DorisCatalog, qualified, quote_ident, quote_string
 from cdc_core.doris.errors import QueryError, SchemaChangeError
+from cdc_core.doris.names import name_problems, table_name_problem
 from cdc_core.doris.table_creation import TableCreator, TypeMapper
 from cdc_core.events import (
     AddColumnEvent,
     AlterColumnCommentEvent,
+    AlterColumnPositionEvent,
     AlterColumnTypeEvent,
+    AlterPrimaryKeyEvent,
+    AlterTableCharsetEvent,
     AlterTableCommentEvent,
     CreateTableEvent,
     DropColumnEvent,
@@ -133,6 +142,7 @@ class DorisMetadataApplier:
                 raise SchemaChangeError(f"add.column on {event.table_id} carries no column")
             if self.catalog.column_exists(db, table, event.column.name):
                 return AppliedChange("skipped", target, reason=f"column {event.column.name} exists")
+            _check_column_name(event.table_id, target, event.column.name)
             self.catalog.check_light_schema_change(db, table, event.column.name, drop=False)
             doris_type = self.type_mapper(event.column)
             stmt = f"ALTER TABLE {qualified(db, table)} ADD COLUMN {quote_ident(event.column.name)} " \
@@ -151,6 +161,7 @@ class DorisMetadataApplier:
             old_there = self.catalog.column_exists(db, table, event.old_name)
             if not old_there and self.catalog.column_exists(db, table, event.new_name):
                 return AppliedChange("skipped", target, reason=f"column already renamed to {event.new_name}")
+            _check_column_name(event.table_id, target, event.new_name)
             self.catalog.check_light_schema_change(db, table, event.old_name, drop=True)
             return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME COLUMN "
                                      f"{quote_ident(event.old_name)} {quote_ident(event.new_name)}")
@@ -185,6 +196,14 @@ class DorisMetadataApplier:
         if isinstance(event, AlterTableCommentEvent):
             return self._run(target, f"ALTER TABLE {qualified(db, table)} MODIFY COMMENT {quote_string(event.comment)}")
 
+        if isinstance(event, AlterColumnPositionEvent):
+            return AppliedChange("skipped", target, reason="stream loads match columns by name: a moved column "
+                                                           "needs no Doris change")
+        if isinstance(event, AlterTableCharsetEvent):
+            return AppliedChange("skipped", target, reason="Doris tables have no character set")
+        if isinstance(event, AlterPrimaryKeyEvent):
+            return self._primary_key(event, target)
+
         if isinstance(event, TruncateTableEvent):
             if self.catalog.table_info(db, table) is None:
                 return AppliedChange("skipped", target, reason="table absent")
@@ -203,9 +222,33 @@ class DorisMetadataApplier:
                 )
             if self.catalog.table_info(db, table) is None and self.catalog.table_info(db, new.table) is not None:
                 return AppliedChange("skipped", target, reason=f"already renamed to {new}")
+            problem = table_name_problem(new.table)
+            if problem:
+                raise SchemaChangeError(f"Doris cannot rename {target} to {new.table}: {problem}; route {new} to a "
+                                        f"name Doris takes with a route: rule")
             return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME {quote_ident(new.table)}")
 
         raise SchemaChangeError(f"schema change {event.type_name} ({type(event).__name__}) is not supported by the Doris sink")
+
+    def _primary_key(self, event: AlterPrimaryKeyEvent, target: TableId) -> AppliedChange:
+        """A source key change: nothing to do if Doris is keyed so already; otherwise Doris cannot
+        follow (a table's key columns and model are fixed when it is created)."""
+        info = self.catalog.table_info(target.database, target.table)
+        new = ", ".join(event.primary_key) or "none"
+        if info is None:
+            raise SchemaChangeError(f"the primary key of {event.table_id} changed to ({new}), but Doris has no "
+                                    f"table {target}")
+        if info.unique and [k.lower() for k in info.key_columns] == [k.lower() for k in event.primary_key]:
+            return AppliedChange("skipped", target, reason=f"Doris table {target} is keyed on ({new}) already")
+        keyed = f"a UNIQUE table keyed on ({', '.join(info.key_columns)})" if info.unique else \
+            f"a {info.keys_type or 'non-UNIQUE'} table"
+        raise SchemaChangeError(
+            f"the primary key of {event.table_id} changed to ({new}), but Doris table {target} is {keyed}, and "
+            "Doris cannot change a table's key or model. To carry the change over, re-snapshot "
+            f"{event.table_id}: drop Doris table {target} and run the pipeline again with scan.startup.mode "
+            "'initial' after resetting its state (Tidemark then creates the table with the new key). To keep "
+            "loading by the old key instead, add alter.primary.key to the sink's exclude.schema.changes (rows "
+            "that differ only in the new key's columns then overwrite each other in Doris)")
 
     def _run(self, target: TableId, statement: str) -> AppliedChange:
         try:
@@ -216,3 +259,10 @@ class DorisMetadataApplier:
             raise
         log.info("applied to Doris: %s", statement)
         return AppliedChange("applied", target, statement)
+
+
+def _check_column_name(source: TableId, target: TableId, name: str) -> None:
+    """A column name Doris would refuse stops the change with the name and the fix (cdc_core/doris/names.py)."""
+    problems = name_problems(source, target, [name])
+    if problems:
+        raise SchemaChangeError("Doris cannot take this name: " + "; ".join(problems))

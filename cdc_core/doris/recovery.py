@@ -102,6 +102,8 @@ class TransactionRecovery:
             try:
                 return self.committer.states.state(ref.database, ref.label)
             except DorisError as exc:
+                if _no_such_target(str(exc)):
+                    return "UNKNOWN"  # no database: nothing can have been loaded under any label there
                 if self.loader is None:
                     raise
                 log.info("get_load_state unavailable (%s); probing label %s with an empty load", exc, ref.label)
@@ -128,6 +130,13 @@ class TransactionRecovery:
         txn = body.get("TxnId")
         if isinstance(txn, int) and txn > 0:
             self.committer.abort_txn(ref.database, txn, label=ref.label)
+        if status not in ("Success", "Publish Timeout") and _no_such_target(str(body.get("Message"))):
+            return "UNKNOWN"  # no such database or table: no load can exist under this label
         if status not in ("Success", "Publish Timeout"):
             raise DorisError(f"probe of label {ref.label} failed: {loader.client.redact(str(body.get('Message')))}")
         return "UNKNOWN"
+
+
+def _no_such_target(message: str) -> bool:
+    """Doris's answer for a database or table that does not exist (``errCode = 7``)."""
+    return "unknown databases" in message or "unknown table" in message

@@ -23,12 +23,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from cdc_core.config.selectors import TableSelector
+from cdc_core.doris import oversize
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
-from cdc_core.doris.errors import TableMismatchError, TransactionLostError
+from cdc_core.doris.errors import StreamLoadError, TableMismatchError, TransactionLostError
 from cdc_core.doris.labels import make_label
 from cdc_core.doris.metadata_applier import AppliedChange, DorisMetadataApplier
+from cdc_core.doris.partitioning import PartitionSpec, auto_partition_spec, partition_unit
 from cdc_core.doris.recovery import LabelRef, RecoveryReport, TransactionRecovery
 from cdc_core.doris.routing import TableRouter
 from cdc_core.doris.rows import DELETE_SIGN
@@ -48,7 +50,9 @@ class DorisSink:
                  gzip: bool = False, enable_delete: bool = True,
                  include_schema_changes: Sequence[str] | None = None,
                  exclude_schema_changes: Sequence[str] | None = None,
-                 table_options: Callable[[TableId], Mapping[str, str]] | None = None):
+                 table_options: Callable[[TableId], Mapping[str, str]] | None = None,
+                 partition_keys: Callable[[TableId], tuple[int, tuple[str, ...]] | None] | None = None,
+                 auto_partition_properties: Mapping[str, str] | None = None):
         self.client = client
         self.label_prefix = label_prefix
         self.router = router or TableRouter()
@@ -60,6 +64,10 @@ class DorisSink:
         self.table_properties = dict(table_properties or {})
         # a transform rule's ``table-options``, per source table: Doris properties at creation
         self.table_options = table_options or (lambda _source: {})
+        # a transform rule's ``partition-keys`` per source table (the rule's index, the columns), and
+        # ``table.create.auto-partition.properties.*``: how tables are partitioned at creation
+        self.partition_keys = partition_keys or (lambda _source: None)
+        self.auto_partition_properties = dict(auto_partition_properties or {})
         self.enable_delete = enable_delete
         self.include_schema_changes = tuple(include_schema_changes) if include_schema_changes is not None else None
         self.exclude_schema_changes = tuple(exclude_schema_changes or ())
@@ -85,6 +93,8 @@ class DorisSink:
             "include_schema_changes": opts.include_schema_changes,
             "exclude_schema_changes": opts.exclude_schema_changes,
             "table_options": _rule_table_options(definition),
+            "partition_keys": _rule_partition_keys(definition),
+            "auto_partition_properties": opts.table_create_auto_partition_properties,
         }
         kwargs.update(overrides)
         label_prefix = kwargs.pop("label_prefix", definition.label_prefix)
@@ -109,7 +119,18 @@ class DorisSink:
     def creator_for(self, source: TableId) -> TableCreator:
         """The creator for ``source``'s Doris table: sink properties, then its transform's table-options."""
         properties = {**self.table_properties, **self.table_options(source)}
-        return TableCreator(self.catalog, self.type_mapper, properties=properties)
+        return TableCreator(self.catalog, self.type_mapper, properties=properties,
+                            partition=lambda target: self.partition_spec(source, target))
+
+    def partition_spec(self, source: TableId, target: TableId) -> PartitionSpec | None:
+        """How ``target`` (``source``'s Doris table) is partitioned at creation: the transform rule's
+        ``partition-keys``, else the auto-partition properties (``cdc_core/doris/partitioning.py``)."""
+        rule = self.partition_keys(source)
+        if rule is not None:
+            index, columns = rule
+            return PartitionSpec(columns, partition_unit(self.auto_partition_properties, target),
+                                 f"transform[{index}].partition-keys")
+        return auto_partition_spec(self.auto_partition_properties, target)
 
     def create_table(self, schema: TableSchema, target: TableId | None = None) -> DorisTable:
         """Create the Doris table for ``schema`` (or check the existing one) and remember its layout."""
@@ -154,11 +175,23 @@ class DorisSink:
         if not delete_sign:
             rows = _drop_deletes(rows, target, "has no primary key in Doris" if not table.unique
                                  else "is loaded with sink.enable-delete false")
-        return self.loader.load(
-            target.database, target.table, self.label(target, batch_id), rows,
-            columns=table.columns, delete_sign=delete_sign,
-            sequence=sequence if table.sequence_column else None, fmt=fmt, fresh=fresh,
-        )
+        try:
+            return self.loader.load(
+                target.database, target.table, self.label(target, batch_id), rows,
+                columns=table.columns, delete_sign=delete_sign,
+                sequence=sequence if table.sequence_column else None, fmt=fmt, fresh=fresh,
+            )
+        except StreamLoadError as exc:
+            text = f"{exc.message}\n{exc.error_log or ''}"
+            if not oversize.is_too_long(text):
+                raise
+            info = self.catalog.table_info(target.database, target.table)
+            keys = tuple(info.key_columns) if info is not None else ()
+            message = oversize.explain(str(target), text, rows, keys)
+            if message is None:
+                raise
+            raise StreamLoadError(f"{message}\n{exc}", message=exc.message, error_url=exc.error_url, error_log=exc.error_log,
+                                  response=exc.response) from exc
 
     def load_buffers(self, batches: Mapping[TableId, Any], batch_id: str, *,
                      sequence: int | None = None) -> list[Committable]:
@@ -289,6 +322,20 @@ def _drop_deletes(rows: Any, target: TableId, why: str) -> Any:
 def _is_delete(row: Mapping[str, Any]) -> bool:
     sign = row.get(DELETE_SIGN)
     return sign is not None and str(sign) in ("1", "true", "True")
+
+
+def _rule_partition_keys(definition: Any) -> Callable[[TableId], tuple[int, tuple[str, ...]] | None]:
+    """The ``partition-keys`` of the first ``transform:`` rule matching a source table (and the rule's index)."""
+    rules = [(i, TableSelector.parse(r.source_table), r.partition_columns())
+             for i, r in enumerate(getattr(definition, "transforms", ()))]
+
+    def keys(source: TableId) -> tuple[int, tuple[str, ...]] | None:
+        for index, selector, columns in rules:
+            if selector.matches(source.database, source.table):
+                return (index, columns) if columns else None
+        return None
+
+    return keys
 
 
 def _rule_table_options(definition: Any) -> Callable[[TableId], Mapping[str, str]]:

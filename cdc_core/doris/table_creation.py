@@ -11,6 +11,8 @@ Layout of a table Tidemark creates (Flink CDC's ``DorisSchemaFactory`` plus the 
   source position of each row, and Doris keeps the higher one.
 * Key columns NOT NULL; value columns nullable (so later MySQL ``MODIFY ... NULL`` never breaks
   loads); column and table comments copied; no DEFAULT clauses (rows always carry every column).
+* ``AUTO PARTITION BY ...`` when the table is partitioned (``cdc_core/doris/partitioning.py``:
+  a transform's ``partition-keys`` or ``table.create.auto-partition.properties.*``).
 * ``DISTRIBUTED BY HASH(keys) BUCKETS AUTO`` and ``PROPERTIES`` from
   ``table.create.properties.*`` (e.g. ``replication_num``), plus
   ``light_schema_change = true`` unless given.
@@ -28,6 +30,8 @@ from dataclasses import dataclass
 
 from cdc_core.doris.catalog import DorisCatalog, DorisTableInfo, qualified, quote_ident, quote_string
 from cdc_core.doris.errors import TableMismatchError
+from cdc_core.doris.names import check_names
+from cdc_core.doris.partitioning import PartitionSpec, partition_clause
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.mysql.types import doris_type
 from cdc_core.schema import Column, TableId, TableSchema
@@ -77,11 +81,14 @@ class TableCreator:
     """Creates (or checks) the Doris table for a source table."""
 
     def __init__(self, catalog: DorisCatalog, type_mapper: TypeMapper, *,
-                 properties: Mapping[str, str] | None = None, sequence_column: str = SEQUENCE_COLUMN):
+                 properties: Mapping[str, str] | None = None, sequence_column: str = SEQUENCE_COLUMN,
+                 partition: Callable[[TableId], PartitionSpec | None] | None = None):
         self.catalog = catalog
         self.type_mapper = type_mapper
         self.properties = dict(properties or {})
         self.sequence_column = sequence_column
+        # the partitioning of each target table (cdc_core/doris/partitioning.py); None: unpartitioned
+        self.partition = partition or (lambda _target: None)
 
     # -- DDL text -------------------------------------------------------------------------------
 
@@ -129,16 +136,22 @@ class TableCreator:
         if keys:
             ddl += " UNIQUE KEY(" + ", ".join(quote_ident(k) for k in keys) + ")"
         comment = " COMMENT " + quote_string(schema.comment) if schema.comment else ""
+        spec = self.partition(target)
+        part = ""
+        if spec is not None:
+            types = {c.name: self.doris_type(c, key=c.name in keys) for c in schema.columns}
+            clause = partition_clause(spec, schema, target, keys, types)
+            part = " " + clause if clause else ""
         first = schema.columns[0]
         if keys:
-            ddl += comment + " DISTRIBUTED BY HASH(" + ", ".join(quote_ident(k) for k in keys) + ") BUCKETS AUTO"
+            ddl += comment + part + " DISTRIBUTED BY HASH(" + ", ".join(quote_ident(k) for k in keys) + ") BUCKETS AUTO"
         elif _keyable(self.doris_type(first, key=False)):
-            ddl += f" DUPLICATE KEY({quote_ident(first.name)}){comment} DISTRIBUTED BY HASH({quote_ident(first.name)})"
+            ddl += f" DUPLICATE KEY({quote_ident(first.name)}){comment}{part} DISTRIBUTED BY HASH({quote_ident(first.name)})"
             ddl += " BUCKETS AUTO"
         else:
             # Doris cannot sort by a STRING/FLOAT/JSON first column: a duplicate table without keys.
             props.setdefault("enable_duplicate_without_keys_by_default", "true")
-            ddl += comment + " DISTRIBUTED BY RANDOM BUCKETS AUTO"
+            ddl += comment + part + " DISTRIBUTED BY RANDOM BUCKETS AUTO"
         ddl += " PROPERTIES (" + ", ".join(f"{quote_string(k)} = {quote_string(str(v))}" for k, v in props.items()) + ")"
         return ddl
 
@@ -151,6 +164,7 @@ class TableCreator:
             raise ValueError(f"source table {schema.table_id} has no columns")
         info = self.catalog.table_info(target.database, target.table)
         if info is None:
+            check_names(schema.table_id, target, [c.name for c in schema.columns])
             if not self.catalog.database_exists(target.database):
                 self.catalog.create_database(target.database)
             ddl = self.create_table_ddl(schema, target)

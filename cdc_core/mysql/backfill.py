@@ -19,7 +19,8 @@ import pyarrow as pa
 from cdc_core.events import DataChangeEvent, Op
 from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_param
 from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
-from cdc_core.mysql.types.kinds import members_of
+from cdc_core.mysql.types.fixed_binary import sort_key
+from cdc_core.mysql.types.kinds import FIXED_BINARY_KINDS, members_of
 from cdc_core.mysql.types.time_zones import is_utc
 from cdc_core.schema import Column
 
@@ -27,8 +28,9 @@ from cdc_core.schema import Column
 class KeyRange:
     """Is a converted chunk-key value inside ``[start, end)``? Compared as MySQL compares it.
 
-    Numbers, dates and binary keys compare exactly in Python; text keys (and TIME) are compared by
-    the server with the column's own collation, all of a backfill's keys in one query.
+    Numbers, dates, binary keys and MariaDB's UUID / INET6 / INET4 compare exactly in Python; text
+    keys (and TIME) are compared by the server with the column's own collation, all of a
+    backfill's keys in one query.
     """
 
     def __init__(self, split: SnapshotSplit, key: Column, *, conn: Any = None, collation: str | None = None,
@@ -62,6 +64,8 @@ class KeyRange:
             return sum(1 << members.index(p) for p in parts if p in members)
         if kind == TypeKind.BINARY:
             return value
+        if kind in FIXED_BINARY_KINDS:  # UUID / INET6 / INET4: MariaDB's order of the bytes, not of the text
+            return sort_key(str(kind), str(value))
         if kind == TypeKind.TIMESTAMP and isinstance(value, str):
             return value
         return value

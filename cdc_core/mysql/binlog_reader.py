@@ -31,9 +31,9 @@ from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import DeleteRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, WriteRowsEvent
 
-from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
+from cdc_core.events import CreateTableEvent, DataChangeEvent, DropTableEvent, Op, SchemaChangeEvent
 from cdc_core.mysql.binlog_steps import BinlogStep, ChangeEvent, StreamPosition, step
 from cdc_core.mysql.binlog_values import RowImageConverter
 from cdc_core.mysql.connection import MySqlConnectionSettings
@@ -41,13 +41,16 @@ from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser, is_shadow_table
 from cdc_core.mysql.gtid import GtidState
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.purge import check_offset_available
-from cdc_core.mysql.schema_history import apply_schema_change
+from cdc_core.mysql.schema_history import SchemaChangeError, apply_schema_change
 from cdc_core.mysql.server_ids import stream_server_id
 from cdc_core.mysql.startup import resolve_gtid
+from cdc_core.mysql.table_map_binding import SchemaHistoryMismatchError, has_binlog_names, remember_charsets
+from cdc_core.mysql.table_map_cache import install as install_table_map_cache
 from cdc_core.mysql.types import DorisValueConverter
 from cdc_core.schema import TableId, TableSchema
 
 log = logging.getLogger(__name__)
+install_table_map_cache()  # a repeated TableMap (one per statement) is parsed once
 
 ValueConverter = Callable[[Any, Any], Any]
 """``converter(column: Column, value) -> value``: the same conversion the snapshot path uses
@@ -150,9 +153,11 @@ class BinlogSplitReader:
         self._ddl_parser = ddl_parser if ddl_parser is not None else MySqlDdlParser()
         self._is_captured = is_captured
         self._schema_cache: dict[TableId, TableSchema] = {}
+        self._untrusted: dict[TableId, str] = {}  # table → why its evolved history cannot name columns
         self._control_conn: Any = None
         self._table_ids: dict[tuple[str, str], TableId] = {}
         self._continues_at: BinlogOffset | None = None
+        self._wanted_rows: dict[TableId, bool] = {}  # rows events' tables wanted, within one read
 
     @classmethod
     def from_source(cls, source: Any, schemas: SchemaLookup, *, server_id: int | None = None,
@@ -298,6 +303,7 @@ class BinlogSplitReader:
         previous one ended keeps them; any other start asks ``schemas`` again."""
         if self._continues_at is None or self._continues_at != start:
             self._schema_cache.clear()
+            self._untrusted.clear()
 
     def _control(self) -> Any:
         """A plain connection for the checks before each read (kept across batches)."""
@@ -352,6 +358,7 @@ class BinlogSplitReader:
     def _items(self, start: BinlogOffset, *, blocking: bool, tables: set[TableId] | None) -> Iterator[BinlogStep]:
         pos = StreamPosition(start.file, start.position, self._prepare(start))
         stream = self._open(start, blocking)
+        self._wanted_rows = {}  # per read: ``tables`` is fixed for its length
 
         def on_query(query: str, default_db: str, offset: BinlogOffset) -> tuple[ChangeEvent, ...]:
             return self._on_query(query, default_db, offset, tables)
@@ -361,6 +368,8 @@ class BinlogSplitReader:
 
         try:
             for ev in stream:
+                if isinstance(ev, TableMapEvent):
+                    remember_charsets(ev)  # the MINIMAL binding checks charsets against the history
                 item = step(ev, pos, on_query, on_rows)
                 if item is not None:
                     yield item
@@ -375,7 +384,13 @@ class BinlogSplitReader:
                 query, default_db, lambda t: self._wanted(t, tables), self.schema_or_none
             )
         except DdlParseError as exc:
-            raise DdlParseError(f"binlog stopped at {offset}: {exc.args[0].splitlines()[0]}", query) from None
+            raise DdlParseError(
+                f"binlog stopped at {offset}, before any later row of the table was mapped: "
+                f"{exc.args[0].splitlines()[0]}. The schema history cannot follow this statement; with "
+                "binlog_row_metadata=MINIMAL it is the only source of the table's column names, order, types "
+                "and charsets. Fix: re-snapshot the table from a point after this statement (or drop it "
+                "from the captured tables), and set binlog_row_metadata=FULL on the server to have the "
+                "binlog name the columns", query) from exc
         events: tuple[ChangeEvent, ...] = tuple(replace(c, offset=offset) for c in changes)
         self._apply_schema_changes(events)
         return events
@@ -387,11 +402,20 @@ class BinlogSplitReader:
             return None
 
     def _apply_schema_changes(self, changes: Iterable[SchemaChangeEvent]) -> None:
+        """Evolve the cached schemas. A change that does not fit (an unknown column, a duplicate) is
+        applied leniently — with ``binlog_row_metadata=FULL`` the rows name their columns — but the
+        table's history is marked untrusted: rows without names then stop (:meth:`_on_rows`)."""
         for change in changes:
             current = self._schema_cache.get(change.table_id)
             if current is None:
                 current = self.schema_or_none(change.table_id)
-            updated = apply_schema_change(current, change, strict=False)
+            if isinstance(change, CreateTableEvent | DropTableEvent):
+                self._untrusted.pop(change.table_id, None)  # the table's history starts anew
+            try:
+                updated = apply_schema_change(current, change, strict=True)
+            except SchemaChangeError as exc:
+                updated = apply_schema_change(current, change, strict=False)
+                self._untrusted[change.table_id] = f"{exc} (DDL at {change.offset}: {(change.ddl or '').strip()[:200]})"
             self._schema_cache.pop(change.table_id, None)
             for table_id, schema in updated.items():
                 if schema is None:
@@ -404,9 +428,18 @@ class BinlogSplitReader:
         table_id = self._table_ids.get((ev.schema, ev.table))
         if table_id is None:  # one TableId object per table: identity checks downstream stay cheap
             table_id = self._table_ids.setdefault((ev.schema, ev.table), TableId(ev.schema, ev.table))
-        if not self._wanted(table_id, tables):
+        wanted = self._wanted_rows.get(table_id)
+        if wanted is None:
+            wanted = self._wanted_rows[table_id] = self._wanted(table_id, tables)
+        if not wanted:
             return ()
         schema = self.schema(table_id)
+        untrusted = self._untrusted.get(table_id)
+        if untrusted is not None and not has_binlog_names(ev.table_map[ev.table_id]):
+            raise SchemaHistoryMismatchError(
+                f"binlog rows of {table_id} at {offset} carry no column names (binlog_row_metadata=MINIMAL) and the "
+                f"table's schema history did not fit an earlier DDL: {untrusted}. No row was mapped. Fix: set "
+                "binlog_row_metadata=FULL on the server, or re-snapshot the table from a point after the change.")
         commit_ms = ev.timestamp * 1000 if ev.timestamp else None
         images = self._rows.images(ev, schema)
         if isinstance(ev, WriteRowsEvent):

@@ -55,9 +55,16 @@ class StreamPosition:
     gtid: GtidState
     in_transaction: bool = False
     transaction_gtid: str | None = None
+    gtid_text: str | None = None  # ``gtid.text()``, kept up to date by ``gtid_moved`` (every event needs it)
+
+    def __post_init__(self) -> None:
+        self.gtid_moved()
+
+    def gtid_moved(self) -> None:
+        self.gtid_text = self.gtid.text()
 
     def offset(self, with_gtid: bool = True) -> BinlogOffset:
-        return BinlogOffset(self.file, self.position, self.gtid.text() if with_gtid else None)
+        return BinlogOffset(self.file, self.position, self.gtid_text if with_gtid else None)
 
 
 @dataclass(frozen=True)
@@ -98,11 +105,13 @@ def step(ev: Any, pos: StreamPosition, on_query: QueryHandler, on_rows: RowsHand
     if isinstance(ev, MariadbGtidEvent):
         pos.transaction_gtid = ev.gtid
         pos.gtid.add_mariadb(ev.domain_id, ev.server_id, ev.gtid_seq_no)
+        pos.gtid_moved()
         pos.in_transaction = not (ev.flags & _MARIADB_FL_STANDALONE)
         return BinlogStep(pos.offset(), size=size)
     if isinstance(ev, GtidEvent):
         pos.transaction_gtid = ev.gtid
         pos.gtid.add_mysql(ev.gtid)
+        pos.gtid_moved()
         pos.in_transaction = True  # a BEGIN query or a DDL follows; both end the group
         return BinlogStep(pos.offset(), size=size)
     if isinstance(ev, XidEvent):

@@ -10,7 +10,8 @@ paths share — sees identical input and a row reads the same from either path:
   that round-trips through a single (``1.1``), which is what the server prints.
 * ``JSON`` (MySQL's binary JSON): a decoded object → compact JSON text.
 * ``TIME``: a negative value with a fraction is repaired (see :func:`_time`).
-* ``BINARY``/``VARBINARY``/``BLOB``: an empty value comes back as ``''``; made ``b''``.
+* ``BINARY``/``VARBINARY``/``BLOB`` and MariaDB's ``UUID``/``INET6``/``INET4`` (binary strings in
+  the binlog, trailing zero bytes cut off): an empty value comes back as ``''``; made ``b''``.
 * ``TIMESTAMP``: kept as a naive UTC ``datetime`` (the binlog stores epoch seconds; the snapshot
   session must read with ``time_zone='+00:00'`` to match).
 """
@@ -24,6 +25,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from cdc_core.mysql.table_map_binding import SchemaHistoryMismatchError, bind_table_map, has_binlog_names
 from cdc_core.schema import Column, TableSchema
 
 _SET_VALUES = re.compile(r"'((?:[^']|'')*)'")
@@ -99,7 +101,8 @@ def _time(value: Any) -> Any:
     return dt.timedelta(microseconds=(whole + 1) * 1_000_000 - rest)
 
 
-_BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+# MariaDB's UUID / INET6 / INET4 travel in the binlog as binary strings too (``types.fixed_binary``)
+_BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "uuid", "inet6", "inet4"}
 
 
 def _binary(value: Any) -> Any:
@@ -139,8 +142,10 @@ def _compose(
 class RowImageConverter:
     """Turns a rows event into ``(before, after)`` dicts of converted values, keyed by column name.
 
-    Column names come from the TableMap (``binlog_row_metadata=FULL``); without them, the binlog
-    columns are matched to the schema by position.
+    Column names come from the TableMap (``binlog_row_metadata=FULL``). A TableMap without names
+    (``MINIMAL``, MySQL 5.7) is first bound to the schema history by
+    :func:`cdc_core.mysql.table_map_binding.bind_table_map`, which checks that the two agree and
+    stops the read otherwise: a row is never mapped to columns by a guessed position.
     """
 
     def __init__(self, converter: Callable[[Column, Any], Any] | None, *, fast: bool = True) -> None:
@@ -157,26 +162,16 @@ class RowImageConverter:
             return plan
         binlog_cols = ev.table_map[ev.table_id].columns
         plan = []
-        for i, bcol in enumerate(binlog_cols):
+        for bcol in binlog_cols:
             name = bcol.name
-            if not name:
-                if i >= len(schema.columns):
-                    raise ValueError(
-                        f"binlog row of {schema.table_id} has {len(binlog_cols)} columns but its schema has "
-                        f"{len(schema.columns)}, and the binlog carries no column names: set "
-                        "binlog_row_metadata=FULL on the server"
-                    )
-                column = schema.columns[i]
-                binlog_name = f"UNKNOWN_COL{i}"
-            else:
-                if not schema.has_column(name):
-                    raise ValueError(
-                        f"binlog row of {schema.table_id} has column {name!r}, which the table's schema at "
-                        f"this offset lacks (schema columns: {', '.join(schema.column_names)}); the schema "
-                        "history is out of step with the binlog"
-                    )
-                column = schema.column(name)
-                binlog_name = name
+            if not schema.has_column(name):
+                raise SchemaHistoryMismatchError(
+                    f"binlog row of {schema.table_id} has column {name!r}, which the table's schema at "
+                    f"this offset lacks (schema columns: {', '.join(schema.column_names)}); the schema "
+                    "history is out of step with the binlog"
+                )
+            column = schema.column(name)
+            binlog_name = name
             norm = normalizer(column)
             plan.append((binlog_name, column.name, _compose(self.converter, column, norm)))
         if len(self._plans) > 4096:
@@ -196,6 +191,9 @@ class RowImageConverter:
         return out
 
     def images(self, ev: Any, schema: TableSchema) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+        table = ev.table_map[ev.table_id]
+        if not has_binlog_names(table):
+            bind_table_map(table, schema)  # before any row is decoded; raises when the two disagree
         if self._fast is not None:
             fast = self._fast.images(ev, schema)
             if fast is not None:

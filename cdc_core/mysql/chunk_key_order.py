@@ -1,7 +1,8 @@
 """MySQL's order of a chunk-key column, as a Python sort key.
 
-Numbers and temporal values compare as values; binary strings byte-wise; ENUM by member index
-and SET by bitmask (as ``SnapshotSplitReader``'s backfill compares them); character strings by
+Numbers and temporal values compare as values; binary strings byte-wise; MariaDB's UUID / INET6 /
+INET4 by the bytes the server compares (``fixed_binary.sort_key``); ENUM by member index and SET
+by bitmask (as ``SnapshotSplitReader``'s backfill compares them); character strings by
 the column's collation (:class:`~cdc_core.mysql.collation.CollationWeigher`). Bounds come from
 the splitter, event values are the converted (Doris) values; both map to the same sort key.
 """
@@ -17,7 +18,8 @@ from typing import Any
 
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
-from cdc_core.mysql.types.kinds import members_of
+from cdc_core.mysql.types.fixed_binary import sort_key
+from cdc_core.mysql.types.kinds import FIXED_BINARY_KINDS, members_of
 from cdc_core.schema import Column, TableId
 
 _TIME = re.compile(r"^(-)?(\d+):(\d{2}):(\d{2})(?:\.(\d+))?$")
@@ -96,6 +98,8 @@ class ChunkKeyOrder:
         if kind == TypeKind.SET:  # ... and SET by its bitmask
             parts = [p for p in str(value).lower().split(",") if p]
             return sum(1 << self._members.index(p) for p in parts if p in self._members)
+        if kind in FIXED_BINARY_KINDS:  # UUID / INET6 / INET4: MariaDB's order of the bytes, not of the text
+            return sort_key(str(kind), str(value))
         if kind == TypeKind.TIME:
             m = _TIME.match(str(value))
             if not m:

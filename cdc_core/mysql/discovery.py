@@ -16,8 +16,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pymysql
+
 from cdc_core.config.selectors import TableSelector, parse_chunk_key_columns
 from cdc_core.mysql.connection import quote_ident
+from cdc_core.mysql.ddl.column_definitions import charset_of_collation
 from cdc_core.schema import Column, TableId, TableSchema
 
 SYSTEM_DATABASES = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
@@ -26,6 +29,14 @@ CHUNK_KEY_OPTION = "scan.incremental.snapshot.chunk.key-column"
 
 class DiscoveryError(ValueError):
     """A captured table cannot be snapshotted as configured; the message says how to fix it."""
+
+
+class TableNotFoundError(DiscoveryError):
+    """The server has no such table (dropped or renamed since); a table the user may not read is not this."""
+
+
+_ER_BAD_DB_ERROR = 1049
+_ER_NO_SUCH_TABLE = 1146
 
 
 def list_captured_tables(conn: Any, selector: TableSelector) -> list[TableId]:
@@ -54,8 +65,29 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _raise_missing(cur: Any, table_id: TableId) -> None:
+    """Tell a table that is gone from one the user may not read: both hide it from information_schema.
+
+    A dropped table's chunks are skipped (its DROP follows in the binlog), but a table the user lost
+    SELECT on still has rows: skipping it would lose them. The server says which: reading it fails
+    with ER_NO_SUCH_TABLE (1146) or ER_BAD_DB_ERROR (1049) when it is gone, with an access error
+    (1142 / 1044) when it is not readable.
+    """
+    try:
+        cur.execute(f"SELECT 1 FROM {quote_ident(table_id.database)}.{quote_ident(table_id.table)} LIMIT 0")
+        cur.fetchall()
+    except pymysql.err.MySQLError as exc:
+        code = exc.args[0] if exc.args else None
+        if code in (_ER_NO_SUCH_TABLE, _ER_BAD_DB_ERROR):
+            raise TableNotFoundError(f"table {table_id} does not exist (dropped or renamed)") from exc
+        raise DiscoveryError(f"the user cannot read table {table_id} ({exc.args[-1]}): grant SELECT on it, "
+                             f"e.g. GRANT SELECT ON {quote_ident(table_id.database)}.* TO the pipeline's user") from exc
+    raise DiscoveryError(f"table {table_id} can be read but information_schema shows none of its columns: "
+                         "grant SELECT on it to the pipeline's user")
+
+
 def read_table_schema(conn: Any, table_id: TableId) -> TableSchema:
-    """Columns, primary key and comment of one table, from ``information_schema``."""
+    """Columns, primary key, comment and default charset of one table, from ``information_schema``."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, IS_NULLABLE, COLUMN_DEFAULT, COLUMN_COMMENT, "
@@ -65,7 +97,7 @@ def read_table_schema(conn: Any, table_id: TableId) -> TableSchema:
         )
         col_rows = cur.fetchall()
         if not col_rows:
-            raise DiscoveryError(f"table {table_id} does not exist or the user cannot see it (grant SELECT on it)")
+            _raise_missing(cur, table_id)
         cur.execute(
             "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
             "AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
@@ -73,11 +105,14 @@ def read_table_schema(conn: Any, table_id: TableId) -> TableSchema:
         )
         primary_key = tuple(_text(r[0]) for r in cur.fetchall())
         cur.execute(
-            "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            "SELECT TABLE_COMMENT, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_NAME = %s",
             (table_id.database, table_id.table),
         )
         row = cur.fetchone()
         comment = _text(row[0]) if row and row[0] else ""
+        # the table's default charset, which string columns added later without one take
+        table_charset = charset_of_collation(_text(row[1])) if row and row[1] else None
         json_columns = _mariadb_json_columns(cur, table_id)
     columns = []
     for name, ctype, dtype, nullable, default, ccomment, charset, char_len, prec, scale, dtp in col_rows:
@@ -93,7 +128,7 @@ def read_table_schema(conn: Any, table_id: TableId) -> TableSchema:
                 numeric_precision=_int(prec), numeric_scale=_int(scale), datetime_precision=_int(dtp),
             )
         )
-    return TableSchema(table_id, tuple(columns), primary_key, comment)
+    return TableSchema(table_id, tuple(columns), primary_key, comment, table_charset)
 
 
 def _mariadb_json_columns(cur: Any, table_id: TableId) -> set[str]:
@@ -113,18 +148,26 @@ def _mariadb_json_columns(cur: Any, table_id: TableId) -> set[str]:
     return out
 
 
-def approximate_row_count(conn: Any, table_id: TableId) -> int:
-    """``SHOW TABLE STATUS LIKE 't'``, column 5 (Rows), exactly as Flink's ``queryApproximateRowCnt``.
+def like_literal(name: str) -> str:
+    """``name`` as a LIKE pattern that matches only itself (``_``, ``%`` and ``\\`` escaped)."""
+    return name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
-    Like Flink, the table name goes into LIKE unescaped and the first row is taken.
+
+def approximate_row_count(conn: Any, table_id: TableId) -> int:
+    """``SHOW TABLE STATUS LIKE 't'``, column 5 (Rows), as Flink's ``queryApproximateRowCnt``.
+
+    Unlike Flink, the name's LIKE wildcards are escaped and the row named exactly so is taken:
+    Flink's unescaped ``a_b`` also matches ``aXb`` and takes whichever row comes first.
     """
     with conn.cursor() as cur:
         cur.execute(f"USE {quote_ident(table_id.database)}")
-        cur.execute("SHOW TABLE STATUS LIKE %s", (table_id.table,))
-        row = cur.fetchone()
-    if not row or len(row) < 5:
+        cur.execute("SHOW TABLE STATUS LIKE %s", (like_literal(table_id.table),))
+        found = [r for r in cur.fetchall() if r]
+    rows = [r for r in found if _text(r[0]) == table_id.table] or [
+        r for r in found if _text(r[0]).lower() == table_id.table.lower()]
+    if not rows or len(rows[0]) < 5:
         raise DiscoveryError(f"SHOW TABLE STATUS returned nothing for {table_id}")
-    return int(row[4] or 0)
+    return int(rows[0][4] or 0)
 
 
 def chunk_key_column(schema: TableSchema, chunk_key_columns: str | None) -> Column:

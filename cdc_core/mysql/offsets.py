@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 from typing import Any
 
 _FILE_INDEX = re.compile(r"\.(\d+)$")
 
 
+@lru_cache(maxsize=1024)  # a pure function of the name, asked for every event the stream reads
 def file_index(filename: str) -> int:
     match = _FILE_INDEX.search(filename)
     if not match:

@@ -292,13 +292,22 @@ class FastRowDecoder:
         self.converter = converter
         self.fused = converter if isinstance(converter, DorisValueConverter) else None
         self._plans: dict[tuple[tuple, int, bool], Callable[[bytes], list] | None] = {}
+        # the same table object again (a repeated TableMap, ``table_map_cache``): its plan, without
+        # computing the layout; the entry keeps the table alive, so its id is not reused meanwhile
+        self._by_table: dict[tuple[int, int, bool], tuple[Any, Any, Callable[[bytes], list] | None]] = {}
 
     def _plan(self, ev: Any, schema: TableSchema, update: bool) -> Callable[[bytes], list] | None:
         table = ev.table_map[ev.table_id]
-        # The library makes a new table-map object for every transaction; the decoder depends only
+        known = self._by_table.get((id(table), id(schema), update))
+        if known is not None and known[0] is table and known[1] is schema:
+            return known[2]
+        # The library may make a new table-map object for every statement; the decoder depends only
         # on the column layout (names, types, type metadata) and the schema it converts for.
         key = (_layout(table.columns), id(schema), update)
+        if len(self._by_table) > 4096:
+            self._by_table.clear()
         if key in self._plans:
+            self._by_table[(id(table), id(schema), update)] = (table, schema, self._plans[key])
             return self._plans[key]
         plan = None
         cols = table.columns
@@ -311,6 +320,7 @@ class FastRowDecoder:
         if len(self._plans) > 4096:
             self._plans.clear()
         self._plans[key] = plan
+        self._by_table[(id(table), id(schema), update)] = (table, schema, plan)
         return plan
 
     def images(self, ev: Any, schema: TableSchema) -> list[tuple[dict | None, dict | None]] | None:

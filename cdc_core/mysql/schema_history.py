@@ -23,11 +23,15 @@ from typing import Any
 from cdc_core.events import (
     AddColumnEvent,
     AlterColumnCommentEvent,
+    AlterColumnPositionEvent,
     AlterColumnTypeEvent,
+    AlterPrimaryKeyEvent,
+    AlterTableCharsetEvent,
     AlterTableCommentEvent,
     CreateTableEvent,
     DropColumnEvent,
     DropTableEvent,
+    PartitionRowsEvent,
     RenameColumnEvent,
     RenameTableEvent,
     SchemaChangeEvent,
@@ -54,6 +58,33 @@ def _need(schema: TableSchema | None, event: SchemaChangeEvent) -> TableSchema:
     return schema
 
 
+def _place(cols: list[Column], col: Column, position: str, after: str | None, what: str, t: TableId,
+           strict: bool) -> None:
+    """Insert ``col`` into ``cols`` at ``FIRST``, ``AFTER after`` or last, as MySQL places it."""
+    if position == "FIRST":
+        cols.insert(0, col)
+        return
+    if position == "AFTER" and after:
+        at = next((i for i, c in enumerate(cols) if c.name.lower() == after.lower()), -1)
+        if at >= 0:
+            cols.insert(at + 1, col)
+            return
+        if strict:
+            raise SchemaChangeError(f"{what} AFTER {after!r}: no such column in {t}")
+    cols.append(col)
+
+
+def _with_primary_key(schema: TableSchema, event: AlterPrimaryKeyEvent, strict: bool) -> TableSchema:
+    """The schema with its new primary key; key columns become NOT NULL, as MySQL makes them."""
+    keys = {k.lower() for k in event.primary_key}
+    missing = [k for k in event.primary_key if not schema.has_column(k)]
+    if missing and strict:
+        raise SchemaChangeError(f"alter.primary.key on {event.table_id}: no column(s) {', '.join(missing)}")
+    names = tuple(schema.column(k).name if schema.has_column(k) else k for k in event.primary_key)
+    cols = [replace(c, nullable=False) if c.name.lower() in keys else c for c in schema.columns]
+    return schema.with_columns(cols, primary_key=names)
+
+
 def apply_schema_change(
     schema: TableSchema | None, event: SchemaChangeEvent, *, strict: bool = True
 ) -> dict[TableId, TableSchema | None]:
@@ -70,7 +101,7 @@ def apply_schema_change(
         return {t: replace(event.schema, table_id=t)}
     if isinstance(event, DropTableEvent):
         return {t: None}
-    if isinstance(event, TruncateTableEvent):
+    if isinstance(event, TruncateTableEvent | PartitionRowsEvent):
         return {t: schema}
     if schema is None and not strict:
         if isinstance(event, RenameTableEvent) and event.new_table_id is not None:
@@ -84,6 +115,10 @@ def apply_schema_change(
         return {t: None, event.new_table_id: replace(schema, table_id=event.new_table_id)}
     if isinstance(event, AlterTableCommentEvent):
         return {t: replace(schema, comment=event.comment)}
+    if isinstance(event, AlterTableCharsetEvent):
+        return {t: replace(schema, charset=event.charset)}
+    if isinstance(event, AlterPrimaryKeyEvent):
+        return {t: _with_primary_key(schema, event, strict)}
     if isinstance(event, AddColumnEvent):
         col = event.column
         if col is None:
@@ -93,18 +128,7 @@ def apply_schema_change(
             if strict:
                 raise SchemaChangeError(f"add.column: {t} already has a column {col.name!r}")
             cols.pop(existing)
-        if event.position == "FIRST":
-            cols.insert(0, col)
-        elif event.position == "AFTER" and event.after:
-            at = next((i for i, c in enumerate(cols) if c.name.lower() == event.after.lower()), -1)
-            if at < 0:
-                if strict:
-                    raise SchemaChangeError(f"add.column {col.name!r} AFTER {event.after!r}: no such column in {t}")
-                cols.append(col)
-            else:
-                cols.insert(at + 1, col)
-        else:
-            cols.append(col)
+        _place(cols, col, event.position, event.after, f"add.column {col.name!r}", t, strict)
         return {t: schema.with_columns(cols)}
     name = getattr(event, "column_name", None) or getattr(event, "old_name", "")
     at = _index(schema, name)
@@ -130,6 +154,10 @@ def apply_schema_change(
         return {t: schema.with_columns(cols)}
     if isinstance(event, AlterColumnCommentEvent):
         cols[at] = replace(cols[at], comment=event.comment)
+        return {t: schema.with_columns(cols)}
+    if isinstance(event, AlterColumnPositionEvent):
+        col = cols.pop(at)
+        _place(cols, col, event.position, event.after, f"alter.column.position {col.name!r}", t, strict)
         return {t: schema.with_columns(cols)}
     raise SchemaChangeError(f"unknown schema change {type(event).__name__}")
 

@@ -1,10 +1,13 @@
 """Start-up check of the source server: is it set up for lock-free CDC, and may we read it?
 
-Tidemark needs (as Flink CDC / Debezium do, plus full row metadata for real column names in
-the binlog; ``docs/mysql.md`` says why each is needed):
+Tidemark needs (as Flink CDC / Debezium do; ``docs/mysql.md`` says why each is needed):
 
-* the binary log on (``log_bin``), ``binlog_format=ROW``, ``binlog_row_image=FULL``,
-  ``binlog_row_metadata=FULL``;
+* the binary log on (``log_bin``), ``binlog_format=ROW``, ``binlog_row_image=FULL``;
+* ``binlog_row_metadata`` may be ``FULL`` (the binlog names the columns) or ``MINIMAL`` (MySQL
+  8.0's default; the names, order, types and charsets then come from the schema history:
+  ``cdc_core.mysql.table_map_binding``); MariaDB's ``NO_LOG`` and a server without the
+  variable (MySQL 5.7) work as MINIMAL does.
+  ``ServerInfo.column_names`` says which, as information, not as a problem;
 * for the connecting user: ``REPLICATION SLAVE`` (read the binlog), ``REPLICATION CLIENT``
   (MariaDB ≥ 10.5: ``BINLOG MONITOR``; for ``SHOW MASTER STATUS``) and ``SELECT`` on the
   captured tables (global, per database or per table). No ``RELOAD`` and no table locks.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
@@ -34,19 +38,37 @@ class ServerCheckError(RuntimeError):
         super().__init__(f"{who} is not ready for change data capture:\n" + "\n".join(f"- {p}" for p in problems))
 
 
+class ColumnNames(StrEnum):
+    """Where binlog rows get their column names from (``binlog_row_metadata``)."""
+
+    BINLOG = "binlog"  # FULL: every TableMap names its columns
+    SCHEMA_HISTORY = "schema history"  # MINIMAL or no such variable: the history built from DDL
+
+
 @dataclass(frozen=True)
 class ServerInfo:
     version: str
     is_mariadb: bool
     variables: dict[str, str]
     privileges: frozenset[str]
+    column_names: ColumnNames = ColumnNames.BINLOG
+
+    @property
+    def row_metadata_mode(self) -> str:
+        """One line for people: the mode and where column names come from."""
+        value = self.variables.get("binlog_row_metadata")
+        if self.column_names == ColumnNames.BINLOG:
+            return f"binlog_row_metadata={value}: column names from the binlog"
+        shown = "not supported by this server" if value in (None, "None") else value
+        return (f"binlog_row_metadata={shown}: column names, order, types and charsets from the schema history "
+                "(the live schema read at start, evolved by every DDL); a DDL the parser cannot follow on a "
+                "captured table stops the stream")
 
 
 _SETTINGS = (
     # variable, wanted, how to fix
     ("binlog_format", "ROW", "SET GLOBAL binlog_format = 'ROW'"),
     ("binlog_row_image", "FULL", "SET GLOBAL binlog_row_image = 'FULL'"),
-    ("binlog_row_metadata", "FULL", "SET GLOBAL binlog_row_metadata = 'FULL'"),
 )
 
 
@@ -108,18 +130,16 @@ def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the 
             value = _global_variable(cur, name)
             variables[name] = str(value)
             if value is None:
-                problems.append(
-                    f"{name} is not supported by this server ({version}); Tidemark needs {name}={wanted} "
-                    f"(MySQL ≥ 8.0.14 or MariaDB ≥ 10.5) to read real column names from the binlog."
-                    if name == "binlog_row_metadata"
-                    else f"{name} cannot be read on this server ({version}); it must be {wanted}."
-                )
+                problems.append(f"{name} cannot be read on this server ({version}); it must be {wanted}.")
             elif value.upper() != wanted:
                 problems.append(
                     f"{name} is {value}, CDC needs {wanted}: run `{fix}` as an administrator and set "
                     f"{name}={wanted} in the server's my.cnf ([mysqld]) so it survives a restart "
                     f"(sessions already open keep the old value until they reconnect)."
                 )
+        metadata = _global_variable(cur, "binlog_row_metadata")
+        variables["binlog_row_metadata"] = str(metadata)
+        column_names = ColumnNames.BINLOG if (metadata or "").upper() == "FULL" else ColumnNames.SCHEMA_HISTORY
         grants = _parse_grants(_grants(cur))
     global_privs = grants.get("*.*", set())
     if not _has(global_privs, "REPLICATION SLAVE"):
@@ -150,7 +170,7 @@ def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the 
     if problems:
         raise ServerCheckError(problems)
     privileges = frozenset(p for privs in grants.values() for p in privs)
-    return ServerInfo(version, is_mariadb, variables, privileges)
+    return ServerInfo(version, is_mariadb, variables, privileges, column_names)
 
 
 def check_source_server(source: Any) -> ServerInfo:

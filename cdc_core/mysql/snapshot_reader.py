@@ -41,9 +41,12 @@ from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.connection import (
     SESSION_TIME_ZONE,
     MySqlConnectionSettings,
+    MySqlTls,
     connect,
     quote_ident,
     quote_table,
+    scan_error,
+    session_uses_tls,
 )
 from cdc_core.mysql.discovery import chunk_key_column
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
@@ -164,6 +167,7 @@ class SnapshotSplitReader:
         self._conn: Any = None
         self._server_id: int | None = None
         self._safe_tables: set[TableId] = set()
+        self._scan_tls: MySqlTls | None = None
 
     @classmethod
     def from_source(cls, source: Any, **kwargs: Any) -> SnapshotSplitReader:
@@ -200,6 +204,7 @@ class SnapshotSplitReader:
             finally:
                 self._conn = None
                 self._server_id = None
+                self._scan_tls = None
 
     def __enter__(self) -> SnapshotSplitReader:
         return self
@@ -216,6 +221,14 @@ class SnapshotSplitReader:
             return schema.column(split.key_columns[0])
         return chunk_key_column(schema, self.chunk_key_column)
 
+    def scan_tls(self) -> MySqlTls:
+        """The chunk scans' TLS: the source's ``ssl-mode``, with ``preferred`` decided by what the
+        control connection got (connectorx cannot fall back to plain TCP by itself)."""
+        if self._scan_tls is None:
+            tls = self.settings.tls
+            self._scan_tls = tls.resolved(session_uses_tls(self._control())) if tls.mode == "preferred" else tls
+        return self._scan_tls
+
     def current_offset(self) -> BinlogOffset:
         with self._control().cursor() as cur:
             return read_current_offset(cur)
@@ -229,9 +242,17 @@ class SnapshotSplitReader:
         needs_tz = any(kind_of(c, tinyint1_as_boolean=self.tinyint1_as_boolean) == TypeKind.TIMESTAMP
                        for c in schema.columns)
         extra = {"pre_execution_query": [f"SET time_zone = '{SESSION_TIME_ZONE}'"]} if needs_tz else {}
-        reader = cx.read_sql(
-            self.settings.connectorx_uri(), query, return_type="arrow_stream", batch_size=self.fetch_size, **extra,
-        )
+        try:
+            reader = cx.read_sql(
+                self.settings.connectorx_uri(tls=self.scan_tls()), query, return_type="arrow_stream",
+                batch_size=self.fetch_size,
+                **extra,
+            )
+        except RuntimeError as exc:
+            failure = scan_error(self.settings, exc)
+            if failure is None:
+                raise
+            raise failure from None
         for batch in reader:
             if batch.num_rows:
                 yield batch

@@ -45,6 +45,11 @@ def change_rows(events: list[DataChangeEvent], schema: TableSchema) -> list[Chan
     """The rows a batch's changes of one table produce, in binlog order, before compaction."""
     pk = schema.primary_key
     out: list[ChangeRow] = []
+    if len(pk) == 1 and all(e.op is Op.INSERT and e.after is not None for e in events):
+        # the common insert-only batch of a one-column key: the loop below, without its branches
+        (name,) = pk
+        return [ChangeRow((e.after.get(name),), e.after, False, e.offset.sequence, order)
+                for order, e in enumerate(events)]
     for order, event in enumerate(events):
         seq = event.offset.sequence
         if not pk:

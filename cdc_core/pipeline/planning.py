@@ -14,6 +14,9 @@ import dataclasses
 import logging
 import math
 
+from cdc_core.config import PipelineDefinition
+from cdc_core.doris.names import DorisNameError, name_problems
+from cdc_core.doris.routing import TableRouter
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import approximate_row_count
 from cdc_core.mysql.server_check import check_server
@@ -23,10 +26,10 @@ from cdc_core.mysql.snapshot_assigner import (
     SnapshotSplitAssigner,
     assign_into_store,
 )
-from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext
+from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext, transform_rule_index
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.results import PlanResult
-from cdc_core.schema import TableId
+from cdc_core.schema import TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +87,7 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
                 )
                 chunk_size = grown
         schemas = [ctx.live_schema(t) for t in tables]
+    check_doris_names(ctx, schemas)
     state = AssignerState(tuple(tables)).to_dict()
     with ctx.store.transaction() as tx:
         for schema in schemas:
@@ -96,6 +100,29 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
     logger.info("%s: planning %d table(s) from %s, chunks of %d rows", ctx.definition.name, len(tables),
                 start_offset, chunk_size)
     return state
+
+
+def check_doris_names(ctx: PipelineContext, schemas: list[TableSchema]) -> None:
+    """Refuse, before anything is recorded or loaded, a table or column name Doris would refuse."""
+    problems = doris_name_problems(ctx.definition, schemas)
+    if problems:
+        raise DorisNameError("Doris cannot take these names (nothing was loaded):\n  " + "\n  ".join(problems))
+
+
+def doris_name_problems(definition: PipelineDefinition, schemas: list[TableSchema]) -> list[str]:
+    """Each name of the Doris tables ``schemas`` go to (by the ``route:`` rules) Doris would refuse.
+
+    A table with a transform is checked by its Doris table's name only: its columns are the
+    projection's.
+    """
+    router = TableRouter.from_pipeline(definition)
+    problems: list[str] = []
+    for schema in schemas:
+        transformed = transform_rule_index(definition, schema.table_id) is not None
+        columns = () if transformed else [c.name for c in schema.columns]
+        for target in router.route(schema.table_id):
+            problems += name_problems(schema.table_id, target, columns)
+    return problems
 
 
 def chunk_keys(ctx: PipelineContext) -> list[str]:

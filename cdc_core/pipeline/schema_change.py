@@ -22,7 +22,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_core.doris.errors import SchemaChangeError as DorisSchemaChangeError
-from cdc_core.events import CreateTableEvent, DropTableEvent, RenameTableEvent, SchemaChangeEvent
+from cdc_core.events import (
+    CreateTableEvent,
+    DropTableEvent,
+    PartitionRowsEvent,
+    RenameTableEvent,
+    SchemaChangeEvent,
+)
 from cdc_core.faults import fault_point
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.connection import connect
@@ -31,6 +37,7 @@ from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.schema_history import SchemaHistory, apply_schema_change
 from cdc_core.pipeline.context import BINLOG_NS
 from cdc_core.pipeline.keys import chunk_key
+from cdc_core.pipeline.reload import request_reload
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.schema_derivation import (
     DerivedChange,
@@ -299,15 +306,27 @@ class SchemaChangeSteps:
             self._record_history(tx, upstream, events, ddl_offset)
             if not snapshot:
                 self._start_streaming(tx, new_tables, upstream, events, flushed_to, ddl_offset)
-            reread = self._mark_chunks_read_past(tx, altered, ddl_offset)
+            reloaded = self._request_reloads(tx, events, ddl_offset)
+            reread = self._mark_chunks_read_past(tx, altered - set(reloaded), ddl_offset)
             self.registry.finish(tx, evolved)
         if reread:
             self.log(f"reading again {len(reread)} chunk(s) whose reads ended after the DDL: {', '.join(reread)}")
+        for table_id, keys in reloaded.items():
+            self.log(f"{table_id}: partition maintenance changed rows without row events; reloading it "
+                     f"({len(keys)} chunk(s)), then deleting from Doris what MySQL no longer has")
+            reread += keys
+        sweeps: list[dict[str, Any]] = []
+        if reread:
             self.service.run_chunks(reread)
             self.service.commit_chunks(reread)
+        if reloaded:
+            fault_point("schema_change.before_sweep", tables=",".join(sorted(map(str, reloaded))))
+            sweeps = [{"table": r.table_id, "deleted": r.deleted, "threshold": r.threshold,
+                       "skipped": list(r.skipped), "waiting": r.waiting} for r in self.service.sweep_reloads()]
         return {"status": RequestStatus.FINISHED.value, "behavior": behavior.value,
                 "changes": [{"change": c.describe(), **(o or {})} for c, o in zip(derived, outcomes, strict=True)],
-                "new_tables": [str(t) for t in new_tables], "reread_chunks": reread}
+                "new_tables": [str(t) for t in new_tables], "reread_chunks": reread,
+                "reloaded_tables": sorted(str(t) for t in reloaded), "sweeps": sweeps}
 
     @_fault_after("resume")
     def resume(self, *, first_batch: bool = False) -> dict[str, Any]:
@@ -430,6 +449,21 @@ class SchemaChangeSteps:
                 continue
             self._add_stream_chunk(tx, table_id, schema, flushed_to, ddl_offset,
                                    f"table new to the stream at {ddl_offset}")
+
+    def _request_reloads(self, tx: Any, events: Sequence[SchemaChangeEvent], ddl_offset: BinlogOffset
+                         ) -> dict[TableId, list[str]]:
+        """Tables whose rows partition maintenance changed without row events: every chunk is
+        marked for reading again and the sweep that follows is recorded (``cdc_core/pipeline/reload.py``),
+        in the transaction that finishes the change, so a crash before the reads forgets neither."""
+        selector = self.ctx.definition.source.selector
+        out: dict[TableId, list[str]] = {}
+        for e in events:
+            if not isinstance(e, PartitionRowsEvent) or e.table_id in out:
+                continue
+            if not selector.matches(e.table_id.database, e.table_id.table):
+                continue
+            out[e.table_id] = request_reload(tx, e.table_id, ddl_offset, e.operation)
+        return out
 
     @staticmethod
     def _mark_chunks_read_past(tx: Any, tables: set[TableId], ddl_offset: BinlogOffset) -> list[str]:

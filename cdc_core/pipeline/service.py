@@ -15,13 +15,24 @@ left behind and runs before anything else that prepares work.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.sink import DorisSink
 from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.pipeline import binlog_batch, planning, recovery, snapshot, verification
+from cdc_core.phases import phase
+from cdc_core.pipeline import (
+    binlog_batch,
+    planning,
+    recovery,
+    reload,
+    snapshot,
+    targets,
+    verification,
+    verify,
+)
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import NoExecutor, PipelineExecutor
 from cdc_core.pipeline.ledger import StepLedger
@@ -34,6 +45,9 @@ from cdc_core.pipeline.results import (
     ResolveReport,
 )
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
+from cdc_core.pipeline.status import PipelineStatus, pipeline_status
+from cdc_core.pipeline.stream_run import StreamRunPolicy
+from cdc_core.pipeline.targets import DorisTarget, TargetUpdate
 from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
 from cdc_core.state import ChunkStatus, StateStore
 
@@ -66,7 +80,8 @@ class PipelineService:
 
     def plan_splits(self, max_partitions: int = 100_000, max_steps: int | None = None) -> PlanResult:
         """Check the server (first round), discover tables and split them into chunks (resumable)."""
-        return planning.plan_splits(self.context, max_partitions, max_steps)
+        with phase("planning"):
+            return planning.plan_splits(self.context, max_partitions, max_steps)
 
     def chunk_keys(self) -> list[str]:
         """Every planned chunk, in assignment order."""
@@ -90,12 +105,24 @@ class PipelineService:
         if not keys:
             return []
         self.resolve_pending()
-        return snapshot.run_chunks(self.context, self.executor, keys)
+        with phase("read_load"):
+            return snapshot.run_chunks(self.context, self.executor, keys)
 
     def commit_chunks(self, keys: list[str]) -> list[str]:
         """Commit the prepared loads of these chunks (idempotent); they become COMMITTED. Returns
         the chunks whose loads Doris lost before the commit: PENDING again, to be read again."""
-        return snapshot.commit_chunks(self.context, keys)
+        with phase("commit"):
+            return snapshot.commit_chunks(self.context, keys)
+
+    def sweep_reloads(self) -> list[reload.SweepResult]:
+        """Delete from Doris the rows MySQL no longer has, for each table reloaded after partition
+        maintenance whose chunks are all committed again (``cdc_core/pipeline/reload.py``). The
+        schema change runs it after the reads; every binlog batch runs it first, so a sweep a crash
+        interrupted is finished before the stream goes on."""
+        if not reload.pending_reloads(self.context):
+            return []
+        with phase("reload_sweep"):
+            return reload.sweep_pending(self.context)
 
     def abort_chunks(self, keys: list[str]) -> None:
         """Abort their prepared loads; the chunks go back to PENDING."""
@@ -127,7 +154,15 @@ class PipelineService:
                 "the snapshot is not finished: every chunk must be committed before the binlog stream starts "
                 "(backfill snapshot_chunks, or run `tidemark run --once`)"
             )
+        self.sweep_reloads()
         return binlog_batch.run_batch(self.context, self.executor, max_events, stop=stop)
+
+    def stream_run_policy(self, budget_s: float | None = None) -> StreamRunPolicy:
+        """How long one binlog run keeps applying batches (``cdc_core/pipeline/stream_run.py``):
+        the pipeline's ``tidemark.binlog.run-seconds`` unless ``budget_s`` overrides it."""
+        options = self.definition.pipeline
+        return StreamRunPolicy(options.binlog_run_seconds if budget_s is None else budget_s,
+                               options.binlog_batch_interval_s)
 
     def commit_batch(self, batch_id: str) -> bool:
         """Commit the batch's loads (idempotent); only then does the committed offset advance.
@@ -138,11 +173,29 @@ class PipelineService:
         """Abort the batch's loads; the committed offset stays where it was."""
         binlog_batch.abort_batch(self.context, batch_id)
 
+    # -- the Doris tables ---------------------------------------------------------------------
+
+    def doris_targets(self) -> list[DorisTarget]:
+        """Every Doris table the pipeline writes and its expected columns, from the state store
+        alone (no MySQL, no Doris): what a code location can afford at load time. Empty until
+        the split plan has discovered the captured tables."""
+        return targets.doris_targets(self.context)
+
+    def written_targets(self, *, chunk_keys: Sequence[str] = (), batch_id: str | None = None,
+                        batch_ids: Sequence[str] = ()) -> list[TargetUpdate]:
+        """The Doris tables these chunks or batches loaded, as Doris has them now (columns and
+        row count; one schema request and one COUNT per table). Call it after the commit."""
+        chosen = {t.table_id: t for t in targets.targets_of_chunks(self.context, chunk_keys)}
+        for batch in [*batch_ids, *([batch_id] if batch_id is not None else [])]:
+            chosen.update({t.table_id: t for t in targets.targets_of_batch(self.context, batch)})
+        return [targets.target_update(self.context, t) for _, t in sorted(chosen.items())]
+
     # -- recovery and checks ----------------------------------------------------------------
 
     def resolve_pending(self) -> ResolveReport:
         """Finish what a crash or a failed hook left (commit complete records, abort the rest)."""
-        return recovery.resolve_pending(self.context)
+        with phase("resolve_pending"):
+            return recovery.resolve_pending(self.context)
 
     def pending_transactions(self) -> list[dict[str, Any]]:
         """PREPARED-but-not-finished transactions (for the ``no_pending_transactions`` check)."""
@@ -150,11 +203,38 @@ class PipelineService:
 
     def chunk_parity(self, key: str) -> ParityResult:
         """Row count and checksum of the chunk's key range, MySQL against Doris."""
-        return verification.chunk_parity(self.context, key)
+        with phase("parity"):
+            return verification.chunk_parity(self.context, key)
+
+    def chunks_parity(self, keys: list[str]) -> list[ParityResult]:
+        """``chunk_parity`` of many chunks, batched: one statement per table and side where it can."""
+        with phase("parity"):
+            return verification.chunks_parity(self.context, keys)
 
     def table_parity(self, table_id: str) -> ParityResult:
         """Row count and checksum of the whole table, MySQL against Doris."""
         return verification.table_parity(self.context, table_id)
+
+    def verify(self, tables: Sequence[str] | None = None, *, max_keys: int = verify.MAX_KEYS) -> list[verify.TableVerdict]:
+        """Compare these captured tables (default: all) in MySQL and Doris; list differing keys."""
+        chosen = list(tables) if tables else self.captured_tables()
+        unknown = sorted(set(chosen) - set(self.captured_tables()))
+        if unknown:
+            raise ValueError(f"table(s) {', '.join(unknown)} are not captured by pipeline '{self.definition.name}' "
+                             f"(captured: {', '.join(self.captured_tables()) or 'none yet: run the snapshot first'})")
+        with phase("verify"), self.context.connection():
+            return [verify.verify_table(self.context, t, max_keys=max_keys) for t in chosen]
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Hold one MySQL connection for the steps inside (a check over many chunks opens one, not one each)."""
+        with self.context.connection():
+            yield
+
+    def status(self) -> PipelineStatus:
+        """Where the pipeline stands (``tidemark status``), read without changing anything; raises
+        ``cdc_core.pipeline.status.Unreachable`` naming MySQL or Doris when one does not answer."""
+        return pipeline_status(self.context)
 
     # -- orchestration bookkeeping ----------------------------------------------------------
 

@@ -10,10 +10,11 @@ record names: they are found by their deterministic labels (``abandon_chunks``).
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.faults import fault_point
-from cdc_core.mysql.discovery import chunk_key_column
+from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
 from cdc_core.pipeline.context import SNAPSHOT_NS, PipelineContext
@@ -66,13 +67,19 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
     logger.debug("%d chunk(s) of %d table(s) marked RUNNING", len(records), len(tasks_by_table))
     try:
         work: list[TableWork] = []
+        gone: dict[str, list[ChunkTask]] = {}
         with ctx.connection():
             for table_id, tasks in tasks_by_table.items():
-                schema = ctx.live_schema(TableId.parse(table_id))
+                try:
+                    schema = ctx.live_schema(TableId.parse(table_id))
+                except TableNotFoundError:
+                    gone[table_id] = tasks
+                    continue
                 key = chunk_key_column(schema, ctx.definition.source.chunk_key_column)
                 work.append(TableWork(schema, (key.name,), tuple(tasks)))
+            skipped = _skip_gone_tables(ctx, gone) if gone else []
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
-        outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work)
+        outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []
     except BaseException:
         logger.warning("the snapshot job failed; aborting what its tasks prepared for %d chunk(s)", len(records))
         abandon_chunks(ctx, records)
@@ -87,9 +94,40 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                             rows=o.rows, detail=detail)
             results.append(ChunkResult(chunk_key(str(o.table_id), o.index), str(o.table_id), o.index, o.rows,
                                        o.low_watermark, o.high_watermark, o.committables, o.duration_s))
+    results += skipped
     for r in results:
+        if r.key in {s.key for s in skipped}:
+            continue
         logger.info("chunk %s prepared: %d rows, high watermark %s", r.key, r.rows, r.high_watermark)
     fault_point("snapshot.after_state_write", keys=",".join(keys))
+    return results
+
+
+def _skip_gone_tables(ctx: PipelineContext, gone: dict[str, list[ChunkTask]]) -> list[ChunkResult]:
+    """Chunks of tables the server no longer shows are done without a read: COMMITTED, no rows.
+
+    The table was dropped (or renamed) after planning, so there is nothing left to read. Both
+    watermarks are the server's position now, after the DROP: the binlog filter leaves every
+    earlier change of these key ranges to the chunks (so nothing of the dropped table is loaded),
+    and the DROP itself reaches the stream as a DDL, carried over by ``schema.change.behavior``.
+    The chunk's detail says why it holds no rows. Only a table the server says is gone gets here:
+    one the user lost SELECT on fails the run with the grant to give (``read_table_schema``).
+    """
+    offset = ctx.server_offset().to_dict()
+    results = []
+    with ctx.store.transaction() as tx:
+        for table_id, tasks in gone.items():
+            for t in tasks:
+                tx.update_chunk(table_id, t.index, status=ChunkStatus.COMMITTED, low_watermark=offset,
+                                high_watermark=offset, transactions=[], rows=0,
+                                detail={"skipped": "the table no longer exists on the server"})
+                results.append(ChunkResult(chunk_key(table_id, t.index), table_id, t.index, 0, offset, offset, (),
+                                           0.0))
+    for table_id, tasks in gone.items():
+        logger.warning(
+            "%s no longer exists on the server (dropped or renamed after the snapshot was planned): its %d "
+            "chunk(s) are skipped, marked done without rows; its DROP reaches Doris through the binlog as "
+            "schema.change.behavior says", table_id, len(tasks))
     return results
 
 
@@ -135,22 +173,50 @@ def commit_record(ctx: PipelineContext, record: ChunkRecord) -> bool:
     return True
 
 
+COMMIT_STREAMS = 4  # chunk commits in flight at once (each is an HTTP round trip to the FE)
+
+
 def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
     """Commit the prepared loads of these chunks (idempotent); they become COMMITTED. Returns the
-    keys of chunks whose loads Doris lost: they are PENDING again, to be read again."""
-    failures = []
-    redo = []
-    for record in chunk_records(ctx, keys):
-        if record.status is not ChunkStatus.PREPARED:
-            continue
-        try:
-            if not commit_record(ctx, record):
-                redo.append(chunk_key(*record.key))
-        except Exception as exc:  # noqa: BLE001 - try every chunk, then report all failures
-            failures.append(f"{chunk_key(*record.key)}: {exc}")
+    keys of chunks whose loads Doris lost: they are PENDING again, to be read again.
+
+    The Doris commits run ``COMMIT_STREAMS`` at a time and the state store records the outcomes
+    in one transaction afterwards: a crash in between leaves PREPARED records whose loads Doris
+    has committed, which ``resolve_pending`` commits again (a no-op) and records."""
+    records = [r for r in chunk_records(ctx, keys) if r.status is ChunkStatus.PREPARED]
+    if not records:
+        return []
+
+    def commit(record: ChunkRecord) -> bool:
+        lost = ctx.sink.commit_surviving(record.transactions or [])
+        if lost:
+            logger.warning("chunk %s: Doris lost %d of its load(s) (%s) before the commit; the chunk is PENDING "
+                           "again and the next run reads it again", chunk_key(*record.key), len(lost),
+                           ", ".join(c.label for c in lost))
+            return False
+        fault_point("snapshot.committing", key=chunk_key(*record.key))
+        return True
+
+    failures, redo, done = [], [], []
+    with ThreadPoolExecutor(max_workers=min(COMMIT_STREAMS, len(records)),
+                            thread_name_prefix="tidemark-commit") as pool:
+        futures = {pool.submit(commit, r): r for r in records}
+        for future, record in futures.items():
+            try:
+                (done if future.result() else redo).append(record)
+            except Exception as exc:  # noqa: BLE001 - try every chunk, then report all failures
+                failures.append(f"{chunk_key(*record.key)}: {exc}")
+    with ctx.store.transaction() as tx:
+        for record in done:
+            tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.COMMITTED)
+        for record in redo:
+            tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.PENDING,
+                            generation=record.generation + 1, transactions=None)
+    if done:
+        logger.info("%d chunk(s) committed (%s rows)", len(done), sum(r.rows or 0 for r in done))
     if failures:
         raise RuntimeError("could not commit chunk load(s): " + "; ".join(failures))
-    return redo
+    return [chunk_key(*r.key) for r in redo]
 
 
 def abort_chunks(ctx: PipelineContext, keys: list[str]) -> None:

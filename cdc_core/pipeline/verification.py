@@ -1,10 +1,13 @@
 """Verification: parity between MySQL and Doris, a row count and an order-independent checksum.
 
-Rows are compared as the sink sends them: MySQL rows are read and converted with the snapshot
-path's own conversion (``cdc_core.mysql.types``), Doris rows come back from its SQL API, and
-both are brought to one canonical text per value (numbers by value, booleans as 0/1,
-datetimes without trailing fractional zeros, JSON re-serialised) before hashing. The checksum
-is the sum of per-row SHA-1 prefixes modulo 2⁶⁴, so row order never matters.
+The count and the checksum of a key range are computed inside both databases
+(``cdc_core.pipeline.checksum``): each side turns a row into the same canonical text with its own
+SQL, hashes and sums it, and only two numbers travel. The columns whose text the two engines
+cannot render alike (floating point, TIMESTAMP, TIME, BIT, binary, JSON, spatial) are compared
+the old way: rows are read from both sides, MySQL's converted with the snapshot path's own
+conversion (``cdc_core.mysql.types``), both brought to one canonical text per value (numbers by
+value, booleans as 0/1, datetimes without trailing fractional zeros, JSON re-serialised) and
+hashed here (the sum of per-row SHA-1 prefixes modulo 2⁶⁴, so row order never matters).
 
 Ranges: a chunk of a numeric or temporal key is compared by the same half-open range on both
 sides. A character key is compared by MySQL's keys (its collation may order and compare
@@ -20,21 +23,37 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cdc_core.mysql.discovery import chunk_key_column
+from cdc_core.mysql.connection import connect
+from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import TypeKind, kind_of
+from cdc_core.pipeline.checksum import (
+    PAGE,
+    ChecksumPlan,
+    KeyRange,
+    Segment,
+    doris_literal,
+    doris_row_hashes,
+    doris_segment,
+    doris_segments,
+    mysql_row_hashes,
+    mysql_segment,
+    mysql_segments,
+    q,
+)
 from cdc_core.pipeline.context import PipelineContext
+from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.snapshot import chunk_records
 from cdc_core.schema import Column, TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 
-PAGE = 10_000  # the most rows Doris's query API returns per statement
 
 
 def _canonical(value: Any, kind: str) -> str:
@@ -99,18 +118,6 @@ def mysql_rows(reader: Any, schema: TableSchema, split: Any) -> Iterator[list[An
         yield from (list(r) for r in zip(*columns, strict=True))
 
 
-def _literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, int | float | Decimal):
-        return str(value)
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def doris_rows_in_range(catalog: Any, target: TableId, columns: list[str], key: str,
                         start: Any, end: Any, *, unique_key: bool = True) -> Iterator[list[Any]]:
     """Rows of ``target`` with ``start <= key < end`` (None: unbounded), page by page.
@@ -118,23 +125,23 @@ def doris_rows_in_range(catalog: Any, target: TableId, columns: list[str], key: 
     A unique key pages by key (``key > last``); a key with duplicates (a table without a primary
     key) pages by offset over an order of every column, so no row is skipped or seen twice.
     """
-    select = ", ".join(_q(c) for c in columns)
+    select = ", ".join(q(c) for c in columns)
     bounds = []
     if start is not None:
-        bounds.append(f"{_q(key)} >= {_literal(start)}")
+        bounds.append(f"{q(key)} >= {doris_literal(start)}")
     if end is not None:
-        bounds.append(f"{_q(key)} < {_literal(end)}")
-    order = _q(key) if unique_key else ", ".join(_q(c) for c in columns)
+        bounds.append(f"{q(key)} < {doris_literal(end)}")
+    order = q(key) if unique_key else ", ".join(q(c) for c in columns)
     last = None
     offset = 0
     while True:
         conditions = list(bounds)
         if last is not None:
-            conditions.append(f"{_q(key)} > {_literal(last)}")
+            conditions.append(f"{q(key)} > {doris_literal(last)}")
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         paging = f"LIMIT {PAGE}" if unique_key else f"LIMIT {PAGE} OFFSET {offset}"
         rows = catalog.execute(
-            target.database, f"SELECT {select} FROM {_q(target.table)}{where} ORDER BY {order} {paging}", limit=PAGE,
+            target.database, f"SELECT {select} FROM {q(target.table)}{where} ORDER BY {order} {paging}", limit=PAGE,
         ).rows
         yield from (list(r) for r in rows)
         if len(rows) < PAGE:
@@ -147,19 +154,23 @@ def doris_rows_in_range(catalog: Any, target: TableId, columns: list[str], key: 
 
 def doris_rows_by_keys(catalog: Any, target: TableId, columns: list[str], key: str,
                        keys: list[Any]) -> Iterator[list[Any]]:
-    select = ", ".join(_q(c) for c in columns)
+    select = ", ".join(q(c) for c in columns)
     for i in range(0, len(keys), 1000):
         part = keys[i : i + 1000]
-        values = ", ".join(_literal(k) for k in part)
+        values = ", ".join(doris_literal(k) for k in part)
         yield from (list(r) for r in catalog.execute(
-            target.database, f"SELECT {select} FROM {_q(target.table)} WHERE {_q(key)} IN ({values}) LIMIT {PAGE}",
+            target.database, f"SELECT {select} FROM {q(target.table)} WHERE {q(key)} IN ({values}) LIMIT {PAGE}",
             limit=PAGE,
         ).rows)
 
 
 def is_text_key(column: Column, tinyint1_as_boolean: bool) -> bool:
+    """Keys whose Doris order (of the text Doris holds) is not MySQL's: compared by value, not range.
+
+    MariaDB's UUID / INET6 / INET4 arrive as text, but the server orders them by their bytes."""
     return kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean) in (
-        TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.BINARY, TypeKind.JSON)
+        TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.BINARY, TypeKind.JSON, TypeKind.UUID,
+        TypeKind.INET6, TypeKind.INET4)
 
 
 # -- the service's checks ---------------------------------------------------------------------
@@ -169,22 +180,96 @@ def chunk_parity(ctx: PipelineContext, key: str) -> ParityResult:
     """Row count and checksum of the chunk's key range, MySQL against Doris."""
     record = chunk_records(ctx, [key])[0]
     table_id = TableId.parse(record.table_id)
-    schema, key_column = _schema_and_chunk_key(ctx, table_id)
-    split = SnapshotSplit(table_id, record.chunk_index, None if record.start is None else tuple(record.start),
-                          None if record.end is None else tuple(record.end), (key_column.name,))
     start = None if record.start is None else record.start[0]
     end = None if record.end is None else record.end[0]
-    with SnapshotSplitReader.from_source(ctx.definition.source) as reader:
-        return _parity(ctx, schema, reader, split, key_column, (start, end))
+    try:
+        schema, key_column = _schema_and_chunk_key(ctx, table_id)
+    except TableNotFoundError:
+        return _gone(record.table_id, (start, end))
+    split = SnapshotSplit(table_id, record.chunk_index, None if record.start is None else tuple(record.start),
+                          None if record.end is None else tuple(record.end), (key_column.name,))
+    return _parity(ctx, schema, lambda: SnapshotSplitReader.from_source(ctx.definition.source), split, key_column,
+                   (start, end))
+
+
+def chunks_parity(ctx: PipelineContext, keys: list[str]) -> list[ParityResult]:
+    """``chunk_parity`` of many chunks, in key order per table: a table whose chunks can be compared
+    by range in the databases gets one statement per side for all its chunks (run side by side,
+    the MySQL one split over ``MYSQL_STREAMS`` connections); the others chunk by chunk."""
+    records = chunk_records(ctx, keys)
+    by_table: dict[str, list[Any]] = {}
+    for record in records:
+        by_table.setdefault(record.table_id, []).append(record)
+    results: dict[str, ParityResult] = {}
+    for table_id, chunks in by_table.items():
+        tid = TableId.parse(table_id)
+        try:
+            schema, key_column = _schema_and_chunk_key(ctx, tid)
+        except TableNotFoundError:
+            for r in chunks:
+                results[chunk_key(*r.key)] = _gone(table_id, (r.start[0] if r.start else None,
+                                                              r.end[0] if r.end else None))
+            continue
+        targets = ctx.targets(tid)
+        tinyint = ctx.definition.source.tinyint1_as_boolean
+        plan = ChecksumPlan.of(schema, targets[0], tinyint1_as_boolean=tinyint) if len(targets) == 1 else None
+        if (plan is None or plan.by_rows or is_text_key(key_column, tinyint) or ctx.has_transform(tid)
+                or ctx.sink.router.is_merged(targets[0], ctx.captured_tables())):
+            for record in chunks:
+                results[chunk_key(*record.key)] = chunk_parity(ctx, chunk_key(*record.key))
+            continue
+        ranges = [KeyRange(key_column.name, r.start[0] if r.start else None, r.end[0] if r.end else None)
+                  for r in chunks]
+        mine, theirs = _segments_side_by_side(ctx, plan, ranges)
+        detail = {"target": str(targets[0]), "in_database": [c.name for c in plan.in_db], "statements": "batched"}
+        for record, rng, m, t in zip(chunks, ranges, mine, theirs, strict=True):
+            results[chunk_key(*record.key)] = ParityResult(table_id, (rng.start, rng.end), m.count, t.count,
+                                                            m.checksum, t.checksum, detail)
+    return [results[k] for k in keys]
+
+
+MYSQL_STREAMS = 2  # MySQL statements in flight per batched parity (one per core here; Doris's runs beside)
+
+
+def _segments_side_by_side(ctx: PipelineContext, plan: ChecksumPlan,
+                           ranges: list[KeyRange]) -> tuple[list[Segment], list[Segment]]:
+    """Doris's statement and MySQL's (split into contiguous parts, each on its own connection) at once."""
+    size = -(-len(ranges) // MYSQL_STREAMS)
+    parts = [ranges[i: i + size] for i in range(0, len(ranges), size)]
+
+    def mysql_part(index: int) -> list[Segment]:
+        if index == 0:
+            with ctx.connection() as conn:
+                return mysql_segments(conn, plan, parts[0])
+        conn = connect(ctx.settings, text_values=True)
+        try:
+            return mysql_segments(conn, plan, parts[index])
+        finally:
+            conn.close()
+
+    with ThreadPoolExecutor(max_workers=len(parts) + 1, thread_name_prefix="tidemark-parity") as pool:
+        doris = pool.submit(doris_segments, ctx.sink.catalog, plan, ranges)
+        mysql = [pool.submit(mysql_part, i) for i in range(len(parts))]
+        mine = [segment for future in mysql for segment in future.result()]
+        return mine, doris.result()
 
 
 def table_parity(ctx: PipelineContext, table_id: str) -> ParityResult:
     """Row count and checksum of the whole table, MySQL against Doris."""
     tid = TableId.parse(table_id)
-    schema, key_column = _schema_and_chunk_key(ctx, tid)
+    try:
+        schema, key_column = _schema_and_chunk_key(ctx, tid)
+    except TableNotFoundError:
+        return _gone(table_id, None)
     split = SnapshotSplit(tid, 0, None, None, (key_column.name,))
-    with SnapshotSplitReader.from_source(ctx.definition.source) as reader:
-        return _parity(ctx, schema, reader, split, key_column, None)
+    return _parity(ctx, schema, lambda: SnapshotSplitReader.from_source(ctx.definition.source), split, key_column,
+                   None)
+
+
+def _gone(table_id: str, key_range: tuple[Any, Any] | None) -> ParityResult:
+    """Nothing to compare: MySQL no longer has the table (its chunks were skipped, its DROP is the stream's)."""
+    return ParityResult(table_id, key_range, 0, 0, "", "",
+                        {"skipped": "MySQL no longer has the table (dropped or renamed after it was captured)"})
 
 
 def _schema_and_chunk_key(ctx: PipelineContext, table_id: TableId) -> tuple[TableSchema, Column]:
@@ -192,8 +277,8 @@ def _schema_and_chunk_key(ctx: PipelineContext, table_id: TableId) -> tuple[Tabl
     return schema, chunk_key_column(schema, ctx.definition.source.chunk_key_column)
 
 
-def _parity(ctx: PipelineContext, schema: TableSchema, reader: Any, split: SnapshotSplit, key_column: Column,
-            key_range: tuple[Any, Any] | None) -> ParityResult:
+def _parity(ctx: PipelineContext, schema: TableSchema, reader_factory: Any, split: SnapshotSplit,
+            key_column: Column, key_range: tuple[Any, Any] | None) -> ParityResult:
     tinyint = ctx.definition.source.tinyint1_as_boolean
     targets = ctx.targets(schema.table_id)
     if ctx.has_transform(schema.table_id) or len(targets) != 1:
@@ -203,6 +288,43 @@ def _parity(ctx: PipelineContext, schema: TableSchema, reader: Any, split: Snaps
     if ctx.sink.router.is_merged(target, ctx.captured_tables()):
         return ParityResult(str(schema.table_id), key_range, 0, 0, "", "",
                             {"skipped": f"{target} merges several source tables"})
+    plan = ChecksumPlan.of(schema, target, tinyint1_as_boolean=tinyint)
+    text_key = is_text_key(key_column, tinyint)
+    detail: dict[str, Any] = {"target": str(target), "in_database": [c.name for c in plan.in_db]}
+    if text_key and key_range is not None:
+        # MySQL's collation decides which rows the range holds; Doris's rows are looked up by key.
+        detail["note"] = "character chunk key: Doris rows looked up by the chunk's MySQL keys"
+        with ctx.connection() as conn:
+            mine_rows = mysql_row_hashes(conn, plan, KeyRange(key_column.name, *key_range))
+        theirs_rows = doris_row_hashes(ctx.sink.catalog, plan, None, keys=list(mine_rows))
+        mine = Segment(sum(len(v) for v in mine_rows.values()), sum(sum(v) for v in mine_rows.values()))
+        theirs = Segment(sum(len(v) for v in theirs_rows.values()), sum(sum(v) for v in theirs_rows.values()))
+    else:
+        bounds = KeyRange(key_column.name, *key_range) if key_range is not None else None
+        with ctx.connection() as conn:
+            mine = mysql_segment(conn, plan, bounds)
+        theirs = doris_segment(ctx.sink.catalog, plan, bounds)
+    mysql_checksum, doris_checksum = mine.checksum, theirs.checksum
+    if plan.by_rows:
+        # Columns without a text both engines agree on: compared by reading rows (key + those columns).
+        detail["by_rows"] = [c.name for c in plan.by_rows]
+        keys = [schema.column(n) for n in schema.primary_key] or [key_column]
+        sub = schema.with_columns(tuple(dict.fromkeys([*keys, key_column, *plan.by_rows])))
+        with reader_factory() as reader:
+            rows_mine, rows_theirs = row_sets(ctx, sub, reader, split, key_column, key_range, target)
+        mysql_checksum += f"/{rows_mine.checksum}"
+        doris_checksum += f"/{rows_theirs.checksum}"
+    result = ParityResult(str(schema.table_id), key_range, mine.count, theirs.count, mysql_checksum, doris_checksum,
+                          detail)
+    logger.debug("parity of %s %s: MySQL %d rows, Doris %d rows, %s", schema.table_id, key_range or "(whole)",
+                 mine.count, theirs.count, "equal" if result.ok else "DIFFERENT")
+    return result
+
+
+def row_sets(ctx: PipelineContext, schema: TableSchema, reader: Any, split: SnapshotSplit, key_column: Column,
+              key_range: tuple[Any, Any] | None, target: TableId) -> tuple[RowSet, RowSet]:
+    """The range's rows read from both sides and hashed here (the columns the databases cannot hash alike)."""
+    tinyint = ctx.definition.source.tinyint1_as_boolean
     columns = list(schema.columns)
     names = [c.name for c in columns]
     mine, theirs = RowSet(columns, tinyint), RowSet(columns, tinyint)
@@ -211,21 +333,12 @@ def _parity(ctx: PipelineContext, schema: TableSchema, reader: Any, split: Snaps
     for row in mysql_rows(reader, schema, split):
         mine.add(row)
         keys.append(row[key_index])
-    text_key = is_text_key(key_column, tinyint)
-    if text_key and key_range is not None:
+    if is_text_key(key_column, tinyint) and key_range is not None:
         doris = doris_rows_by_keys(ctx.sink.catalog, target, names, key_column.name, keys)
     else:
         start, end = key_range if key_range is not None else (None, None)
         unique = tuple(schema.primary_key) == (key_column.name,)
-        doris = doris_rows_in_range(ctx.sink.catalog, target, names, key_column.name, start, end,
-                                    unique_key=unique)
+        doris = doris_rows_in_range(ctx.sink.catalog, target, names, key_column.name, start, end, unique_key=unique)
     for row in doris:
         theirs.add(row)
-    detail = {"target": str(target)}
-    if text_key and key_range is not None:
-        detail["note"] = "character chunk key: Doris rows looked up by the chunk's MySQL keys"
-    result = ParityResult(str(schema.table_id), key_range, mine.count, theirs.count, mine.checksum,
-                          theirs.checksum, detail)
-    logger.debug("parity of %s %s: MySQL %d rows, Doris %d rows, %s", schema.table_id, key_range or "(whole)",
-                 mine.count, theirs.count, "equal" if result.ok else "DIFFERENT")
-    return result
+    return mine, theirs

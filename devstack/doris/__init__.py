@@ -1,8 +1,9 @@
 """Doris stand-in: a local one-process server speaking Apache Doris' HTTP protocol.
 
 Run ``python -m devstack.doris --data-dir DIR [--host 127.0.0.1] [--fe-port 8030] [--be-port 8040]
-[--user root] [--password ""] [--txn-timeout-s 3600]``; ready when ``GET /api/health`` on the FE port
-answers ``{"msg":"success","code":0,"data":{"online_backend_num":1,"total_backend_num":1},"count":0}``.
+[--user root] [--txn-timeout-s 3600] [--tls-cert PEM --tls-key PEM]`` (the password from
+``$DORIS_STANDIN_PASSWORD``, default empty; with a certificate both ports speak HTTPS); ready when
+``GET /api/health`` on the FE port answers ``{"msg":"success","code":0,"data":{"online_backend_num":1,"total_backend_num":1},"count":0}``.
 
 What it serves (shapes and messages as Doris' own; docs/doris.md describes the behaviour the sink relies on):
 
@@ -19,8 +20,8 @@ Known deviations from a real Doris (2.1/3.x) — everything else aims to be byte
 
 * One FE and one BE; ``replication_num`` > 1 is rejected as on a one-BE cluster, but a CREATE TABLE
   *without* ``replication_num`` is accepted (a real Doris defaults to 3 replicas and would reject it).
-* Only UNIQUE KEY (merge-on-write semantics) and DUPLICATE KEY tables; no AGGREGATE model, partitions
-  are parsed and ignored (one implicit partition), no rollups/MVs, no complex types (ARRAY/MAP/STRUCT),
+* Only UNIQUE KEY (merge-on-write semantics) and DUPLICATE KEY tables; no AGGREGATE model, a partition
+  clause is checked and kept but the rows live in one implicit partition, no rollups/MVs, no complex types (ARRAY/MAP/STRUCT),
   no partial-column update, no group commit, no ``jsonpaths``/``json_root`` (these fail loudly).
 * JSON keys are matched to columns case-sensitively; DATETIMEV2(p) values are truncated (not rounded)
   to p digits; JSONB is stored as validated text.

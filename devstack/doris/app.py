@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import ssl
 import sys
 import threading
 from pathlib import Path
@@ -21,8 +23,16 @@ class StandIn:
 
     def __init__(self, host: str, fe_port: int, be_port: int, data_dir: Path, user: str = "root",
                  password: str = "", txn_timeout_s: float = 3600.0, label_keep_s: float = 43200.0,
-                 label_num_threshold: int = 2000, verbose: bool = False) -> None:
+                 label_num_threshold: int = 2000, verbose: bool = False, tls_cert: Path | None = None,
+                 tls_key: Path | None = None) -> None:
         self.host = host
+        # HTTPS on both ports when given a certificate and key, as Doris with ``enable_https``: the
+        # FE's redirects then name the BE's https address.
+        self.ssl_context: ssl.SSLContext | None = None
+        if tls_cert is not None:
+            self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.ssl_context.load_cert_chain(str(tls_cert), str(tls_key) if tls_key is not None else None)
+        self.scheme = "https" if self.ssl_context is not None else "http"
         self.fe_port = fe_port
         self.be_port = be_port
         self.user = user
@@ -63,7 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--be-port", type=int, default=8040, help="BE HTTP port (default 8040)")
     p.add_argument("--data-dir", required=True, type=Path, help="directory for the durable state")
     p.add_argument("--user", default="root", help="the one user (default root)")
-    p.add_argument("--password", default="", help="its password (default empty, as a fresh Doris)")
+    p.add_argument("--password", default=None,
+                   help="its password (default: $DORIS_STANDIN_PASSWORD, else empty as a fresh Doris); "
+                        "prefer the environment variable: a command line is visible to every local user")
+    p.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate: serve HTTPS on both ports")
+    p.add_argument("--tls-key", type=Path, default=None, help="PEM private key of --tls-cert")
     p.add_argument("--txn-timeout-s", type=float, default=3600.0,
                    help="PRECOMMITTED transactions are aborted after this many seconds "
                         "(Doris stream_load_default_precommit_timeout_second, default 3600)")
@@ -79,8 +93,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the stand-in in the foreground until SIGTERM/SIGINT."""
     args = _parser().parse_args(argv)
-    app = StandIn(args.host, args.fe_port, args.be_port, args.data_dir, args.user, args.password,
-                  args.txn_timeout_s, args.label_keep_max_s, args.label_num_threshold, args.verbose)
+    password = args.password if args.password is not None else os.environ.get("DORIS_STANDIN_PASSWORD", "")
+    app = StandIn(args.host, args.fe_port, args.be_port, args.data_dir, args.user, password,
+                  args.txn_timeout_s, args.label_keep_max_s, args.label_num_threshold, args.verbose,
+                  args.tls_cert, args.tls_key)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -90,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     app.start()
-    print(f"doris stand-in: FE http://{args.host}:{args.fe_port} BE http://{args.host}:{args.be_port} "
+    print(f"doris stand-in: FE {app.scheme}://{args.host}:{args.fe_port} BE {app.scheme}://{args.host}:{args.be_port} "
           f"data {args.data_dir}", flush=True)
     while not stop.wait(0.5):
         pass

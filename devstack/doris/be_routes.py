@@ -52,7 +52,7 @@ class BackendRoutes(BaseHandler):
                 return
         if fault and fault.mode == "fail" and fault.when == "before":
             return self._json(_fail_reply(label or "", headers, "[INTERNAL_ERROR]injected fault"), pretty=True)
-        ctx = LoadContext(db, table, headers, body, app.host, app.be_port)
+        ctx = LoadContext(db, table, headers, body, app.host, app.be_port, app.scheme)
         delay_ms = int(fault.delay_s * 1000) if fault and fault.mode == "publish_timeout" else 0
         res = app.loader.run(ctx, publish_delay_ms=delay_ms, hold_s=hold)
         out = res.to_json()

@@ -50,6 +50,8 @@ class Table:
     buckets: str = "AUTO"
     properties: dict[str, str] = field(default_factory=dict)
     comment: str = ""
+    # the partition clause as created (devstack/doris/sql.py:_partition_clause); {} unpartitioned
+    partition: dict[str, Any] = field(default_factory=dict)
     schema_version: int = 0
     next_uid: int = 0
     table_id: int = 0

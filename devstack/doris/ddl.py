@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from .catalog import HIDDEN_COLUMNS, KEYS_TYPES, Table
+from .catalog import HIDDEN_COLUMNS, KEYS_TYPES, Column, Table
 from .sql import (
     AlterTable,
     CreateDatabase,
@@ -22,6 +22,34 @@ from .storage import Storage, data_ref, quote_default
 from .types import INTEGER_TYPES, DorisType, quote_ident
 
 _SEQ_TYPES = INTEGER_TYPES | {"DATEV2", "DATETIMEV2"}
+
+
+# Doris's FeNameFormat with enable_unicode_name_support on: \p{L} (a letter in any script) is
+# str.isalpha() here; table_name_length_limit at its default.
+TABLE_NAME_LIMIT = 64
+_TABLE_REGEX = "^[a-zA-Z\\p{L}][a-zA-Z0-9\\-_\\p{L}]*$"
+_COLUMN_REGEX = "^[.a-zA-Z0-9_+\\-/?@#$%^&*\"\\s,:\\p{L}]{1,256}$"
+_TABLE_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_COLUMN_CHARS = _TABLE_CHARS | set('.+/?@#$%^&*",:')
+
+
+def _check_table_name(name: str, what: str = "table") -> None:
+    ok = bool(name) and name[0].isalpha() and all(c in _TABLE_CHARS or c.isalpha() for c in name)
+    if what == "database":
+        if not ok or len(name) > 64:
+            raise SqlError(f"Incorrect database name '{name}'")
+        return
+    if not ok:
+        raise SqlError(f"Incorrect table name '{name}'. Table name regex is '{_TABLE_REGEX}'")
+    if len(name) > TABLE_NAME_LIMIT:
+        raise SqlError(f"Incorrect table name '{name}'. Table name length exceeds limit, the length of table name "
+                       f"'{name}' is {len(name)} which is greater than the configuration 'table_name_length_limit' "
+                       f"({TABLE_NAME_LIMIT}).")
+
+
+def _check_column_name(name: str) -> None:
+    if not (1 <= len(name) <= 256 and all(c in _COLUMN_CHARS or c.isalpha() or c.isspace() for c in name)):
+        raise SqlError(f"Incorrect column name '{name}'. Column regex is '{_COLUMN_REGEX}'")
 
 
 def _db_name(db: str | None, current: str) -> str:
@@ -42,6 +70,7 @@ def _require_table(st: Storage, db: str, name: str) -> Table:
 
 def create_database(st: Storage, s: CreateDatabase) -> None:
     with st.transaction() as cur:
+        _check_table_name(s.name, "database")
         if st.db_exists(s.name):
             if s.if_not_exists:
                 return
@@ -105,6 +134,7 @@ def _build_table(db: str, s: CreateTable) -> Table:
         if kind == "UNIQUE" and d.lower() not in {k.lower() for k in keys}:
             raise SqlError(f"Distribution column[{d}] is not key column")
     props = {k.lower() if not k.startswith("function_column") else k: v for k, v in s.properties.items()}
+    partition = _check_partition(s, by_name, kind, props)
     rep = props.get("replication_num")
     if rep is not None and (not rep.isdigit() or int(rep) > 1):
         raise SqlError(
@@ -144,8 +174,54 @@ def _build_table(db: str, s: CreateTable) -> Table:
     return Table(
         db=db, name=s.name, keys_type=KEYS_TYPES[kind], columns=s.columns, key_names=ordered_keys,
         distribution=[by_name[d.lower()].name for d in s.distribution], buckets=s.buckets,
-        properties=props, comment=s.comment, next_uid=len(s.columns),
+        properties=props, comment=s.comment, next_uid=len(s.columns), partition=partition,
     )
+
+
+_DATE_TRUNC_UNITS = ("second", "minute", "hour", "day", "week", "month", "quarter", "year")
+
+
+def _check_partition(s: CreateTable, by_name: dict[str, Column], kind: str, props: dict[str, str]) -> dict:
+    """The partition clause checked as Doris's FE checks it (PartitionTableInfo); the columns named
+    as the table names them. Partitions themselves are not kept: rows are not routed to them."""
+    part = dict(s.partition)
+    if not part:
+        return part
+    if part["function"] is not None:
+        if not part["auto"]:
+            raise SqlError("Non-auto partition table not support partition expr!")
+        if part["kind"] == "LIST":
+            raise SqlError("internal catalog does not support functions in 'LIST' partition")
+        if part["function"] != "date_trunc":
+            raise SqlError(f"auto create partition only support date_trunc function of RANGE partition, "
+                           f"got {part['function']}")
+        if part["unit"] not in _DATE_TRUNC_UNITS:
+            raise SqlError(f"date_trunc function time unit param only support argument is "
+                           f"{'|'.join(_DATE_TRUNC_UNITS)}, got {part['unit']!r}")
+    elif part["auto"] and part["kind"] == "RANGE":
+        raise SqlError("AUTO RANGE PARTITION needs a partition function: date_trunc(column, 'unit')")
+    merge_on_write = kind == "UNIQUE" and props.get("enable_unique_key_merge_on_write", "true").lower() == "true"
+    names = []
+    for name in part["columns"]:
+        c = by_name.get(name.lower())
+        if c is None:
+            raise SqlError(f"partition key {name} is not exists")
+        if name.lower() in (n.lower() for n in names):
+            raise SqlError(f"Duplicated partition column {name}")
+        if not c.is_key and merge_on_write:
+            raise SqlError("Merge-on-Write table's partition column must be KEY column")
+        if c.dtype.name in ("FLOAT", "DOUBLE"):
+            raise SqlError("Floating point type column can not be partition column")
+        if c.dtype.name == "STRING":
+            raise SqlError(f"String Type should not be used in partition column[{c.name}].")
+        if part["auto"] and part["kind"] == "RANGE":
+            if c.nullable:
+                raise SqlError("AUTO RANGE PARTITION doesn't support NULL column")
+            if c.dtype.name not in ("DATE", "DATEV2", "DATETIME", "DATETIMEV2"):
+                raise SqlError(f"partition expr date_trunc is illegal: {c.name} is {c.dtype.name}, not DATE or DATETIME")
+        names.append(c.name)
+    part["columns"] = names
+    return part
 
 
 def create_table(st: Storage, s: CreateTable, current: str) -> None:
@@ -153,6 +229,9 @@ def create_table(st: Storage, s: CreateTable, current: str) -> None:
     with st.transaction() as cur:
         if not st.db_exists(db):
             raise SqlError(f"Unknown database '{db}'")
+        _check_table_name(s.name)
+        for c in s.columns:
+            _check_column_name(c.name)
         if st.table(db, s.name) is not None:
             if s.if_not_exists:
                 return
@@ -230,6 +309,7 @@ def alter_table(st: Storage, s: AlterTable, current: str) -> None:
                     raise SqlError(f"Can not add column which already exists in base table: {c.name}")
                 if c.name.upper() in HIDDEN_COLUMNS:
                     raise SqlError(f"Incorrect column name '{c.name}'")
+                _check_column_name(c.name)
                 if c.is_key and t.is_unique:
                     raise SqlError("Can not add key column to Unique data model table with light schema change")
                 c.uid = t.next_uid
@@ -277,6 +357,7 @@ def alter_table(st: Storage, s: AlterTable, current: str) -> None:
                     raise SqlError(f"Column name[{new}] is already used")
                 if new.upper() in HIDDEN_COLUMNS:
                     raise SqlError(f"Incorrect column name '{new}'")
+                _check_column_name(new)
                 cur.execute(f"ALTER TABLE {target} RENAME COLUMN {quote_ident(c.name)} TO {quote_ident(new)}")
                 old = c.name
                 c.name = new
@@ -315,6 +396,7 @@ def alter_table(st: Storage, s: AlterTable, current: str) -> None:
                 t.comment = op.comment or ""
             elif op.kind == "rename":
                 new = op.new_name or ""
+                _check_table_name(new)
                 if st.table(db, new) is not None:
                     raise SqlError(f"Table '{new}' already exists")
                 renamed_to = new

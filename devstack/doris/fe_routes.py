@@ -68,7 +68,7 @@ class FrontendRoutes(BaseHandler):
         if self.headers.get("Authorization"):
             userinfo = urllib.parse.quote(f"{user}@default_cluster", safe="") + ":" + urllib.parse.quote(
                 app.password, safe="") + "@"
-        location = f"http://{userinfo}{app.host}:{app.be_port}{urllib.parse.urlsplit(self.path).path}?{raw_query}"
+        location = f"{app.scheme}://{userinfo}{app.host}:{app.be_port}{urllib.parse.urlsplit(self.path).path}?{raw_query}"
         self._send(307, b"", "text/html;charset=utf-8", extra={"Location": location}, close=True)
         self._linger_close()
 

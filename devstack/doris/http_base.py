@@ -11,6 +11,7 @@ import base64
 import contextlib
 import json
 import socket
+import ssl
 import struct
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +41,19 @@ class PortServer(ThreadingHTTPServer):
         self.app = app
         self.role = role
         super().__init__(addr, handler)
+        if app.ssl_context is not None:
+            # The handshake runs in the connection's thread (finish_request), not in accept().
+            self.socket = app.ssl_context.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            try:
+                request.settimeout(30)
+                request.do_handshake()
+                request.settimeout(None)
+            except (ssl.SSLError, OSError):
+                return  # the client refused our certificate (or went away): nothing to answer
+        super().finish_request(request, client_address)
 
 
 class BaseHandler(BaseHTTPRequestHandler):

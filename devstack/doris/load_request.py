@@ -19,6 +19,7 @@ class LoadContext:
     body: bytes
     be_host: str
     be_port: int
+    be_scheme: str = "http"
 
 
 class LoadResult:

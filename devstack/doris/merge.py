@@ -32,6 +32,18 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
     part = ", ".join(quote_ident(k) for k in keys)
     has_seq = t.has_sequence and "__seq" in staged
     order = "__seq DESC NULLS LAST, __ord DESC" if has_seq else "__ord DESC"
+    hidden = [quote_ident(DELETE_SIGN)]
+    hidden_src = ["__sign"]
+    if t.has_sequence:
+        hidden.append(quote_ident(SEQUENCE_COL))
+        hidden_src.append("__seq" if "__seq" in staged else "NULL")
+    keep = "" if t.has_sequence else " WHERE __sign = 0"  # tombstones only matter with a sequence
+    insert = f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} FROM "
+    if _appends_only(cur, t, target, stg, keys, part):
+        # A load whose keys are distinct and meet no stored row (a snapshot chunk, new keys): the
+        # general merge below would keep every row as it is, so the rows are appended directly.
+        cur.execute(f"{insert}{stg}{keep}")
+        return cur.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
     cur.execute(f"DROP TABLE IF EXISTS {work}")
     cur.execute(
         f"CREATE TABLE {work} AS SELECT * EXCLUDE (__rn) FROM (SELECT *, row_number() OVER "
@@ -52,19 +64,22 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
             f"(__old.{seqc} > __new.__seq OR (__new.__seq IS NULL AND __old.{seqc} IS NOT NULL)){within('__old')})"
         )
     cur.execute(f"DELETE FROM {target} AS __old USING {work} AS __new WHERE {join}{within('__old')}")
-    hidden = [quote_ident(DELETE_SIGN)]
-    hidden_src = ["__sign"]
-    if t.has_sequence:
-        hidden.append(seqc)
-        hidden_src.append("__seq" if "__seq" in staged else "NULL")
-    keep = "" if t.has_sequence else " WHERE __sign = 0"  # tombstones only matter with a sequence
-    cur.execute(
-        f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} "
-        f"FROM {work}{keep}"
-    )
+    cur.execute(f"{insert}{work}{keep}")
     n = cur.execute(f"SELECT count(*) FROM {work}").fetchall()[0][0]
     cur.execute(f"DROP TABLE {work}")
     return n
+
+def _appends_only(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, keys: list[str], part: str) -> bool:
+    """The load's keys are distinct and no stored row (tombstones included) lies within their bounds."""
+    bounds = _key_bounds(cur, t, stg, keys[0])
+    if not bounds:
+        return False
+    distinct, total = cur.execute(  # type: ignore[misc]
+        f"SELECT (SELECT count(*) FROM (SELECT DISTINCT {part} FROM {stg})), (SELECT count(*) FROM {stg})").fetchone()
+    if distinct != total:
+        return False
+    return not cur.execute(f"SELECT EXISTS (SELECT 1 FROM {target} WHERE {bounds})").fetchone()[0]  # type: ignore[index]
+
 
 def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -> str:
     """``key BETWEEN lo AND hi`` for the batch's first key column, with constant bounds.

@@ -218,5 +218,15 @@ def show_create(t: Table) -> str:
                                                                 **t.properties}.items())
                        if k != "replication_num")
     return (f"CREATE TABLE `{t.name}` (\n" + ",\n".join(lines) + f"\n) ENGINE=OLAP\n{kind}({keys})\n"
-            f"COMMENT '{t.comment or 'OLAP'}'\nDISTRIBUTED BY HASH({dist}) BUCKETS {t.buckets}\n"
-            f"PROPERTIES (\n{props}\n);")
+            f"COMMENT '{t.comment or 'OLAP'}'\n{_partition_text(t.partition)}"
+            f"DISTRIBUTED BY HASH({dist}) BUCKETS {t.buckets}\nPROPERTIES (\n{props}\n);")
+
+
+def _partition_text(part: dict) -> str:
+    """The partition clause as Doris prints it (no partition listed: auto partitions are not kept)."""
+    if not part:
+        return ""
+    columns = ", ".join(f"`{c}`" for c in part["columns"])
+    expr = f"{part['function']}({columns}, '{part['unit']}')" if part.get("function") else columns
+    return (f"{'AUTO ' if part['auto'] else ''}PARTITION BY {part['kind']} ({expr})\n"
+            f"{part.get('definitions') or '()'}\n")

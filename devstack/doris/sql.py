@@ -42,6 +42,8 @@ class CreateTable:
     buckets: str
     properties: dict[str, str]
     comment: str
+    # [AUTO] PARTITION BY RANGE|LIST (...) (...): {"auto", "kind", "columns", "function", "unit", "definitions"}
+    partition: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -199,15 +201,8 @@ def _create_table(p: TokenCursor) -> CreateTable:
             ct.key_names = p.name_list()
         elif p.accept("COMMENT"):
             ct.comment = p.string()
-        elif p.accept("AUTO", "PARTITION", "BY") or p.accept("PARTITION", "BY"):
-            while not p.at("("):
-                t = p.next()
-                if t.text == "(":
-                    p.i -= 1
-                    break
-            p.skip_balanced()  # RANGE(col) / LIST(col) / date_trunc(...)
-            if p.at("("):
-                p.skip_balanced()  # partition definitions
+        elif p.at("AUTO", "PARTITION", "BY") or p.at("PARTITION", "BY"):
+            ct.partition = _partition_clause(p)
         elif p.accept("DISTRIBUTED", "BY"):
             if p.accept("HASH"):
                 ct.distribution = p.name_list()
@@ -223,6 +218,39 @@ def _create_table(p: TokenCursor) -> CreateTable:
             t = p.peek()
             raise SqlError(f"Syntax error near '{t.raw if t else ''}'")
     return ct
+
+
+def _partition_clause(p: TokenCursor) -> dict:
+    """``[AUTO] PARTITION BY RANGE|LIST (col, ... | date_trunc(col, 'unit')) [(definitions)]``."""
+    auto = p.accept("AUTO")
+    p.expect("PARTITION", "BY")
+    kind = p.next().text.upper()
+    if kind not in ("RANGE", "LIST"):
+        raise SqlError(f"Syntax error near '{kind}': expected RANGE or LIST")
+    p.expect("(")
+    columns: list[str] = []
+    function = unit = None
+    while True:
+        name = p.ident()
+        if p.accept("("):  # a partition function: date_trunc(`col`, 'day')
+            function = name.lower()
+            columns.append(p.ident())
+            p.expect(",")
+            unit = p.string().lower()
+            p.expect(")")
+        else:
+            columns.append(name)
+        if not p.accept(","):
+            break
+    p.expect(")")
+    definitions = ""
+    if p.at("("):
+        start = p.i
+        p.skip_balanced()
+        if p.i - start > 2:  # not an empty ()
+            definitions = " ".join(t.raw for t in p.toks[start:p.i])
+    return {"auto": auto, "kind": kind, "columns": columns, "function": function, "unit": unit,
+            "definitions": definitions}
 
 
 def _alter_table(p: TokenCursor) -> AlterTable:

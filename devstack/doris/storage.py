@@ -80,6 +80,13 @@ class Storage:
         with self.cursor() as cur:
             cur.execute(f"CREATE SCHEMA IF NOT EXISTS {META}")
             cur.execute(f"CREATE SCHEMA IF NOT EXISTS {IS_SCHEMA}")
+            # Doris functions DuckDB lacks, as macros (a SQL macro runs vectorised; a Python UDF per
+            # row would make a checksum over millions of rows slow). CONV: the base 16 → 10 case
+            # verification uses; other bases fail as an unsupported call rather than answer wrongly.
+            cur.execute("CREATE OR REPLACE MACRO conv(num, from_base, to_base) AS CASE "
+                        "WHEN num IS NULL THEN NULL "
+                        "WHEN from_base = 16 AND to_base = 10 THEN CAST(CAST('0x' || num AS UBIGINT) AS VARCHAR) "
+                        "ELSE error('conv(): the Doris stand-in converts base 16 to base 10 only') END")
             cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.kv (k VARCHAR PRIMARY KEY, v BIGINT)")
             cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.dbs (name VARCHAR PRIMARY KEY, id BIGINT)")
             cur.execute(

@@ -29,6 +29,7 @@ from .transactions import LABEL_RE, LabelAlreadyUsed, TxnError, TxnManager, fe_e
 from .types import DorisType, quote_ident, quote_str
 
 _ERR_PREFIX = "error_log_insert_stmt_"
+STRING_LIMIT_BYTES = 1_048_576  # BE config string_type_length_soft_limit_bytes (default): longest STRING value
 
 
 def _translate(expr: str) -> str:
@@ -232,6 +233,12 @@ class StreamLoader:
                     reasons.append(
                         f"WHEN ({conv}) IS NULL THEN 'column({c.name}) values is null while columns is not "
                         f"nullable. src value is ' || COALESCE(CAST({raw} AS VARCHAR), 'NULL')")
+                if d.name == "STRING":  # Doris BE's string_type_length_soft_limit_bytes, at its default
+                    reasons.append(
+                        f"WHEN strlen(CAST({conv} AS VARCHAR)) > {STRING_LIMIT_BYTES} THEN 'column_name[{c.name}], "
+                        f"the length of input is too long than schema. first 32 bytes of input str: [' || "
+                        f"left(CAST({raw} AS VARCHAR), 32) || '] schema length: {STRING_LIMIT_BYTES}; actual length: ' "
+                        f"|| strlen(CAST({conv} AS VARCHAR)) || '; '")
                 if d.name in ("CHAR", "VARCHAR"):
                     reasons.append(
                         f"WHEN strlen(CAST({conv} AS VARCHAR)) > {d.length} THEN 'the length of input is too long "
@@ -323,7 +330,7 @@ class StreamLoader:
         name = f"{_ERR_PREFIX}{uuid.uuid4().hex}"
         lines = [f"Reason: {reason}. src line [{raw}]; " for reason, raw in errors[:1000]]
         (self.error_dir / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return f"http://{ctx.be_host}:{ctx.be_port}/api/_load_error_log?file=__shard_0/{name}"
+        return f"{ctx.be_scheme}://{ctx.be_host}:{ctx.be_port}/api/_load_error_log?file=__shard_0/{name}"
 
     def error_log(self, file_param: str) -> str | None:
         name = file_param.rsplit("/", 1)[-1]

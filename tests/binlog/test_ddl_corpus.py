@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cdc_core.events import SchemaChangeEvent
+from cdc_core.events import AlterPrimaryKeyEvent, AlterTableCharsetEvent, SchemaChangeEvent
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
 from cdc_core.schema import Column, TableId, TableSchema
 
@@ -48,9 +48,13 @@ def _describe(e: SchemaChangeEvent) -> dict[str, Any]:
                  default=col.default, comment=col.comment, charset=col.charset, char_length=col.char_length,
                  numeric_precision=col.numeric_precision, numeric_scale=col.numeric_scale,
                  datetime_precision=col.datetime_precision)
-    for name in ("position", "after", "column_name", "old_name", "new_name", "comment"):
+    for name in ("position", "after", "column_name", "old_name", "new_name", "comment", "operation"):
         if hasattr(e, name) and name not in d:
             d[name] = getattr(e, name)
+    if isinstance(e, AlterTableCharsetEvent):
+        d["charset"] = e.charset
+    if isinstance(e, AlterPrimaryKeyEvent):
+        d["primary_key"] = list(e.primary_key)
     if getattr(e, "new_table_id", None) is not None:
         d["new_table"] = str(e.new_table_id)
     schema = getattr(e, "schema", None)

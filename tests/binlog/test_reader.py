@@ -225,3 +225,39 @@ def test_resume_from_a_gtid(settings, schema_lookup, root_conn, fresh_db):
     start = reader.offset_for_gtid(mark.gtid_set)
     assert start.file == mark.file and start.position >= mark.position
     assert [e.after["id"] for e in reader.read_batch(start, tables={t}).events] == [2, 3]
+
+
+def test_repeated_table_maps_are_parsed_once(settings, schema_lookup, root_conn, fresh_db, monkeypatch):
+    """Single-row statements write a TableMap before every row; each distinct one is parsed by
+    mysql-replication once (``cdc_core/mysql/table_map_cache.py``), and every row still decodes
+    against its own table."""
+    from cdc_core.mysql import table_map_cache
+
+    a, b = TableId(fresh_db, "a"), TableId(fresh_db, "b")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.a (id int primary key, name varchar(16))",
+          f"CREATE TABLE `{fresh_db}`.b (id int primary key, amount decimal(6,2), at datetime)")
+    start = current_offset(root_conn)
+    root_conn.begin()
+    for i in range(1, 31):
+        _exec(root_conn, f"INSERT INTO `{fresh_db}`.a VALUES ({i}, 'n{i}')",
+              f"INSERT INTO `{fresh_db}`.b VALUES ({i}, {i}.25, '2026-01-0{1 + i % 9} 10:00:00')")
+        if i % 10 == 0:
+            root_conn.commit()
+            root_conn.begin()
+    root_conn.commit()
+    stop = current_offset(root_conn)
+    parsed: list[tuple[str, str]] = []
+    library_init = table_map_cache._library_init
+
+    def counting_init(self, *args, **kwargs):
+        library_init(self, *args, **kwargs)
+        parsed.append((self.schema, self.table))
+
+    table_map_cache.clear()
+    monkeypatch.setattr(table_map_cache, "_library_init", counting_init)
+    reader = BinlogSplitReader(settings, next_server_id(), schema_lookup, None)
+    events = list(reader.read_range(start, stop, {a, b}))
+    assert [(e.table_id, e.after["id"]) for e in events] == [(t, i) for i in range(1, 31) for t in (a, b)]
+    assert all(e.after == {"id": e.after["id"], "name": f"n{e.after['id']}"} for e in events if e.table_id == a)
+    assert all(e.after["amount"] == Decimal(f"{e.after['id']}.25") for e in events if e.table_id == b)
+    assert sorted(p for p in parsed if p[0] == fresh_db) == [(fresh_db, "a"), (fresh_db, "b")]

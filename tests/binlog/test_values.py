@@ -25,7 +25,7 @@ COLUMNS = [
     ("tx", "text"), ("mt", "mediumtext"), ("vb", "varbinary(10)"), ("bn", "binary(4)"), ("bl", "blob"),
     ("dt", "date"), ("t0", "datetime"), ("t3", "datetime(3)"), ("t6", "datetime(6)"), ("t1", "datetime(1)"),
     ("ts", "timestamp(2) NULL"), ("y", "year"), ("js", "json"), ("en", "enum('x','y')"), ("st", "set('p','q')"),
-    ("bt", "bit(9)"), ("tm", "time(3)"),
+    ("bt", "bit(9)"), ("tm", "time(3)"), ("uu", "uuid"), ("i6", "inet6"), ("i4", "inet4"),
 ]
 NARROW = [c for c in COLUMNS if c[0] not in ("js", "en", "st", "bt", "tm")]  # all fast-path types
 
@@ -76,7 +76,20 @@ def _value(rng: random.Random, name: str, sql_type: str) -> object:
         return rng.randrange(512)
     if t == "time":
         return rng.choice(["-838:59:59.000", "12:34:56.789", "00:00:00"])
+    if t in ("uuid", "inet6", "inet4"):
+        # bytes with runs of zero bytes (trimmed from the binlog's end, compressed in INET6 text)
+        raw = bytes(rng.choice([0, 0, 0xFF, rng.randrange(256)]) for _ in range(4 if t == "inet4" else 16))
+        return _fixed_binary_literal(t, raw)
     raise AssertionError(sql_type)
+
+
+def _fixed_binary_literal(type_name: str, raw: bytes) -> str:
+    """A value the server accepts for the type (not necessarily its canonical text)."""
+    if type_name == "uuid":
+        return raw.hex().upper()  # MariaDB takes 32 hex digits without hyphens, in either case
+    if type_name == "inet4":
+        return ".".join(str(b) for b in raw)
+    return ":".join(raw[i:i + 2].hex() for i in range(0, 16, 2))  # uncompressed, leading zeros
 
 
 def _fill(root_conn, db: str, table: str, columns, rows: int, seed: int) -> None:
@@ -144,3 +157,96 @@ def test_binlog_rows_equal_snapshot_rows(mysql_server, settings, root_conn, fres
     assert from_binlog.keys() == from_snapshot.keys()
     for pk, row in from_snapshot.items():
         assert from_binlog[pk] == row, f"row {pk}: binlog {from_binlog[pk]} != snapshot {row}"
+
+
+# MariaDB's UUID / INET6 / INET4: each row as inserted (not always canonical) and as the server prints it.
+FIXED_BINARY_ROWS = [
+    (("00000000-0000-0000-0000-000000000000", "::", "0.0.0.0", None),
+     ("00000000-0000-0000-0000-000000000000", "::", "0.0.0.0", None)),
+    (("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF:FFFF", "255.255.255.255",
+      "6ccd780c-baba-1026-9564-5b8c656024db"),
+     ("ffffffff-ffff-ffff-ffff-ffffffffffff", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "255.255.255.255",
+      "6ccd780c-baba-1026-9564-5b8c656024db")),
+    (("6ccd780c-baba-1026-9564-5b8c656024db", "0:0:0:0:0:ffff:1.2.3.4", None, "00000000-0000-1000-8000-000000000000"),
+     ("6ccd780c-baba-1026-9564-5b8c656024db", "::ffff:1.2.3.4", None, "00000000-0000-1000-8000-000000000000")),
+    (("123456789abc6def8123456789abcdef", "2001:0db8:0000:0000:0000:0000:0000:0001", "1.2.3.4",
+      "ffffffff-ffff-1fff-8fff-ffffffffffff"),
+     ("12345678-9abc-6def-8123-456789abcdef", "2001:db8::1", "1.2.3.4", "ffffffff-ffff-1fff-8fff-ffffffffffff")),
+    (("00000000-0000-0000-0000-000000000001", "::1", "0.0.0.1", "10000000-0000-0000-0000-000000000000"),
+     ("00000000-0000-0000-0000-000000000001", "::1", "0.0.0.1", "10000000-0000-0000-0000-000000000000")),
+    (("11111111-2222-1333-a444-555555555555", "::1.2.3.4", "10.0.0.0", None),
+     ("11111111-2222-1333-a444-555555555555", "::1.2.3.4", "10.0.0.0", None)),
+    (("a0000000-0000-0000-0000-000000000000", "2001:db8::", None, None),
+     ("a0000000-0000-0000-0000-000000000000", "2001:db8::", None, None)),
+    (("b0000000-0000-0000-0000-000000000000", "fe80:0:0:0:1:0:0:0", None, None),
+     ("b0000000-0000-0000-0000-000000000000", "fe80::1:0:0:0", None, None)),
+    (("c0000000-0000-0000-0000-000000000000", "1:0:1:1:1:1:1:1", None, None),
+     ("c0000000-0000-0000-0000-000000000000", "1::1:1:1:1:1:1", None, None)),
+    (("d0000000-0000-0000-0000-000000000000", None, None, None),
+     ("d0000000-0000-0000-0000-000000000000", None, None, None)),
+]
+FIXED_BINARY_COLUMNS = ("id", "ip", "ip4", "u")
+
+
+def test_uuid_and_inet_reach_doris_as_their_text_by_snapshot_and_by_binlog(
+        mysql_server, doris_standin, settings, root_conn, fresh_db):
+    """UUID / INET6 / INET4 edge values (NULL, all zero, all ones, IPv4-mapped and -compatible,
+    values whose trailing zero bytes the binlog cuts off, a UUID key) → Doris holds exactly the
+    text MariaDB prints, whether they came by the snapshot or by the binlog (fast and slow decoder)."""
+    from cdc_core.doris.client import DorisHttpClient
+    from cdc_core.doris.rows import event_row, snapshot_row
+    from cdc_core.doris.sink import DorisSink
+    from cdc_core.mysql.types import doris_type
+
+    t = TableId(fresh_db, "fb")
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.fb (id UUID PRIMARY KEY, ip INET6, ip4 INET4 NULL, u UUID NULL)")
+    schema = read_schema(root_conn, t)
+    start = current_offset(root_conn)
+    with root_conn.cursor() as cur:
+        for given, _ in FIXED_BINARY_ROWS:
+            cur.execute(f"INSERT INTO `{fresh_db}`.fb VALUES (%s, %s, %s, %s)", given)
+        cur.execute(f"UPDATE `{fresh_db}`.fb SET ip = '::ffff:0.0.0.0', u = '00000000-0000-0000-0000-0000000000ff' "
+                    "WHERE id = 'd0000000-0000-0000-0000-000000000000'")
+        cur.execute(f"DELETE FROM `{fresh_db}`.fb WHERE id = 'c0000000-0000-0000-0000-000000000000'")
+        cur.execute(f"SELECT {', '.join(f'CAST({c} AS CHAR)' for c in FIXED_BINARY_COLUMNS)} FROM `{fresh_db}`.fb")
+        server_text = sorted(cur.fetchall(), key=lambda r: r[0])
+    stop = current_offset(root_conn)
+    expected = sorted([row for _, row in FIXED_BINARY_ROWS if row[0] != "c0000000-0000-0000-0000-000000000000"
+                       and row[0] != "d0000000-0000-0000-0000-000000000000"]
+                      + [("d0000000-0000-0000-0000-000000000000", "::ffff:0.0.0.0", None,
+                          "00000000-0000-0000-0000-0000000000ff")])
+    assert [tuple(r) for r in server_text] == expected  # the expected text is the server's own
+
+    converter = DorisValueConverter("UTC")
+    fast = _events(settings, schema, start, stop, converter, True)
+    slow = _events(settings, schema, start, stop, converter, False)
+    assert [(e.op, e.before, e.after) for e in fast] == [(e.op, e.before, e.after) for e in slow]
+    assert len(fast) == len(FIXED_BINARY_ROWS) + 2
+    ep = mysql_server.endpoint
+    snap = SnapshotSplitReader(MySqlConnectionSettings(ep.host, ep.port, ep.user, ep.password),
+                               server_id_range=(32020, 32030))
+    try:
+        chunk = snap.read(SnapshotSplit(t, 0, None, None), schema)
+    finally:
+        snap.close()
+
+    assert {c.name: doris_type(c) for c in schema.columns} == {
+        "id": "VARCHAR(36)", "ip": "VARCHAR(39)", "ip4": "VARCHAR(15)", "u": "VARCHAR(36)"}
+    sink = DorisSink(DorisHttpClient(doris_standin.fe_http, doris_standin.user, doris_standin.password),
+                     "tm_fixed_binary", table_properties={"replication_num": "1"})
+    try:
+        by_snapshot, by_binlog = TableId(fresh_db, "by_snapshot"), TableId(fresh_db, "by_binlog")
+        sink.create_table(schema, by_snapshot)
+        sink.create_table(schema, by_binlog)
+        sink.commit([sink.load(by_snapshot, "chunk-0", [snapshot_row(r, 1) for r in chunk.table.to_pylist()])])
+        sink.commit([sink.load(by_binlog, "binlog-0", [event_row(e) for e in fast])])
+        for target in (by_snapshot, by_binlog):
+            types = sink.catalog.column_types(target.database, target.table)
+            assert [types[c].upper() for c in FIXED_BINARY_COLUMNS] == [
+                "VARCHAR(36)", "VARCHAR(39)", "VARCHAR(15)", "VARCHAR(36)"]
+            rows = sink.catalog.execute(target.database, f"SELECT {', '.join(FIXED_BINARY_COLUMNS)} FROM "
+                                        f"`{target.database}`.`{target.table}` ORDER BY id").rows
+            assert [tuple(r) for r in rows] == expected, f"Doris table {target.table}"
+    finally:
+        sink.close()

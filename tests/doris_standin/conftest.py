@@ -121,6 +121,6 @@ def doris(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandInProcess]:
 @pytest.fixture
 def db(doris: StandInProcess, request: pytest.FixtureRequest) -> str:
     """A fresh database per test, named after it."""
-    name = "t_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:60]
+    name = "t_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:50]  # Doris database names: at most 64 characters (tests add suffixes)
     doris.ok(f"CREATE DATABASE `{name}`")
     return name

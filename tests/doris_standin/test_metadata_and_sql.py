@@ -134,3 +134,26 @@ def test_sql_ddl_and_queries(doris: StandInProcess, db: str) -> None:
     assert doris.q("SELECT * FROM orders", db)["code"] == 1
     assert doris.rows(f"SELECT count(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '{db}'", db) == [[0]]
     assert doris.q("", db)["code"] == 403
+
+
+def test_names_follow_doris_identifier_rules(doris: StandInProcess, db: str) -> None:
+    """Doris's FeNameFormat in unicode mode: table names start with a letter and hold letters,
+    digits, '-' and '_' (at most 64 characters); column names may hold '"', spaces and punctuation
+    but no single quote or backtick; reserved words are fine when quoted."""
+    tail = " DISTRIBUTED BY HASH(`id`) BUCKETS 1 PROPERTIES ('replication_num' = '1')"
+    for table in ("select", "café_ñ", "订单", "t" + "x" * 63):
+        doris.ok(f"CREATE TABLE `{db}`.`{table}` (`id` INT, `order` INT, `a\"b` INT, `列 名` INT) "
+                 f"DUPLICATE KEY(`id`){tail}")
+    for table, why in (("it's", "regex"), ("a``b", "regex"), ("_x", "regex"), ("2024x", "regex"),
+                       ("t" + "x" * 64, "table_name_length_limit")):
+        res = doris.q(f"CREATE TABLE `{db}`.`{table}` (`id` INT) DUPLICATE KEY(`id`){tail}")
+        assert res["code"] == 1 and "Incorrect table name" in res["data"] and why in res["data"], res
+    for column in ("it's", "a``b"):
+        res = doris.q(f"CREATE TABLE `{db}`.ok2 (`id` INT, `{column}` INT) DUPLICATE KEY(`id`){tail}")
+        assert res["code"] == 1 and "Incorrect column name" in res["data"], res
+        res = doris.q(f"ALTER TABLE `{db}`.`select` ADD COLUMN `{column}` INT")
+        assert res["code"] == 1 and "Incorrect column name" in res["data"], res
+    res = doris.q(f"ALTER TABLE `{db}`.`select` RENAME `it's`")
+    assert res["code"] == 1 and "Incorrect table name" in res["data"], res
+    res = doris.q("CREATE DATABASE `it's`")
+    assert res["code"] == 1 and "Incorrect database name" in res["data"], res

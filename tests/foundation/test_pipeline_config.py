@@ -183,20 +183,35 @@ TRANSFORM = "transform:\n  - source-table: shop.orders\n"
          "option; remove it and set tidemark.spark.conf.spark.sql.session.timeZone"),
         ("pipeline", "transform.decimal.precision.mode: UP_TO_38",
          "pipeline.transform.decimal.precision.mode: Tidemark evaluates transform expressions in Spark SQL"),
-        ("transform", "partition-keys: created_at",
-         "transform[0].partition-keys: Tidemark does not partition the Doris tables it creates yet"),
-        ("transform", "converter-after-transform: SOFT_DELETE",
-         "transform[0].converter-after-transform: 'SOFT_DELETE' is not supported"),
+        ("transform", "partition-keys: ' , '",
+         "transform[0].partition-keys: expected column names separated by ','"),
+        ("sink", "sink.buffer-flush.max-rows: 1000",
+         "sink.sink.buffer-flush.max-rows: Tidemark does not buffer rows as Flink's Doris sink does"),
+        ("sink", "sink.buffer-flush.interval: 1s",
+         "sink.sink.buffer-flush.interval: Tidemark does not buffer rows"),
+        ("sink", "sink.enable.batch-mode: false", "sink.sink.enable.batch-mode: Tidemark does not buffer rows"),
+        ("sink", "charset-encoding: GBK", "sink.charset-encoding: Tidemark sends every load as UTF-8"),
+        ("transform", "converter-after-transform: HARD_DELETE",
+         "transform[0].converter-after-transform: unknown converter 'HARD_DELETE': Flink CDC defines SOFT_DELETE only"),
         ("transform", "table-options: replication_num",
          "transform[0].table-options: expected 'key=value' items separated by ',', got 'replication_num'"),
     ],
 )
 def test_flink_options_tidemark_does_not_apply_are_refused_by_name(block, line, expected):
-    if block == "pipeline":
+    if block == "sink":
+        text = GOOD.replace("  sink.properties.format: json\n", f"  sink.properties.format: json\n  {line}\n")
+    elif block == "pipeline":
         text = GOOD.replace("  parallelism: 4\n", f"  parallelism: 4\n  {line}\n")
     else:
         text = GOOD + TRANSFORM + f"    {line}\n"
     assert expected in error_of(text)
+
+
+def test_the_default_values_of_flink_sink_buffer_options_are_accepted():
+    d = parse(GOOD.replace("  sink.properties.format: json\n", "  sink.properties.format: json\n"
+                           "  sink.buffer-flush.max-rows: 50000\n  sink.buffer-flush.interval: 10s\n"
+                           "  sink.enable.batch-mode: true\n  charset-encoding: utf-8\n"))
+    assert d.sink.flush_max_rows == 50000 and d.sink.flush_interval == 10.0 and d.sink.batch_mode
 
 
 def test_the_default_values_of_honoured_pipeline_options_are_accepted():

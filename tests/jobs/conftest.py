@@ -6,30 +6,25 @@ from pathlib import Path
 
 import pytest
 import requests
-import yaml
 
 from cdc_core.config import parse_pipeline
+from devstack.pipeline_file import pipeline_yaml
 
 
 def make_pipeline(mysql_server, doris_standin, state_dir: Path, tables: str, *, source: dict | None = None,
                   sink: dict | None = None, pipeline: dict | None = None, transform: list | None = None,
                   route: list | None = None, parallelism: int = 2):
-    """A pipeline file's content over the fixture servers, parsed as a user's file would be."""
-    document = {
-        "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql_server.endpoint.port,
-                   "username": "cdc", "password": "cdc", "tables": tables, "server-id": "5500-5520",
-                   "server-time-zone": "UTC", **(source or {})},
-        "sink": {"type": "doris", "fenodes": doris_standin.fe_http, "username": "root", "password": "",
-                 **(sink or {})},
-        "pipeline": {"name": f"test_{state_dir.name}", "parallelism": parallelism,
-                     "tidemark.state.dir": str(state_dir), **(pipeline or {})},
-    }
-    if transform:
-        document["transform"] = transform
-    if route:
-        document["route"] = route
+    """A pipeline file's content over the fixture servers, parsed as a user's file would be.
+
+    These tests are about the Spark jobs: small runs go through Spark too (the in-process path of
+    small runs has its own tests in test_snapshot_job.py).
+    """
     state_dir.mkdir(parents=True, exist_ok=True)
-    return parse_pipeline(yaml.safe_dump(document, sort_keys=False), state_dir / "pipeline.yaml", env={})
+    text = pipeline_yaml(host="127.0.0.1", port=mysql_server.endpoint.port, fe=doris_standin.fe_http, tables=tables,
+                         name=f"test_{state_dir.name}", state_dir=state_dir, source=source, sink=sink,
+                         pipeline={"tidemark.snapshot.in-process-rows": 0, **(pipeline or {})},
+                         transform=transform, route=route, parallelism=parallelism)
+    return parse_pipeline(text, state_dir / "pipeline.yaml", env={})
 
 
 def doris_query(standin, database: str, sql: str) -> list[list]:

@@ -136,3 +136,60 @@ def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn,
     assert states <= {"ABORTED", "UNKNOWN"} and "ABORTED" in states, states
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM pay") == [[0]]
     runner.close()
+
+
+def _no_spark():
+    raise AssertionError("a small snapshot run started Spark")
+
+
+def _pay_service(pipeline_factory, root_conn, fresh_db):
+    """1,000 rows in ~100-row chunks, under an in-process limit of 5,000 rows; Spark refused."""
+    from cdc_core.pipeline.service import PipelineService
+    from jobs.executor import SparkExecutor
+
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.pay (id INT PRIMARY KEY, amount INT)")
+        cur.execute(f"INSERT INTO `{fresh_db}`.pay SELECT seq, seq FROM `{fresh_db}`.seq_1_to_1000")
+    definition = pipeline_factory(f"{fresh_db}.pay", source={"scan.incremental.snapshot.chunk.size": 100},
+                                  pipeline={"tidemark.snapshot.in-process-rows": 5_000})
+    return PipelineService(definition, executor=SparkExecutor(_no_spark))
+
+
+def test_a_small_run_reads_and_loads_in_process_without_spark(pipeline_factory, root_conn, fresh_db, doris_standin):
+    """A run of at most ``tidemark.snapshot.in-process-rows`` rows (chunks × chunk size) never asks
+    for a Spark session: the same read-and-load task runs in the driver, prepared then committed."""
+    service = _pay_service(pipeline_factory, root_conn, fresh_db)
+    keys = list(service.plan_splits().chunk_keys)
+    # ~100-row chunks: the splitter scales the chunk size by InnoDB's approximate row count, which
+    # right after the INSERT may be off by a few percent (10 or 11 chunks, both under 5,000 rows).
+    assert 10 <= len(keys) <= 12, keys
+    results = service.run_chunks(keys[:5])  # 5 × ~100 ≤ 5,000
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM pay") == [[0]]  # prepared, not visible
+    service.commit_chunks(keys[:5])
+    results += service.run_chunks(keys[5:])
+    service.commit_chunks(keys[5:])
+    assert sum(r.rows for r in results) == 1000
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), SUM(amount) FROM pay") == [[1000, 500500]]
+    assert all(r.ok for r in service.chunks_parity(keys))
+    service.close()
+
+
+def test_an_in_process_run_that_fails_leaves_no_prepared_load(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                               monkeypatch):
+    from cdc_core.state import ChunkStatus
+
+    service = _pay_service(pipeline_factory, root_conn, fresh_db)
+    keys = list(service.plan_splits().chunk_keys)
+    monkeypatch.setenv(faults.ENV, json.dumps({"snapshot.after_precommit": {"action": "raise", "when": {"chunk": 2}}}))
+    with pytest.raises(Exception, match="injected failure at snapshot.after_precommit"):
+        service.run_chunks(keys[:5])
+    monkeypatch.delenv(faults.ENV)
+    table = TableId(fresh_db, "pay")
+    states = {doris_load_state(doris_standin, fresh_db, service.sink.label(table, snapshot_batch_id(str(table), i)))
+              for i in range(3)}
+    assert states <= {"ABORTED", "UNKNOWN"} and "ABORTED" in states, states
+    assert set(service.chunk_statuses().values()) == {ChunkStatus.PENDING}
+    service.run_chunks(keys)  # a plain re-run: everything, once
+    service.commit_chunks(keys)
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), COUNT(DISTINCT id) FROM pay") == [[1000, 1000]]
+    service.close()

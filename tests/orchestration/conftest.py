@@ -38,9 +38,9 @@ class Harness:
             tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
         )
 
-    def run_binlog(self, raise_on_error: bool = True):
+    def run_binlog(self, raise_on_error: bool = True, tags: dict[str, str] | None = None):
         return self.job(self.handle.binlog_job_name).execute_in_process(instance=self.instance,
-                                                                       raise_on_error=raise_on_error)
+                                                                       raise_on_error=raise_on_error, tags=tags)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,8 @@ end-to-end tests (test_e2e_*.py) use the real service against MariaDB and the Do
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from cdc_core.pipeline.results import (
     ResolveReport,
 )
 from cdc_core.pipeline.service import PipelineService
+from cdc_core.pipeline.verify import TableVerdict
 from cdc_core.state import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus, StateStore
 from orchestration.pipelines import PipelineHandle
 from orchestration.resources import TidemarkPipelineResource, pipeline_resource
@@ -208,6 +211,13 @@ class RecordingRunner(PipelineService):
             out += [t for b in tx.batches(status=BatchStatus.PREPARED) for t in b.transactions or []]
         return out
 
+    @contextmanager
+    def session(self) -> Iterator[None]:  # holds no connection: the recording runner has none
+        yield
+
+    def chunks_parity(self, keys: list[str]) -> list[ParityResult]:
+        return [self.chunk_parity(k) for k in keys]
+
     def chunk_parity(self, key: str) -> ParityResult:
         self._log("chunk_parity", key)
         table, _ = parse_chunk_key(key)
@@ -218,6 +228,12 @@ class RecordingRunner(PipelineService):
         self._log("table_parity", table_id)
         doris = 10 if self.script.parity_ok else 9
         return ParityResult(table_id, None, 10, doris, "abc", "abc" if self.script.parity_ok else "abd")
+
+    def verify(self, tables: Any = None, *, max_keys: int = 100) -> list[TableVerdict]:
+        self._log("verify", tables)
+        ok = self.script.parity_ok
+        return [TableVerdict(t, t, ok, 10, 10 if ok else 9, 1, 0 if ok else 1, () if ok else (("7",),))
+                for t in self.captured_tables()]
 
     def close(self) -> None:  # the double outlives resource teardown; tests close it
         pass

@@ -98,13 +98,16 @@ def test_failed_chunk_run_aborts_and_commits_nothing(harness):
 
 
 def test_failed_commit_is_not_silent(harness):
-    """Dagster keeps the run green when a hook raises: the pending check and the next run catch it."""
+    """Dagster keeps the run green when a hook raises; the blocking pending check fails it, and the
+    next run finishes the commit."""
     harness.run_splits()
     runner = harness.runner
     runner.script.fail_commit = True
-    result = harness.run_chunks("shop.items#00000", "shop.items#00000")
-    assert result.success  # Dagster's rule: a failing hook does not fail the run
+    result = harness.run_chunks("shop.items#00000", "shop.items#00000", raise_on_error=False)
     assert any(e.event_type == DagsterEventType.HOOK_ERRORED for e in result.all_events)
+    assert not result.success  # the blocking no_pending_transactions check fails the run
+    failed = [e.step_key for e in result.all_events if e.event_type == DagsterEventType.STEP_FAILURE]
+    assert any("no_pending_transactions" in (key or "") for key in failed), failed
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert not checks["no_pending_transactions"].passed
     assert checks["no_pending_transactions"].metadata["pending"].value == 1
@@ -152,6 +155,99 @@ def test_binlog_batch_commits_after_success_and_reports_metadata(harness):
     assert md["lag_s"].value == 1.5
 
 
+def _moving_server(runner, monkeypatch, positions: list[int]) -> None:
+    """After each batch the server has moved on to the next position (a live write load), and a
+    run waits for nothing between batches."""
+    from cdc_core.pipeline.stream_run import StreamRunPolicy
+
+    read = runner.run_binlog_batch
+    upcoming = iter(positions)
+
+    def run_binlog_batch(max_events=None):
+        batch = read(max_events)
+        following = next(upcoming, None)
+        if following is not None:
+            runner.script.server_offset = {"file": "binlog.000001", "position": following}
+        return batch
+
+    monkeypatch.setattr(runner, "run_binlog_batch", run_binlog_batch)
+    monkeypatch.setattr(runner, "stream_run_policy", lambda budget_s=None: StreamRunPolicy(
+        60.0 if budget_s is None else budget_s, batch_interval_s=0.0))
+
+
+def test_a_binlog_run_streams_batches_while_the_server_moves_on(harness, monkeypatch):
+    """Each batch is committed before the next is read; the last by the hook, the earlier ones by
+    the run itself; the run ends once the committed offset has caught up with the server."""
+    all_chunks_committed(harness)
+    runner = harness.runner
+    _moving_server(runner, monkeypatch, [600, 800])
+    runner.calls.clear()
+    result = harness.run_binlog()
+    assert result.success
+    batches = [arg for name, arg in runner.calls if name == "commit_batch"]
+    assert batches == ["b0001", "b0002", "b0003"]
+    order = [(name, arg) for name, arg in runner.calls if name in ("run_binlog_batch", "commit_batch")]
+    assert order == [("run_binlog_batch", None), ("commit_batch", "b0001"), ("run_binlog_batch", None),
+                     ("commit_batch", "b0002"), ("run_binlog_batch", None), ("commit_batch", "b0003")]
+    assert runner.script.committed_offset == {"file": "binlog.000001", "position": 800}
+    md = result.asset_materializations_for_node(f"{harness.handle.slug}__binlog_stream")[0].metadata
+    assert md["batches"].value == 3 and md["run_ended"].value == "caught up"
+    assert md["start_offset"].value == "binlog.000001:100" and md["end_offset"].value == "binlog.000001:800"
+    assert md["events"].value == 15 and md["events_per_table"].value == {"shop.orders": 12, "shop.items": 3}
+    assert runner.pending_transactions(log=False) == []
+
+
+def test_a_binlog_run_with_no_budget_applies_one_batch(harness, monkeypatch):
+    from orchestration.pipelines import BINLOG_RUN_SECONDS_TAG
+
+    all_chunks_committed(harness)
+    runner = harness.runner
+    _moving_server(runner, monkeypatch, [600, 800])
+    runner.calls.clear()
+    result = harness.run_binlog(tags={BINLOG_RUN_SECONDS_TAG: "0"})
+    assert result.success
+    assert [arg for name, arg in runner.calls if name == "commit_batch"] == ["b0001"]
+    assert runner.script.committed_offset == {"file": "binlog.000001", "position": 400}
+    md = result.asset_materializations_for_node(f"{harness.handle.slug}__binlog_stream")[0].metadata
+    assert md["batches"].value == 1 and md["run_ended"].value == "one batch per run"
+
+
+def test_a_binlog_run_ends_when_paused_between_batches(harness, monkeypatch):
+    """A schema change sets the pause flag and waits for in-flight runs: the run ends with the
+    batch it is applying, which its commit hook commits."""
+    all_chunks_committed(harness)
+    runner = harness.runner
+    _moving_server(runner, monkeypatch, [600, 800])
+    commit = runner.commit_batch
+
+    def commit_then_pause(batch_id):
+        done = commit(batch_id)
+        runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, {"reason": "ALTER TABLE shop.orders"})
+        return done
+
+    monkeypatch.setattr(runner, "commit_batch", commit_then_pause)
+    result = harness.run_binlog()
+    assert result.success
+    md = result.asset_materializations_for_node(f"{harness.handle.slug}__binlog_stream")[0].metadata
+    assert md["batches"].value == 2 and md["run_ended"].value == "paused"
+    assert runner.script.committed_offset == {"file": "binlog.000001", "position": 600}
+    assert runner.pending_transactions(log=False) == []
+
+
+def test_a_failed_commit_inside_a_run_leaves_the_batch_prepared(harness, monkeypatch):
+    """As when a single-batch run's commit hook fails: the batch stays PREPARED (for the hook's
+    retry and ``resolve_pending``), never aborted, and the run goes no further."""
+    all_chunks_committed(harness)
+    runner = harness.runner
+    _moving_server(runner, monkeypatch, [600, 800])
+    runner.script.fail_commit = True
+    runner.calls.clear()
+    result = harness.run_binlog(raise_on_error=False)
+    assert not result.success  # the hook's retry failed too: the blocking check fails the run
+    assert runner.names().count("run_binlog_batch") == 1 and "abort_batch" not in runner.names()
+    assert [t["label"] for t in runner.pending_transactions(log=False)] == ["l-b0001"]
+
+
 def test_binlog_failure_aborts_nothing_committed(harness):
     all_chunks_committed(harness)
     runner = harness.runner
@@ -185,6 +281,7 @@ def test_table_parity_is_authoritative_only_when_quiet(harness):
     evaluation = result.get_asset_check_evaluations()[0]
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
     assert evaluation.metadata["mismatched"].value == 2
+    assert set(evaluation.metadata["differing_keys"].value) == set(runner.captured_tables())  # named by key
     # MySQL moved on: a difference is not (yet) an error
     runner.script.server_offset = {"file": "binlog.000001", "position": 900}
     result = job.get_subset(asset_check_selection={check_key}, asset_selection=set()).execute_in_process(

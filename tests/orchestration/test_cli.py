@@ -13,13 +13,13 @@ from orchestration.cli import build_parser, main, splits_report
 from orchestration.demo import CHECKSUM_COLUMNS, DATABASE, DemoSizes, demo_exists, load_demo, mysql_summary
 
 
-def write_pipeline(tmp_path: Path, ep, database: str, user: str, password: str) -> Path:
+def write_pipeline(tmp_path: Path, ep, database: str, user: str, password: str, fe: str = "127.0.0.1:8030") -> Path:
     path = tmp_path / "p.yaml"
     path.write_text(
         "source:\n  type: mysql\n"
         f"  hostname: {ep.host}\n  port: {ep.port}\n  username: {user}\n  password: {password}\n"
         f"  tables: {database}.\\.*\n"
-        "sink:\n  type: doris\n  fenodes: 127.0.0.1:8030\n  username: root\n"
+        f"sink:\n  type: doris\n  fenodes: {fe}\n  username: root\n"
         f"pipeline:\n  name: cli_{database}\n  tidemark.state.dir: {tmp_path / 'state'}\n"
     )
     return path
@@ -40,18 +40,36 @@ def test_validate_offline_needs_no_server(tmp_path, capsys):
     bad.write_text("source:\n  type: mysql\n  hostname: h\nsink:\n  type: doris\n")
     assert main(["validate", str(good)]) == 0  # port 1: nothing listens there, and nothing connects
     assert f"{good}: ok" in capsys.readouterr().out
-    assert main(["validate", str(good), str(bad)]) == 1
+    assert main(["validate", str(good), str(bad)]) == 2  # 2: an invalid file
     err = capsys.readouterr().err
     assert f"{bad}: source.username" in err
 
 
-def test_validate_connect_passes_on_a_ready_server(mysql_server, root_conn, fresh_db, tmp_path, capsys):
+def test_validate_connect_passes_on_a_ready_server(mysql_server, root_conn, fresh_db, doris_standin, tmp_path, capsys):
     run_sql(root_conn, f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY)")
     ep = mysql_server.endpoint
-    path = write_pipeline(tmp_path, ep, fresh_db, ep.user, ep.password)
+    path = write_pipeline(tmp_path, ep, fresh_db, ep.user, ep.password, fe=doris_standin.fe_http)
     assert main(["validate", "--connect", str(path)]) == 0
     captured = capsys.readouterr()
     assert "source server ready for CDC" in captured.out and captured.err == ""
+    assert "binlog_row_metadata=FULL: column names from the binlog" in captured.out
+
+
+def test_validate_connect_reports_minimal_row_metadata_as_information(mysql_server, root_conn, fresh_db, doris_standin,
+                                                                      tmp_path, capsys):
+    run_sql(root_conn, f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY)",
+            "SET GLOBAL binlog_row_metadata = 'MINIMAL'")
+    try:
+        ep = mysql_server.endpoint
+        path = write_pipeline(tmp_path, ep, fresh_db, ep.user, ep.password, fe=doris_standin.fe_http)
+        status = main(["validate", "--connect", str(path)])
+    finally:
+        run_sql(root_conn, "SET GLOBAL binlog_row_metadata = 'FULL'")
+    captured = capsys.readouterr()
+    assert status == 0 and captured.err == ""
+    assert "binlog_row_metadata=MINIMAL: column names, order, types and charsets from the schema history" \
+        in captured.out
+    assert "source server ready for CDC" in captured.out
 
 
 def test_validate_connect_names_each_missing_grant_and_setting_with_its_fix(mysql_server, root_conn, fresh_db,
@@ -68,7 +86,7 @@ def test_validate_connect_names_each_missing_grant_and_setting_with_its_fix(mysq
     finally:
         run_sql(root_conn, "SET GLOBAL binlog_row_image = 'FULL'", "DROP USER 'noclient'@'%'")
     captured = capsys.readouterr()
-    assert status == 1 and captured.out == ""
+    assert status == 1 and captured.out == ""  # the mode line is printed only for a server that passes
     lines = captured.err.strip().splitlines()
     assert len(lines) == 2, lines
     assert all(line.startswith(f"{path}: source {mysql_server.endpoint.host}:") for line in lines)

@@ -24,6 +24,7 @@ from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from cdc_core.config import load_pipeline
 from devstack.dagster_graphql import DagsterApi
+from devstack.pipeline_file import write_pipeline
 from devstack.procs import free_port, pid_alive
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
@@ -34,29 +35,15 @@ from orchestration.runs import runs_in_flight
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PIPELINE = """
-source:
-  type: mysql
-  hostname: {host}
-  port: {port}
-  username: cdc
-  password: cdc
-  tables: {db}.\\.*
-  server-id: 5500-5504
-  server-time-zone: UTC
-  scan.incremental.snapshot.chunk.size: 400
-  scan.incremental.snapshot.chunk.key-column: {db}.logs:log_id
-sink:
-  type: doris
-  fenodes: {fe}
-  username: root
-  password: ""
-  table.create.properties.replication_num: 1
-pipeline:
-  name: {name}
-  parallelism: 2
-  tidemark.state.dir: {state}
-"""
+
+def write_e2e_pipeline(path: Path, mysql_server, doris, db: str, name: str, state_dir: Path) -> Path:
+    """The end-to-end tests' pipeline file: every table of ``db``, 400-row chunks (``logs`` is split
+    on a non-key column)."""
+    return write_pipeline(path, host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, fe=doris.fe_http,
+                          tables=f"{db}.\\.*", name=name, state_dir=state_dir, server_id="5500-5504",
+                          source={"scan.incremental.snapshot.chunk.size": 400,
+                                  "scan.incremental.snapshot.chunk.key-column": f"{db}.logs:log_id"})
+
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +83,7 @@ def test_backfill_and_sensor_stream_a_live_workload(mysql_server, root_conn, fre
     _create_tables(root_conn, fresh_db)
     name = f"e2e_{fresh_db}"
     path = tmp_path / f"{name}.yaml"
-    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
-                                    fe=doris_standin.fe_http, name=name, state=tmp_path / "state"))
+    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, name, tmp_path / "state")
     handle = PipelineHandle.load(path)
     home = tmp_path / "dagster"
 
@@ -170,8 +156,7 @@ def test_tidemark_dev_stops_when_the_process_that_started_it_is_gone(mysql_serve
     _create_tables(root_conn, fresh_db)
     name = f"dev_{fresh_db}"
     path = tmp_path / f"{name}.yaml"
-    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
-                                    fe=doris_standin.fe_http, name=name, state=tmp_path / "state"))
+    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, name, tmp_path / "state")
     port = free_port()
     tidemark = Path(sys.executable).parent / "tidemark"
     parent = subprocess.Popen(
@@ -208,8 +193,7 @@ def test_a_killed_tidemark_dev_leaves_no_dagster_process(mysql_server, root_conn
     _create_tables(root_conn, fresh_db)
     name = f"dev9_{fresh_db}"
     path = tmp_path / f"{name}.yaml"
-    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
-                                    fe=doris_standin.fe_http, name=name, state=tmp_path / "state"))
+    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, name, tmp_path / "state")
     port = free_port()
     log = open(tmp_path / "dev.log", "wb")  # noqa: SIM115 - closed in finally
     dev = subprocess.Popen([str(Path(sys.executable).parent / "tidemark"), "dev", str(path), "--port", str(port)],

@@ -15,7 +15,12 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from cdc_core.config import load_pipeline
 from jobs.executor import spark_service
-from tests.orchestration.test_e2e_dagster import PIPELINE, _create_tables, _doris_count, doris_standin  # noqa: F401
+from tests.orchestration.test_e2e_dagster import (  # noqa: F401
+    _create_tables,
+    _doris_count,
+    doris_standin,
+    write_e2e_pipeline,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_tidemark_run_once_snapshot_then_binlog(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):  # noqa: F811
     _create_tables(root_conn, fresh_db)
     path = tmp_path / "once.yaml"
-    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
-                                    fe=doris_standin.fe_http, name=f"once_{fresh_db}", state=tmp_path / "state"))
+    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, f"once_{fresh_db}",
+                       tmp_path / "state")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
     cmd = [sys.executable, "-m", "orchestration.cli", "run", str(path), "--once"]
     first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
@@ -76,8 +81,8 @@ def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, doris_aborts, mys
     transaction timeout, an FE restart): the re-run reads them again."""
     _create_tables(root_conn, fresh_db)
     path = tmp_path / "killed.yaml"
-    path.write_text(PIPELINE.format(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, db=fresh_db,
-                                    fe=doris_standin.fe_http, name=f"killed_{fresh_db}", state=tmp_path / "state"))
+    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, f"killed_{fresh_db}",
+                       tmp_path / "state")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
     env.pop("TIDEMARK_FAULTS", None)
     cmd = [sys.executable, "-m", "orchestration.cli", "run", str(path), "--once"]
@@ -119,3 +124,31 @@ def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, doris_aborts, mys
             assert service.table_parity(f"{fresh_db}.{table}").ok
     finally:
         service.close()
+
+
+def test_a_failed_commit_hook_fails_the_run_visibly_and_heals(mysql_server, root_conn, fresh_db, doris_standin,  # noqa: F811
+                                                              tmp_path):
+    """The chunk commit hook raises once (Doris unreachable for a moment): the blocking
+    ``no_pending_transactions`` check fails that Dagster run, so the UI shows it red; ``tidemark run``
+    commits the prepared loads right after and finishes; ``tidemark verify`` finds Doris equal."""
+    _create_tables(root_conn, fresh_db)
+    path = tmp_path / "hook.yaml"
+    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, f"hook_{fresh_db}",
+                       tmp_path / "state")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
+    faults = json.dumps({"snapshot.committing": {"action": "raise_once", "marker": str(tmp_path / "raised")}})
+    done = subprocess.run([sys.executable, "-m", "orchestration.cli", "run", str(path), "--once"], cwd=ROOT,
+                          env={**env, "TIDEMARK_FAULTS": faults}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "raised").exists() and "a commit hook failed" in done.stderr
+    with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        failed = instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.FAILURE]))
+        assert len(failed) == 1, "the run whose commit hook failed is marked failed"
+        failures = [e.dagster_event.step_key for e in instance.all_logs(failed[0].run_id)
+                    if e.dagster_event and e.dagster_event.is_step_failure]
+        assert failures and all("no_pending_transactions" in k for k in failures)
+    env.pop("TIDEMARK_FAULTS", None)
+    verified = subprocess.run([sys.executable, "-m", "orchestration.cli", "verify", str(path), "--json"], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=300)
+    assert verified.returncode == 0, verified.stdout[-3000:] + verified.stderr[-3000:]
+    assert json.loads(verified.stdout)["equal"]

@@ -97,7 +97,8 @@ def test_sensor_resolves_pending_commits_before_anything_else(harness):
     all_chunks_committed(harness)
     runner = harness.runner
     runner.script.fail_commit = True
-    harness.run_binlog()  # the hook fails: the batch stays PREPARED, the run is green
+    failed = harness.run_binlog(raise_on_error=False)  # the hook fails: the batch stays PREPARED
+    assert not failed.success  # ... and the blocking no_pending_transactions check fails the run
     assert runner.pending_transactions(log=False)
     runner.script.fail_commit = False
     runner.calls.clear()

@@ -13,6 +13,7 @@ from dagster import DagsterInstance, RunsFilter
 from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from cdc_core.config import load_pipeline
+from devstack.pipeline_file import write_pipeline
 from devstack.procs import free_port
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
@@ -24,27 +25,6 @@ from tests.schema.helpers import assert_rows_match, doris_columns, sql
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PIPELINE = """
-source:
-  type: mysql
-  hostname: 127.0.0.1
-  port: {port}
-  username: cdc
-  password: cdc
-  tables: {db}.\\.*
-  server-id: 5800-5804
-  server-time-zone: UTC
-  scan.startup.mode: latest-offset
-sink:
-  type: doris
-  fenodes: {fe}
-  username: root
-  password: ""
-pipeline:
-  name: {name}
-  schema.change.behavior: evolve
-  tidemark.state.dir: {state}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +40,9 @@ def test_ddl_sensor_carries_a_ddl_over_under_load(mysql_server, root_conn, fresh
     db, standin = fresh_db, private_standin
     sql(root_conn, f"CREATE TABLE `{db}`.ticks (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL)")
     path = tmp_path / "p.yaml"
-    path.write_text(PIPELINE.format(port=mysql_server.endpoint.port, db=db, fe=standin.fe_http, name=f"d_{db}",
-                                    state=tmp_path / "state"))
+    write_pipeline(path, host="127.0.0.1", port=mysql_server.endpoint.port, fe=standin.fe_http, tables=f"{db}.\\.*",
+                   name=f"d_{db}", state_dir=tmp_path / "state", server_id="5800-5804", parallelism=None,
+                   source={"scan.startup.mode": "latest-offset"}, pipeline={"schema.change.behavior": "evolve"})
     handle = PipelineHandle.load(path)
     runner = spark_service(load_pipeline(path))
     runner.binlog_lag()

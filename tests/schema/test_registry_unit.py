@@ -3,11 +3,16 @@ and the persisted state machine over a real (SQLite) state store."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cdc_core.events import (
     AddColumnEvent,
+    AlterColumnPositionEvent,
     AlterColumnTypeEvent,
+    AlterPrimaryKeyEvent,
+    AlterTableCharsetEvent,
     CreateTableEvent,
     DropColumnEvent,
     DropTableEvent,
@@ -109,8 +114,50 @@ def test_widest_types():
 def test_codec_round_trip():
     for e in [AddColumnEvent(T, OFF, "ddl", column=SCHEMA.columns[1], position="AFTER", after="id"),
               RenameColumnEvent(T, OFF, old_name="a", new_name="b"), RenameTableEvent(T, OFF, new_table_id=TableId("db", "u")),
-              CreateTableEvent(T, OFF, schema=SCHEMA), TruncateTableEvent(T, None)]:
+              CreateTableEvent(T, OFF, schema=SCHEMA), TruncateTableEvent(T, None),
+              AlterColumnPositionEvent(T, OFF, "ddl", column_name="b", position="AFTER", after="id"),
+              AlterPrimaryKeyEvent(T, OFF, primary_key=("id", "a")), AlterPrimaryKeyEvent(T, OFF),
+              AlterTableCharsetEvent(T, OFF, charset="latin1")]:
         assert event_from_dict(event_to_dict(e)) == e
+    schema = TableSchema(T, SCHEMA.columns, ("id",), "c", charset="latin2")
+    assert TableSchema.from_dict(schema.to_dict()).charset == "latin2"
+
+
+@pytest.mark.parametrize("behavior", [b.value for b in SchemaChangeBehavior])
+def test_moves_and_table_charsets_change_no_doris_table(behavior):
+    """Doris loads match columns by name and Doris has no charsets: under every behavior (even
+    ``exception``) these derive nothing, so they never refuse or fail a schema change."""
+    move = AlterColumnPositionEvent(T, OFF, column_name="b", position="FIRST")
+    charset = AlterTableCharsetEvent(T, OFF, charset="latin1")
+    assert derive(behavior, move, charset) == []
+    changes, _ = derivator(behavior).derive([move, charset], {T: SCHEMA}, {})
+    assert changes == []
+
+
+def test_a_charset_only_type_change_derives_nothing_but_a_type_change_does():
+    utf8 = Column("b", "varchar(10)", "varchar", char_length=10, charset="utf8mb4")
+    latin1_schema = TableSchema(T, (SCHEMA.columns[0], SCHEMA.columns[1], replace(utf8, charset="latin1")), ("id",))
+    changes, _ = derivator("exception").derive([AlterColumnTypeEvent(T, OFF, column_name="b", column=utf8)],
+                                               {T: latin1_schema}, {})
+    assert changes == []
+    wider = AlterColumnTypeEvent(T, OFF, column_name="b", column=replace(utf8, column_type="varchar(20)", char_length=20))
+    assert [k for k, _ in derive("evolve", wider)] == ["alter.column.type"]
+
+
+def test_primary_key_changes_are_derived_for_doris_to_refuse_or_skip():
+    pk = AlterPrimaryKeyEvent(T, OFF, primary_key=("id", "a"))
+    for behavior in ("lenient", "evolve", "try_evolve"):
+        assert [k for k, _ in derive(behavior, pk)] == ["alter.primary.key"]
+    assert derive("ignore", pk) == []
+    assert derive("evolve", pk, exclude=["alter.primary.key"]) == []
+    with pytest.raises(SchemaChangeRefused, match="alter.primary.key"):
+        derive("exception", pk)
+    # a merged table receives it too (its key cannot follow one source either)
+    t1, t2, target = TableId("db", "t_1"), TableId("db", "t_2"), TableId("db", "all")
+    d = derivator("evolve", route=lambda t: (target,))
+    upstream = {t1: replace(SCHEMA, table_id=t1), t2: replace(SCHEMA, table_id=t2)}
+    changes, _ = d.derive([AlterPrimaryKeyEvent(t1, OFF, primary_key=("id", "a"))], upstream, {})
+    assert [(c.event.type_name, c.target, c.merged) for c in changes] == [("alter.primary.key", target, True)]
 
 
 def test_state_machine_is_persisted_and_ordered(tmp_path):

@@ -33,15 +33,19 @@ class StandIn(DorisStandIn):
     def be(self) -> str:
         return self.be_http
 
+    @property
+    def verify(self) -> str | bool:
+        return str(self.tls.ca) if self.tls is not None else True
+
     def faults(self, *specs: dict) -> None:
-        resp = requests.post(f"http://{self.fe}/_standin/faults", json=list(specs), timeout=5)
+        resp = requests.post(f"{self.fe_url}/_standin/faults", json=list(specs), timeout=5, verify=self.verify)
         resp.raise_for_status()
 
     def active_faults(self) -> list:
-        return requests.get(f"http://{self.fe}/_standin/faults", timeout=5).json()["faults"]
+        return requests.get(f"{self.fe_url}/_standin/faults", timeout=5, verify=self.verify).json()["faults"]
 
     def clear_faults(self) -> None:
-        requests.delete(f"http://{self.fe}/_standin/faults", timeout=5).raise_for_status()
+        requests.delete(f"{self.fe_url}/_standin/faults", timeout=5, verify=self.verify).raise_for_status()
 
 
 @pytest.fixture(scope="session")

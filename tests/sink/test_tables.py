@@ -10,7 +10,10 @@ from cdc_core.doris.rows import SEQUENCE_COLUMN
 from cdc_core.events import (
     AddColumnEvent,
     AlterColumnCommentEvent,
+    AlterColumnPositionEvent,
     AlterColumnTypeEvent,
+    AlterPrimaryKeyEvent,
+    AlterTableCharsetEvent,
     AlterTableCommentEvent,
     CreateTableEvent,
     DropColumnEvent,
@@ -185,3 +188,30 @@ def test_a_transform_rules_table_options_are_properties_of_the_tables_it_creates
     sink.table_options = lambda source: {"bloom_filter_columns": "score"}
     sink.apply_schema_change(event)
     assert '"bloom_filter_columns" = "score"' in _show_create(sink, TableId(doris_db, "users2"))
+
+
+def test_moves_and_table_charsets_need_no_doris_change(sink, doris_db):
+    src = TableId(doris_db, "users")
+    sink.create_table(users_schema(doris_db))
+    before = sink.catalog.table_info(doris_db, "users").column_names
+    for event in (AlterColumnPositionEvent(src, column_name="score", position="FIRST"),
+                  AlterColumnPositionEvent(src, column_name="id", position="AFTER", after="name"),
+                  AlterTableCharsetEvent(src, charset="latin1")):
+        assert sink.apply_schema_change(event).outcome == "skipped"
+    assert sink.catalog.table_info(doris_db, "users").column_names == before
+    # loads match by name, so rows keep landing in the right columns
+    sink.commit([sink.load(src, "binlog-1-2", [{"score": "2.5", "name": "b", "id": 2}], sequence=2)])
+    assert select(sink, src, "id, name, score") == [(2, "b", 2.5)]
+
+
+def test_a_primary_key_change_is_refused_with_the_table_and_the_fix(sink, doris_db):
+    src = TableId(doris_db, "users")
+    sink.create_table(users_schema(doris_db))  # UNIQUE KEY(id)
+    assert sink.apply_schema_change(AlterPrimaryKeyEvent(src, primary_key=("ID",))).outcome == "skipped"
+    for key in (("id", "name"), ()):
+        with pytest.raises(SchemaChangeError) as info:
+            sink.apply_schema_change(AlterPrimaryKeyEvent(src, primary_key=key))
+        message = str(info.value)
+        assert f"{doris_db}.users" in message and "keyed on (id)" in message
+        assert "re-snapshot" in message and "exclude.schema.changes" in message
+    assert sink.catalog.table_info(doris_db, "users").key_columns == ("id",)

@@ -137,3 +137,44 @@ def test_schema_change_filters_follow_include_and_exclude():
     only = DorisSink.from_pipeline(_pipeline(), type_mapper=str, include_schema_changes=["column"])
     assert only.accepts(AddColumnEvent(t)) and only.accepts(DropColumnEvent(t)) and not only.accepts(DropTableEvent(t))
     assert only.apply_schema_change(DropTableEvent(t)).outcome == "ignored"  # no request is sent
+
+
+def test_partitioning_from_partition_keys_and_auto_partition_properties():
+    """The sink's choice per (source, target): a transform's partition-keys first, then the
+    auto-partition properties as Flink CDC reads them; the clause the table creator writes."""
+    from cdc_core.doris.partitioning import PartitionError, auto_partition_spec, partition_clause
+    from cdc_core.schema import Column, TableSchema
+
+    text = """
+source: {type: mysql, hostname: h, port: 3306, username: u, password: p, tables: db.\\\\.*}
+sink:
+  type: doris
+  fenodes: 127.0.0.1:8030
+  username: root
+  table.create.auto-partition.properties.default-partition-key: created
+  table.create.auto-partition.properties.default-partition-unit: month
+  table.create.auto-partition.properties.db.daily.partition-unit: day
+  table.create.auto-partition.properties.exclude: db.raw
+transform:
+  - source-table: db.orders
+    partition-keys: region, id
+pipeline: {name: p}
+"""
+    sink = DorisSink.from_pipeline(parse_pipeline(text, "p.yaml", env={}))
+    orders, daily, raw = TableId("db", "orders"), TableId("db", "daily"), TableId("db", "raw")
+    spec = sink.partition_spec(orders, orders)
+    assert (spec.columns, spec.origin) == (("region", "id"), "transform[0].partition-keys")
+    assert (sink.partition_spec(daily, daily).columns, sink.partition_spec(daily, daily).unit) == (("created",), "day")
+    assert sink.partition_spec(raw, raw) is None
+    assert auto_partition_spec({"default-partition-key": "created"}, daily) is None  # no unit: none (Flink)
+
+    schema = TableSchema(daily, (Column("id", "int(11)", "int", False), Column("created", "date", "date", False),
+                                 Column("note", "text", "text")), ("id", "created"))
+    types = {"id": "INT", "created": "DATEV2", "note": "STRING"}
+    assert partition_clause(sink.partition_spec(daily, daily), schema, daily, ("id", "created"), types) == \
+        "AUTO PARTITION BY RANGE (date_trunc(`created`, 'day')) ()"
+    by_note = sink.partition_spec(orders, orders).__class__(("note",), "day", "transform[0].partition-keys")
+    with pytest.raises(PartitionError, match="not in its key"):
+        partition_clause(by_note, schema, daily, ("id", "created"), types)
+    with pytest.raises(PartitionError, match="STRING column"):
+        partition_clause(by_note, schema, daily, (), types)

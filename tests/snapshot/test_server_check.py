@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
-from cdc_core.mysql.server_check import ServerCheckError, check_server
+from cdc_core.mysql.server_check import ColumnNames, ServerCheckError, check_server
 from cdc_core.schema import TableId
 from tests.snapshot.conftest import run
 
@@ -23,8 +23,7 @@ def test_a_correctly_configured_server_passes(settings, fresh_db):
 @pytest.mark.parametrize(
     ("variable", "bad", "good"),
     [("binlog_format", "STATEMENT", "ROW"), ("binlog_format", "MIXED", "ROW"),
-     ("binlog_row_image", "MINIMAL", "FULL"), ("binlog_row_image", "NOBLOB", "FULL"),
-     ("binlog_row_metadata", "MINIMAL", "FULL"), ("binlog_row_metadata", "NO_LOG", "FULL")],
+     ("binlog_row_image", "MINIMAL", "FULL"), ("binlog_row_image", "NOBLOB", "FULL")],
 )
 def test_each_binlog_setting_is_named_with_its_fix(root_conn, settings, variable, bad, good):
     run(root_conn, f"SET GLOBAL {variable} = '{bad}'")
@@ -41,6 +40,32 @@ def test_each_binlog_setting_is_named_with_its_fix(root_conn, settings, variable
     assert f"{variable} is {bad}" in message
     assert f"SET GLOBAL {variable} = '{good}'" in message
     assert len(err.value.problems) == 1
+
+
+@pytest.mark.parametrize("metadata", ["MINIMAL", "NO_LOG"])
+def test_minimal_row_metadata_is_accepted_and_reported_as_schema_history_mode(root_conn, settings, metadata):
+    run(root_conn, f"SET GLOBAL binlog_row_metadata = '{metadata}'")
+    try:
+        conn = connect(settings)
+        try:
+            info = check_server(conn)
+        finally:
+            conn.close()
+    finally:
+        run(root_conn, "SET GLOBAL binlog_row_metadata = 'FULL'")
+    assert info.column_names == ColumnNames.SCHEMA_HISTORY
+    assert info.row_metadata_mode.startswith(f"binlog_row_metadata={metadata}: column names, order, types and "
+                                             "charsets from the schema history")
+
+
+def test_full_row_metadata_reports_names_from_the_binlog(settings):
+    conn = connect(settings)
+    try:
+        info = check_server(conn)
+    finally:
+        conn.close()
+    assert info.column_names == ColumnNames.BINLOG
+    assert info.row_metadata_mode == "binlog_row_metadata=FULL: column names from the binlog"
 
 
 def test_user_without_replication_grants(root_conn, mysql_server, fresh_db):

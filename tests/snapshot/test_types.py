@@ -227,3 +227,25 @@ def test_python_values_in_the_shapes_pymysql_delivers():
     assert to_doris_value(js, {"k": [1, None]}) == '{"k": [1, null]}'
     bn = Column("b", "binary(3)", "binary", char_length=3)
     assert to_doris_value(bn, b"a") == "YQAA"  # right-padded with 0x00 like the server's BINARY
+
+
+def test_uuid_and_inet_values_in_the_shapes_both_paths_deliver():
+    """The snapshot's text passes through; the binlog's bytes (trailing zero bytes cut off, or
+    mysql-replication's '' for none left) are padded and rendered; anything else is refused."""
+    uu, i6, i4 = (Column(t, t, t) for t in ("uuid", "inet6", "inet4"))
+    assert to_doris_value(uu, "6ccd780c-baba-1026-9564-5b8c656024db") == "6ccd780c-baba-1026-9564-5b8c656024db"
+    assert to_doris_value(uu, bytes.fromhex("6ccd780cbaba102695645b8c656024db")) == \
+        "6ccd780c-baba-1026-9564-5b8c656024db"
+    assert to_doris_value(uu, b"\x10") == "10000000-0000-0000-0000-000000000000"
+    assert to_doris_value(uu, "") == to_doris_value(uu, b"") == "00000000-0000-0000-0000-000000000000"
+    assert to_doris_value(i6, b" \x01\r\xb8") == "2001:db8::"
+    assert to_doris_value(i6, bytes(10) + b"\xff\xff\x01\x02\x03\x04") == "::ffff:1.2.3.4"
+    assert to_doris_value(i6, bytes(12) + b"\x01\x02\x03\x04") == "::1.2.3.4"  # IPv4-compatible
+    assert to_doris_value(i6, bytes(15) + b"\x01") == "::1"  # the zero run is longer than 96 bits
+    assert to_doris_value(i6, bytes.fromhex("00010000000100010001000100010001")) == "1::1:1:1:1:1:1"
+    assert to_doris_value(i6, bytes.fromhex("fe800000000000000001000000000000")) == "fe80::1:0:0:0"
+    assert to_doris_value(i6, b"") == "::" and to_doris_value(i6, None) is None
+    assert to_doris_value(i4, b"\x0a") == "10.0.0.0" and to_doris_value(i4, b"") == "0.0.0.0"
+    with pytest.raises(ValueError, match="INET6 value has 17 bytes"):
+        to_doris_value(i6, bytes(17))
+    assert [doris_type(c) for c in (uu, i6, i4)] == ["VARCHAR(36)", "VARCHAR(39)", "VARCHAR(15)"]

@@ -7,6 +7,7 @@ Used by CREATE TABLE and by ALTER's ADD / MODIFY / CHANGE; the type text itself 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from cdc_core.mysql.ddl.column_types import STRING_TYPES, canonical_type
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
@@ -40,11 +41,13 @@ class ColumnParser:
             raise DdlSyntaxError(f"column {name!r} has no type")
         # the type: one or two words, an optional parenthesised list, then type modifiers
         cur.next()
-        if cur.is_word("PRECISION", "VARYING", "VARCHAR", "VARBINARY", "CHAR", "CHARACTER") and \
-                start_tok.kind == "word" and start_tok.up in ("DOUBLE", "CHARACTER", "NATIONAL", "LONG", "CHAR"):
-            cur.next()
-            if cur.is_word("VARYING"):
-                cur.next()
+        # two- and three-word types: DOUBLE PRECISION, CHAR VARYING, NCHAR VARCHAR, NATIONAL CHARACTER
+        # VARYING, LONG VARBINARY... (but ``CHAR CHARACTER SET x`` is a CHAR with a charset)
+        if start_tok.kind == "word" and start_tok.up in ("DOUBLE", "CHARACTER", "NATIONAL", "LONG", "CHAR", "NCHAR"):
+            for _ in range(2):
+                if cur.is_word("PRECISION", "VARYING", "VARCHAR", "VARBINARY", "CHAR", "CHARACTER") \
+                        and not cur.is_word("SET", k=1):
+                    cur.next()
         members: list[str] | None = None
         if cur.is_punct("("):
             open_at = cur.i
@@ -65,6 +68,7 @@ class ColumnParser:
         national = "utf8mb3" if start_tok.kind == "word" and start_tok.up in ("NCHAR", "NVARCHAR", "NATIONAL") \
             else None
         primary = False
+        json_check = False  # MariaDB's JSON as SHOW CREATE TABLE spells it: LONGTEXT ... CHECK (json_valid(c))
         position, after = "LAST", None
         while not cur.at_end() and not cur.is_punct(",") and not cur.is_punct(")"):
             if cur.accept("NOT"):
@@ -79,6 +83,10 @@ class ColumnParser:
             elif cur.accept("AUTO_INCREMENT", "VISIBLE", "INVISIBLE", "VIRTUAL", "STORED", "PERSISTENT",
                             "COMPRESSED", "ASCII", "UNICODE", "BYTE", "BINARY"):
                 pass
+            elif cur.accept("SERIAL"):  # SERIAL DEFAULT VALUE: NOT NULL AUTO_INCREMENT UNIQUE
+                cur.expect_word("DEFAULT")
+                cur.expect_word("VALUE")
+                nullable = False
             elif cur.accept("PRIMARY"):
                 cur.accept("KEY")
                 primary = True
@@ -105,7 +113,12 @@ class ColumnParser:
                 self.default()
             elif cur.accept("GENERATED"):
                 cur.expect_word("ALWAYS")
-            elif cur.accept("AS", "CHECK"):
+            elif cur.accept("CHECK"):
+                open_at = cur.i
+                cur.skip_balanced()
+                check = [t.text.lower() for t in cur.toks[open_at:cur.i]]
+                json_check = json_check or check == ["(", "json_valid", "(", name.lower(), ")", ")"]
+            elif cur.accept("AS"):
                 cur.skip_balanced()
             elif cur.accept("CONSTRAINT"):
                 if not cur.is_word("CHECK"):
@@ -130,6 +143,11 @@ class ColumnParser:
                 position, after = "AFTER", cur.ident()
             else:
                 raise DdlSyntaxError(f"unexpected {cur.found()} in the definition of column {name!r}")
+        default = numeric_default(default, data_type, column_type, facts.get("numeric_scale"))
+        if data_type == "json" and self.mariadb:
+            charset = "utf8mb4"  # MariaDB's JSON is LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+        if json_check and data_type == "longtext" and self.mariadb:
+            column_type = data_type = "json"  # as discovery reads it (cdc_core/mysql/discovery.py)
         column = Column(
             name=name, column_type=column_type, data_type=data_type, nullable=nullable, default=default,
             comment=comment, charset=(charset or collation_charset or national) if data_type in STRING_TYPES else None,
@@ -178,11 +196,35 @@ class ColumnParser:
             if cur.is_punct("("):
                 start = cur.peek().start
                 cur.skip_balanced()
+                if word in _NOW_WORDS:
+                    word = "current_timestamp"  # NOW(6) is shown as current_timestamp(6)
                 return word + cur.sql[start:cur.toks[cur.i - 1].end + 1].replace(" ", "").lower()
-            if word in ("current_timestamp", "now", "localtime", "localtimestamp"):
+            if word in _NOW_WORDS:
                 return "current_timestamp()"
             return word
         raise DdlSyntaxError(f"cannot read default value {cur.found()}")
+
+
+_NOW_WORDS = ("current_timestamp", "now", "localtime", "localtimestamp")
+_INTEGER_TYPES = ("tinyint", "smallint", "mediumint", "int", "bigint")
+
+
+def numeric_default(default: str | None, data_type: str, column_type: str, scale: int | None) -> str | None:
+    """An integer or DECIMAL column's default as the server stores it: ``DEFAULT ' 7 '``, ``'1E1'``,
+    ``TRUE`` are numbers (``7``, ``10``, ``1``), rounded half away from zero to the column's scale.
+    Anything else (ZEROFILL, an expression, a non-number) is left as written."""
+    if default is None or "zerofill" in column_type or data_type not in (*_INTEGER_TYPES, "decimal"):
+        return default
+    text = default[1:-1].replace("''", "'") if len(default) >= 2 and default[0] == default[-1] == "'" else default
+    text = {"true": "1", "false": "0"}.get(text.strip().lower(), text.strip())
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return default
+    if not value.is_finite():
+        return default
+    digits = 0 if data_type in _INTEGER_TYPES else (scale or 0)
+    return f"{value.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):f}"
 
 
 def charset_of_collation(collation: str) -> str:

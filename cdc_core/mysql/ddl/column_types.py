@@ -9,8 +9,10 @@ column added by DDL looks exactly like one found by discovery: aliases resolved 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
+from cdc_core.schema import Column
 
 _TYPE_ALIASES = {
     "integer": "int", "int4": "int", "int8": "bigint", "int1": "tinyint", "int2": "smallint",
@@ -38,7 +40,7 @@ def canonical_type(raw: str, *, mariadb: bool = True, members: list[str] | None 
     style resolved); the type text alone cannot be read back reliably for them.
     """
     text = " ".join(raw.split())
-    m = re.match(r"(?is)^\s*([a-z_][a-z0-9_]*(?:\s+(?:precision|varying|varchar|varbinary|char|character))?)"
+    m = re.match(r"(?is)^\s*([a-z_][a-z0-9_]*(?:\s+(?:precision|varying|varchar|varbinary|character|char)\b){0,2})"
                  r"\s*(\((?:[^()']|'(?:[^']|'')*')*\))?\s*(.*)$", text)
     if not m:
         raise DdlSyntaxError(f"cannot read column type {raw!r}")
@@ -46,14 +48,17 @@ def canonical_type(raw: str, *, mariadb: bool = True, members: list[str] | None 
     params = m.group(2) or ""
     rest = (m.group(3) or "").lower().split()
     words = name.split()
-    if words[0] == "national":
-        name = words[1] if len(words) > 1 else "char"
+    if words[0] in ("national", "nchar", "char", "character") and len(words) > 1:
+        # NATIONAL CHAR[ACTER] [VARYING], NATIONAL VARCHAR, NCHAR VARCHAR|VARYING, CHAR[ACTER] VARYING
+        name = "varchar" if {"varying", "varchar"} & set(words[1:]) else "char"
+    elif words[0] == "national":
+        name = "char"
     elif words[0] == "long" and len(words) > 1:
         name = "mediumblob" if words[1] == "varbinary" else "mediumtext"
-    elif words[0] == "double" or words[0] == "character":
-        name = {"double": "double", "character": "varchar" if "varying" in words else "char"}[words[0]]
     else:
         name = words[0]
+    if name not in ("enum", "set"):
+        params = re.sub(r"\s+", "", params)  # INT ( 11 ) is int(11)
     is_bool = name in ("bool", "boolean")
     name = _TYPE_ALIASES.get(name, name)
     unsigned = "unsigned" in rest
@@ -74,9 +79,9 @@ def canonical_type(raw: str, *, mariadb: bool = True, members: list[str] | None 
         precision = _INT_PRECISION[name] + (1 if name == "bigint" and unsigned else 0)
         facts.update(numeric_precision=precision, numeric_scale=0)
     if name == "decimal":
-        nums = re.findall(r"\d+", params)
-        p = int(nums[0]) if nums else 10
-        s = int(nums[1]) if len(nums) > 1 else 0
+        nums = _lengths(params)
+        p = nums[0] if nums and nums[0] else 10  # DECIMAL(0) and DECIMAL(0.5) are DECIMAL(10,0)
+        s = nums[1] if len(nums) > 1 else 0
         params = f"({p},{s})"
         facts.update(numeric_precision=p, numeric_scale=s)
     elif name in ("char", "binary", "bit") and not params:
@@ -84,11 +89,10 @@ def canonical_type(raw: str, *, mariadb: bool = True, members: list[str] | None 
     elif name == "year":
         params = "(4)"
     elif name in ("float", "double"):
-        params = params.replace(" ", "")
-        nums = re.findall(r"\d+", params)
+        nums = [str(n) for n in _lengths(params)]
         if name == "float" and len(nums) == 1:
             # FLOAT(p): a precision in bits, not a display width. MySQL stores FLOAT for p <= 24 and
-            # DOUBLE for 25..53, and shows neither with a parameter.
+            # DOUBLE for 25..53, and shows neither with a parameter (FLOAT(7.4) is FLOAT(7)).
             p = int(nums[0])
             if p > 53:
                 raise DdlSyntaxError(f"FLOAT({p}): the precision must be at most 53")
@@ -140,7 +144,76 @@ def canonical_type(raw: str, *, mariadb: bool = True, members: list[str] | None 
     return column_type, name, facts
 
 
+def _lengths(params: str) -> list[int]:
+    """``(19)``, ``(10,2)``, ``(19.5)`` → the numbers as the server reads them: a decimal literal
+    stands for its integer part (MariaDB stores ``DECIMAL(19.5)`` as ``decimal(19,0)``)."""
+    return [int(part.split(".")[0] or 0) for part in params.strip("()").split(",") if part.strip()]
+
+
 def normalise_value_list(params: str) -> str:
     """``('a', 'b')`` → ``('a','b')``: the value list of an ENUM/SET as COLUMN_TYPE spells it."""
     values = re.findall(r"'((?:[^'\\]|''|\\.)*)'", params)
     return "(" + ",".join(f"'{v}'" for v in values) + ")"
+
+
+# The most bytes one character takes in each character set (``SHOW CHARACTER SET``'s Maxlen).
+MAX_BYTES_PER_CHAR = {
+    "armscii8": 1, "ascii": 1, "big5": 2, "binary": 1, "cp1250": 1, "cp1251": 1, "cp1256": 1, "cp1257": 1,
+    "cp850": 1, "cp852": 1, "cp866": 1, "cp932": 2, "dec8": 1, "eucjpms": 3, "euckr": 2, "gb18030": 4,
+    "gb2312": 2, "gbk": 2, "geostd8": 1, "greek": 1, "hebrew": 1, "hp8": 1, "keybcs2": 1, "koi8r": 1,
+    "koi8u": 1, "latin1": 1, "latin2": 1, "latin5": 1, "latin7": 1, "macce": 1, "macroman": 1, "sjis": 2,
+    "swe7": 1, "tis620": 1, "ucs2": 2, "ujis": 3, "utf16": 4, "utf16le": 4, "utf32": 4, "utf8mb3": 3,
+    "utf8mb4": 4,
+}
+_LOB_SIZES = tuple(_LOB_LENGTH.items())  # ("tiny", 255), ("", 65535), ("medium", ...), ("long", ...)
+_TEXTS = {f"{size}text": size for size, _ in _LOB_SIZES}
+_MAX_VARCHAR_BYTES = 65535
+
+
+def _lob_size_for(nbytes: int) -> tuple[str, int]:
+    """The smallest TEXT/BLOB size whose length bytes can record ``nbytes``."""
+    for size, length in _LOB_SIZES:
+        if nbytes <= length:
+            return size, length
+    return _LOB_SIZES[-1]
+
+
+def converted_column(column: Column, charset: str, *, mariadb: bool = True) -> Column:
+    """``column`` after ``ALTER TABLE ... CONVERT TO CHARACTER SET charset``, as the server makes it.
+
+    Every character column (CHAR, VARCHAR, the TEXT types, ENUM, SET; JSON too on MariaDB, where it
+    is a LONGTEXT) takes ``charset``. A TEXT column keeps as many characters as it held: its byte
+    length divided by the old charset's bytes per character, times the new one's, picks the smallest
+    TEXT type that holds it (latin1 TEXT → utf8mb4 MEDIUMTEXT; never smaller). A VARCHAR whose
+    characters no longer fit 65,535 bytes becomes the TEXT type that holds them (MySQL's documented
+    behaviour; strict-mode MariaDB refuses the statement instead, so it never reaches the binlog).
+    ``binary`` turns CHAR, VARCHAR and TEXT into BINARY, VARBINARY and BLOB. An unknown old charset
+    is taken to have as many bytes per character as the new one (no widening).
+    """
+    dt = column.data_type
+    if dt not in STRING_TYPES or (dt == "json" and not mariadb):
+        return column
+    new_max = MAX_BYTES_PER_CHAR.get(charset)
+    if new_max is None:
+        raise DdlSyntaxError(f"CONVERT TO CHARACTER SET {charset}: unknown character set")
+    old_max = MAX_BYTES_PER_CHAR.get((column.charset or "").lower(), new_max)
+    if dt in _TEXTS or dt == "json":
+        size, length = _lob_size_for((_LOB_LENGTH[_TEXTS.get(dt, "long")] // old_max) * new_max)
+        if charset == "binary":
+            return replace(column, column_type=f"{size}blob", data_type=f"{size}blob", charset=None,
+                           char_length=length)
+        if dt == "json":
+            return replace(column, charset=charset)
+        return replace(column, column_type=f"{size}text", data_type=f"{size}text", charset=charset,
+                       char_length=length)
+    if dt == "varchar" and column.char_length is not None and column.char_length * new_max > _MAX_VARCHAR_BYTES:
+        size, length = _lob_size_for(column.char_length * new_max)
+        if charset == "binary":
+            return replace(column, column_type=f"{size}blob", data_type=f"{size}blob", charset=None,
+                           char_length=length)
+        return replace(column, column_type=f"{size}text", data_type=f"{size}text", charset=charset,
+                       char_length=length)
+    if charset == "binary" and dt in ("char", "varchar"):
+        binary = "binary" if dt == "char" else "varbinary"
+        return replace(column, column_type=binary + column.column_type[len(dt):], data_type=binary, charset=None)
+    return replace(column, charset=charset)

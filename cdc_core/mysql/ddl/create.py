@@ -96,7 +96,7 @@ def _body(stmt: Statement, t: TableId) -> TableSchema:
         # A string column without its own CHARACTER SET (or COLLATE) takes the table's default.
         columns = [replace(c, charset=default_charset) if c.data_type in STRING_TYPES and c.charset is None
                    and c.data_type != "json" else c for c in columns]
-    return TableSchema(t, tuple(columns), tuple(pk), comment)
+    return TableSchema(t, tuple(columns), tuple(pk), comment, default_charset)
 
 
 def _table_options(stmt: Statement) -> tuple[str, str | None]:

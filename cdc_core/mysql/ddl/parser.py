@@ -12,7 +12,9 @@ What the parser promises:
 * a DDL on a captured table is either turned into events or raises :class:`DdlParseError`
   quoting the statement — it is never skipped silently;
 * statements that cannot change a captured table's columns (indexes, engine options, partitions,
-  other databases' objects, users, views, routines...) give no events;
+  other databases' objects, users, views, routines...) give no events, except partition
+  maintenance that removes or replaces rows without row events (``TRUNCATE``/``DROP``/``EXCHANGE
+  PARTITION``...), which gives a ``partition.rows`` event so that the table is reloaded;
 * statement-based DML on a captured table (its rows are not in a ROW binlog) is an error;
 * online schema change tools are recognised (``online_schema_change``).
 """
@@ -31,7 +33,7 @@ from cdc_core.mysql.ddl.errors import DdlParseError, DdlSyntaxError
 from cdc_core.mysql.ddl.online_schema_change import ShadowTables, is_shadow_table
 from cdc_core.mysql.ddl.statement import IsCaptured, SchemaOf, Statement
 from cdc_core.mysql.ddl.table_statements import parse_drop, parse_rename, parse_truncate
-from cdc_core.mysql.ddl.tokens import Cursor, strip_executable_comments, tokenize
+from cdc_core.mysql.ddl.tokens import Cursor, Tok, strip_executable_comments, tokenize
 from cdc_core.schema import TableId
 
 # Any other statement (DML, SET, GRANT, views, routines, ...) changes no table columns: no events.
@@ -98,10 +100,29 @@ class MySqlDdlParser:
         if cur.at_end():
             return []
         head = cur.peek()
+        if head.kind == "word" and head.up == "SET" and cur.is_word("STATEMENT", k=1):
+            head = _after_set_statement(cur)
+            if head is None:
+                return []
         if head.kind != "word" or head.up not in _STATEMENTS:
             return []
         stmt = Statement(cur, default_db, captured, schema_of, self._shadows, mariadb=self.mariadb)
         return _STATEMENTS[head.up](stmt)
+
+
+def _after_set_statement(cur: Cursor) -> Tok | None:
+    """MariaDB's ``SET STATEMENT var = value [, ...] FOR statement``: the binlog carries the whole
+    text, and the statement after ``FOR`` is what changes tables. Moves the cursor onto it."""
+    cur.next()
+    cur.next()
+    while not cur.at_end():
+        if cur.is_punct("("):
+            cur.skip_balanced()
+        elif cur.accept("FOR"):
+            return cur.peek()
+        else:
+            cur.next()
+    return None
 
 
 def _statement_dml_tables(ddl: str, default_db: str | None) -> list[TableId]:

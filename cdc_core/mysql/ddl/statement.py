@@ -7,7 +7,6 @@ applied to a working copy of the schema at once, so a later clause sees what an 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from cdc_core.events import SchemaChangeEvent
 from cdc_core.mysql.ddl.column_definitions import ColumnParser
@@ -59,12 +58,6 @@ class Statement:
         for t, s in apply_schema_change(current, event, strict=False).items():
             self.working[t] = s
         events.append(event)
-
-    def set_primary_key(self, t: TableId, columns: list[str]) -> None:
-        # No Flink event exists for a key change; the schema history still tracks it.
-        schema = self.schema(t)
-        if schema is not None:
-            self.working[t] = replace(schema, primary_key=tuple(columns))
 
     def is_relevant(self, t: TableId) -> bool:
         """A captured table, or the shadow of one whose migration is replayed."""

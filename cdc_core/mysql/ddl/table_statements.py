@@ -49,7 +49,7 @@ def parse_rename(stmt: Statement) -> list[SchemaChangeEvent]:
     cur.expect_word("RENAME")
     if not cur.accept("TABLE", "TABLES"):
         return []
-    cur.accept_seq("IF", "EXISTS")
+    if_exists = cur.accept_seq("IF", "EXISTS")
     pairs = []
     while True:
         old = stmt.table()
@@ -61,6 +61,8 @@ def parse_rename(stmt: Statement) -> list[SchemaChangeEvent]:
             break
     events: list[SchemaChangeEvent] = []
     for old, new in pairs:
+        if if_exists and stmt.captured(old) and stmt.schema(old) is None:
+            continue  # MariaDB's RENAME TABLE IF EXISTS skips a pair whose table does not exist
         events.extend(_rename_one(stmt, old, new))
     return events
 

@@ -2,7 +2,7 @@
 
 One module per concern: ``kinds`` (reading a column type), ``doris_mapping`` (Doris and Arrow
 types), ``values`` (Python values, the binlog path), ``arrow`` (Arrow batches, the snapshot path),
-``time_zones``, ``charsets``, ``spatial``.
+``time_zones``, ``charsets``, ``spatial``, ``fixed_binary`` (MariaDB's UUID / INET6 / INET4).
 
 Two paths read rows and must agree value for value:
 
@@ -38,7 +38,11 @@ TEXT types, ENUM, SET       STRING                      string; SET as "a,b" in 
 BINARY/VARBINARY/BLOB       STRING                      base64 (BINARY(n) right-padded with 0x00)
 JSON                        JSONB                       the JSON text
 GEOMETRY & spatial          STRING                      WKT (``SRID=n;`` prefix when SRID ≠ 0)
+UUID / INET6 / INET4        VARCHAR(36 / 39 / 15)       the server's text (``fixed_binary``)
 ==========================  ==========================  ======================================
+
+MariaDB's UUID / INET6 / INET4 are a VARCHAR as wide as their longest text (all ASCII), not
+STRING: the width is exact, and a VARCHAR can be a Doris key (these are often primary keys).
 
 Bytes per character: Flink multiplies by 3, which truncates 4-byte UTF-8 (emoji) in utf8mb4
 columns; we multiply by 4 for utf8mb4 and by 3 otherwise.

@@ -16,7 +16,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_core.mysql.types.doris_mapping import doris_arrow_type
-from cdc_core.mysql.types.kinds import TypeKind, base_type, bit_width, fsp_of, kind_of, precision_scale
+from cdc_core.mysql.types.kinds import (
+    FIXED_BINARY_KINDS,
+    TypeKind,
+    base_type,
+    bit_width,
+    fsp_of,
+    kind_of,
+    precision_scale,
+)
 from cdc_core.mysql.types.spatial import wkb_to_wkt
 from cdc_core.mysql.types.time_zones import is_utc, offset_name, parse_tz
 from cdc_core.mysql.types.values import INVALID_DATE, from_text, zero_datetime_like
@@ -38,7 +46,8 @@ def select_expression(column: Column, *, tinyint1_as_boolean: bool = True, safe:
     TIMESTAMP are read natively (Arrow decimal / date / timestamp), formatted column-wise.
     Safe form: they come back as MySQL's own text — needed for zero dates such as
     ``0000-00-00``, which the native reader cannot represent (the reader falls back to it).
-    Always: wide DECIMAL and TIME as text, BIT as an unsigned integer, binary types as base64,
+    Always: wide DECIMAL, TIME and MariaDB's UUID / INET6 / INET4 as text (the server's own
+    rendering, which ``fixed_binary`` reproduces for the binlog), BIT as an unsigned integer, binary types as base64,
     spatial values as SRID + WKB.
     """
     kind = kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean)
@@ -47,7 +56,8 @@ def select_expression(column: Column, *, tinyint1_as_boolean: bool = True, safe:
         return q
     if kind in (TypeKind.DATE, TypeKind.DATETIME, TypeKind.TIMESTAMP) and not safe:
         return q
-    if kind in (TypeKind.DECIMAL, TypeKind.DATE, TypeKind.DATETIME, TypeKind.TIMESTAMP, TypeKind.TIME):
+    if kind in (TypeKind.DECIMAL, TypeKind.DATE, TypeKind.DATETIME, TypeKind.TIMESTAMP, TypeKind.TIME,
+                *FIXED_BINARY_KINDS):
         expr = f"CAST({q} AS CHAR)"
     elif kind == TypeKind.BIT:
         expr = f"CAST({q} AS UNSIGNED)"
@@ -124,7 +134,7 @@ def _convert_array(array: Any, column: Column, kind: str, tz: dt.tzinfo) -> Any:
         return array.cast(pa.int64() if n <= 63 else pa.uint64())
     if kind in (TypeKind.DATE, TypeKind.DATETIME, TypeKind.TIMESTAMP):
         return _temporal(array, kind, column, tz)
-    if kind in (TypeKind.TIME, TypeKind.STRING, TypeKind.ENUM, TypeKind.JSON, TypeKind.BINARY):
+    if kind in (TypeKind.TIME, TypeKind.STRING, TypeKind.ENUM, TypeKind.JSON, TypeKind.BINARY, *FIXED_BINARY_KINDS):
         return _as_text(array)
     if kind == TypeKind.SET:
         return _as_text(array)  # an empty set is '' (not NULL), as MySQL reads it

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from cdc_core.mysql.types.fixed_binary import TEXT_WIDTH
 from cdc_core.mysql.types.kinds import (
+    FIXED_BINARY_KINDS,
     TypeKind,
     base_type,
     bit_width,
@@ -67,6 +69,9 @@ def doris_type(column: Column, *, tinyint1_as_boolean: bool = True) -> str:
         return f"VARCHAR({n})" if n < 65533 else "STRING"
     if kind == TypeKind.JSON:
         return "JSONB"
+    if kind in FIXED_BINARY_KINDS:
+        # The text's longest form (ASCII, so characters = bytes): exact, and usable as a key.
+        return f"VARCHAR({TEXT_WIDTH[str(kind)]})"
     return "STRING"
 
 

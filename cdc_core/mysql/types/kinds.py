@@ -35,6 +35,9 @@ class TypeKind(StrEnum):
     BINARY = "binary"
     JSON = "json"
     GEOMETRY = "geometry"
+    UUID = "uuid"  # MariaDB 10.7+
+    INET6 = "inet6"  # MariaDB 10.5+
+    INET4 = "inet4"  # MariaDB 10.10+
 
 
 _INT_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
@@ -44,6 +47,10 @@ _SPATIAL_TYPES = {
     "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
     "geometrycollection", "geomcollection",
 }
+
+# MariaDB's fixed-binary types: stored as bytes, read as their text (``fixed_binary``).
+_FIXED_BINARY_TYPES = {"uuid", "inet6", "inet4"}
+FIXED_BINARY_KINDS = frozenset({TypeKind.UUID, TypeKind.INET6, TypeKind.INET4})
 
 
 def base_type(column: Column) -> str:
@@ -98,6 +105,8 @@ def kind_of(column: Column, *, tinyint1_as_boolean: bool = True) -> TypeKind:
         return TypeKind.JSON
     if base in _SPATIAL_TYPES:
         return TypeKind.GEOMETRY
+    if base in _FIXED_BINARY_TYPES:
+        return TypeKind(base)
     raise ValueError(f"column {column.name!r} has a MySQL type Tidemark cannot convert: {column.column_type!r}")
 
 

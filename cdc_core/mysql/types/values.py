@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from cdc_core.mysql.types.charsets import decode_text
+from cdc_core.mysql.types.fixed_binary import binlog_to_text
 from cdc_core.mysql.types.kinds import (
+    FIXED_BINARY_KINDS,
     TypeKind,
     base_type,
     bit_width,
@@ -185,7 +187,15 @@ def _convert(kind: str, column: Column, value: Any, tz: dt.tzinfo) -> Any:  # no
         return _json_text(value)
     if kind == TypeKind.GEOMETRY:
         return wkb_to_wkt(bytes(value))
+    if kind in FIXED_BINARY_KINDS:
+        return value if _is_fixed_binary_text(value) else binlog_to_text(str(kind), value)
     raise AssertionError(kind)
+
+
+def _is_fixed_binary_text(value: Any) -> bool:
+    """pymysql's text protocol already gives a UUID/INET value as its text (non-empty ``str``);
+    the binlog gives bytes, or ``''`` for a value that was all zero bytes."""
+    return isinstance(value, str) and value != ""
 
 
 INVALID_DATE = re.compile(r"^(0000|\d{4}-00|\d{4}-\d{2}-00)")

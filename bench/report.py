@@ -1,0 +1,362 @@
+"""The human side of ``bench/run_all.py``'s results: a markdown table and two PNG plots per run.
+
+    .venv/bin/python bench/report.py bench/results/<date>-<sha>.json
+
+rewrites ``<date>-<sha>.md`` and the plots next to a results JSON (e.g. after changing this file).
+Each figure sits beside the limit measured in the same run, and the peers beside Tidemark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# phases of `tidemark run --timings` (cdc_core/phases.py); "snapshot" and "binlog" enclose others, and
+# Spark starts lazily inside the first read_load (orchestration/resources.py), so it is taken out of it
+SNAPSHOT_PHASES = ("planning", "spark_start", "read_load", "commit", "reload_sweep", "resolve_pending", "parity",
+                   "verify")
+
+
+def split_phases(once: dict) -> dict[str, float]:
+    """Disjoint seconds per phase of one ``tidemark run --once``, plus ``rest`` (Dagster's runs and
+    events, process start and exit) so that they add up to the wall time."""
+    given = once.get("phases_s", {})
+    out = {p: float(given.get(p, 0.0)) for p in SNAPSHOT_PHASES}
+    if out["spark_start"] <= out["read_load"]:
+        out["read_load"] -= out["spark_start"]
+    out["rest"] = max(0.0, once["wall_s"] - sum(out.values()) - float(given.get("binlog", 0.0)))
+    return out
+
+
+def _n(value: float | int | None, unit: str = "", digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int) or (isinstance(value, float) and value >= 1000):
+        return f"{value:,.0f}{unit}"
+    return f"{value:.{digits}f}{unit}"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}×"
+
+
+def snapshot_rows(result: dict) -> list[str]:
+    peers = result.get("peers", {})
+    lines = ["| rows | `mariadb --quick` scan (limit) | `tidemark run --once` | ÷ limit | daemon backfill | ÷ limit | "
+             "naive reload (pandas → 1 stream load) | tap-mysql FULL_TABLE (to a null target) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in result.get("snapshot", []):
+        once, back = r["tidemark_run_once"], r.get("daemon_backfill", {})
+        naive = peers.get("naive_reload") if peers.get("rows") == r["rows"] else None
+        tap = peers.get("tap_full_table") if peers.get("rows") == r["rows"] else None
+        lines.append(
+            f"| {r['rows']:,} | {r['c_client_scan_s']:.2f} s ({r['c_client_rows_per_s']:,} rows/s) | "
+            f"{once['wall_s']:.1f} s ({once['rows_per_s']:,} rows/s) | {once['ratio_to_c_client_scan']}× | "
+            + (f"{back['wall_s']:.1f} s ({back.get('rows_per_s', 0):,} rows/s) | {back['ratio_to_c_client_scan']}× | "
+               if back else "- | - | ")
+            + (f"{naive['wall_s']:.1f} s ({naive['rows_per_s']:,} rows/s) | " if naive else "- | ")
+            + (f"{tap['wall_s']:.1f} s ({tap['rows_per_s']:,} rows/s) |" if tap else "- |"))
+    return lines
+
+
+def phase_rows(result: dict) -> list[str]:
+    names = [*SNAPSHOT_PHASES, "rest"]
+    lines = ["| rows | " + " | ".join(names) + " | wall |", "|---:|" + "---:|" * (len(names) + 1)]
+    for r in result.get("snapshot", []):
+        once = r["tidemark_run_once"]
+        split = split_phases(once)
+        lines.append(f"| {r['rows']:,} | " + " | ".join(f"{split[p]:.1f} s" for p in names)
+                     + f" | {once['wall_s']:.1f} s |")
+    return lines
+
+
+def binlog_rows(result: dict) -> list[str]:
+    b = result.get("binlog")
+    if not b:
+        return []
+    tap = result.get("peers", {}).get("tap_log_based")
+    return ["| row events | mysql-replication raw decode (limit) | `mariadb-binlog -v` (C) | Tidemark | ÷ raw | "
+            "÷ `mariadb-binlog` | tap-mysql LOG_BASED |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+            f"| {b['rows']:,} | {b['raw_mysql_replication_rows_per_s']:,} rows/s | "
+            f"{b['mariadb_binlog_v_rows_per_s']:,} rows/s | **{b['tidemark_rows_per_s']:,} rows/s** | "
+            f"{b['ratio_tidemark_to_raw']}× | {b['ratio_tidemark_to_mariadb_binlog']}× | "
+            + (f"{tap['rows_per_s']:,} rows/s ({tap['records']:,} records in {tap['wall_s']:.1f} s) |" if tap else "- |")]
+
+
+def freshness_rows(result: dict) -> list[str]:
+    lines = ["| write rate | rows measured | p50 | p90 | p99 | max | Dagster floor for p50 (limit) | p50 ÷ floor | "
+             "sensor interval | binlog runs (median run) | p50 ≤ 10 s, p99 ≤ 30 s |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for f in result.get("freshness", []):
+        s, runs = f["freshness_s"], f["binlog_runs"]
+        lines.append(
+            f"| {f['rate_rows_per_s']:,.0f} rows/s | {f['rows_measured']:,} | {s['p50']:.2f} s | {s['p90']:.2f} s | "
+            f"{s['p99']:.2f} s | {_n(s['max'], ' s')} | {_n(f['dagster_floor_p50_s'], ' s')} | "
+            f"{_ratio(f['ratio_p50_to_floor'])} | {_n(f['sensor'].get('interval_s_median'), ' s')} | "
+            f"{runs['runs']} ({_n(runs['started_to_finished_s_median'], ' s')}) | "
+            f"{'within' if f['ok'] else 'OVER'}{'' if not f['rows_missing_after_120s'] else ', rows MISSING'} |")
+    return lines
+
+
+def pause_rows(result: dict) -> list[str]:
+    p = result.get("schema_pause")
+    if not p:
+        return []
+    return ["| DDLs (`ADD COLUMN`, under a write load) | pause median | pause max | limit | max ÷ limit |",
+            "|---:|---:|---:|---:|---:|",
+            f"| {len(p['ddls'])} at {p['write_rate_rows_per_s']:.0f} rows/s | {p['pause_window_s']['median']:.2f} s | "
+            f"{p['pause_window_s']['max']:.2f} s | {p['limit_s']:.0f} s | {p['ratio_to_limit_max']}× |"]
+
+
+def memory_by_phase(result: dict) -> dict[str, dict[str, float]]:
+    phases: dict[str, dict[str, float]] = {}
+    for r in result.get("snapshot", []):
+        phases[f"snapshot {r['rows']:,}: run --once"] = r["tidemark_run_once"].get("peak_rss_mib", {})
+        if "daemon_backfill" in r:
+            phases[f"snapshot {r['rows']:,}: backfill"] = r["daemon_backfill"].get("peak_rss_mib", {})
+    for f in result.get("freshness", []):
+        phases[f"freshness {f['rate_rows_per_s']:,.0f} rows/s"] = f.get("peak_rss_mib", {})
+    if result.get("schema_pause"):
+        phases["schema pause"] = result["schema_pause"].get("peak_rss_mib", {})
+    for name, peer in result.get("peers", {}).items():
+        if isinstance(peer, dict) and "peak_rss_mib" in peer:
+            phases[f"peer: {name}"] = peer["peak_rss_mib"]
+    return phases
+
+
+def memory_rows(result: dict) -> list[str]:
+    phases = memory_by_phase(result)
+    kinds = sorted({k for mem in phases.values() for k in mem})
+    if not kinds:
+        return []
+    lines = ["| phase | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
+    for name, mem in phases.items():
+        lines.append(f"| {name} | " + " | ".join(_n(mem.get(k), "", 0) for k in kinds) + " |")
+    return lines
+
+
+def headline(result: dict, link: str) -> str:
+    """The README's table: one line per figure, its limit and the peers, all from one run."""
+    peers = result.get("peers", {})
+    lines = ["| measured | Tidemark | limit, same run | Tidemark ÷ limit | peers, same run |", "|---|---:|---:|---:|---|"]
+    for r in result.get("snapshot", []):
+        once, back = r["tidemark_run_once"], r.get("daemon_backfill")
+        peer = "-"
+        if peers.get("rows") == r["rows"] and "naive_reload" in peers:
+            peer = (f"naive reload {peers['naive_reload']['wall_s']:.1f} s; tap-mysql FULL_TABLE "
+                    f"{peers['tap_full_table']['wall_s']:.1f} s")
+        scan = f"`mariadb --quick` {r['c_client_scan_s']:.2f} s"
+        lines.append(f"| snapshot {r['rows']:,} rows, `tidemark run --once` | {once['wall_s']:.1f} s | {scan} | "
+                     f"{once['ratio_to_c_client_scan']}× | {peer} |")
+        if back:
+            lines.append(f"| snapshot {r['rows']:,} rows, backfill by the daemon | {back['wall_s']:.1f} s | {scan} | "
+                         f"{back['ratio_to_c_client_scan']}× | |")
+    b = result.get("binlog")
+    if b:
+        tap = peers.get("tap_log_based")
+        lines.append(f"| binlog, {b['rows']:,} row events | {b['tidemark_rows_per_s']:,} rows/s | raw decode "
+                     f"{b['raw_mysql_replication_rows_per_s']:,} rows/s; `mariadb-binlog -v` "
+                     f"{b['mariadb_binlog_v_rows_per_s']:,} rows/s | {b['ratio_tidemark_to_raw']}×; "
+                     f"{b['ratio_tidemark_to_mariadb_binlog']}× | "
+                     + (f"tap-mysql LOG_BASED {tap['rows_per_s']:,} rows/s |" if tap else "|"))
+    for f in result.get("freshness", []):
+        s = f["freshness_s"]
+        lines.append(f"| freshness at {f['rate_rows_per_s']:,.0f} rows/s, p50 / p99 | {s['p50']:.1f} s / {s['p99']:.1f} s | "
+                     f"Dagster floor {_n(f['dagster_floor_p50_s'], ' s', 1)} | {_ratio(f['ratio_p50_to_floor'])} | |")
+    sp = result.get("schema_pause")
+    if sp:
+        lines.append(f"| schema-change pause, max of {len(sp['ddls'])} | {sp['pause_window_s']['max']:.1f} s | "
+                     f"{sp['limit_s']:.0f} s (target) | {sp['ratio_to_limit_max']}× | |")
+    peaks: dict[str, float] = {}
+    for mem in memory_by_phase(result).values():
+        for kind, mib in mem.items():
+            peaks[kind] = max(peaks.get(kind, 0.0), mib)
+    if peaks:
+        ours = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(peaks.items()) if not k.startswith("peer_"))
+        theirs = ", ".join(f"{k[5:]} {v:,.0f}" for k, v in sorted(peaks.items()) if k.startswith("peer_"))
+        lines.append(f"| peak RSS per process kind (MiB) | {ours} | | | {theirs} |")
+    m = result["machine"]
+    lines += ["", f"From one `make bench` ({result['profile']} profile, {result['date'][:10]}, `{result['commit']}`, "
+              f"{m['cpus']} cores, {result['duration_s'] / 60:.0f} min): [all the figures and the plots]({link})."]
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, result: dict, link: str) -> bool:
+    """Replace the table between the bench markers of ``readme``; False when it has none."""
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    text = readme.read_text()
+    if start not in text or end not in text:
+        return False
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    readme.write_text(f"{before}{start}\n{headline(result, link)}\n{end}{after}")
+    return True
+
+
+def markdown(result: dict, plots: dict[str, str]) -> str:
+    m = result["machine"]
+    head = [
+        f"# Bench results: {result['date']} at `{result['commit']}`{' (uncommitted changes)' if result.get('dirty') else ''}, "
+        f"profile `{result['profile']}`",
+        "",
+        f"`make bench` on {m['cpus']} cores, {m['memory_gib']} GiB RAM, {m['os']}, Python {m['python']}, "
+        f"{m['mariadb']}. The whole run took {result['duration_s'] / 60:.1f} min; load average "
+        f"{m['loadavg_start']} at the start, {m.get('loadavg_end', '-')} at the end (other work on the machine "
+        "slows every figure, limits included). One MariaDB and one Doris stand-in served every phase. "
+        f"Raw figures: [`{result['json_name']}`]({result['json_name']}).",
+        "",
+        "Each figure stands beside its limit, measured in the same run on the same data: the C client's scan for "
+        "the snapshot, mysql-replication's bare decode (and the C `mariadb-binlog -v`) for the binlog, Dagster's "
+        "own sensor cadence and run launch for freshness. The table every throughput figure uses is "
+        "`t(id BIGINT PK, name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3))`.",
+        "",
+        "## Snapshot, with the peers",
+        "",
+        *snapshot_rows(result),
+        "",
+        "Where `tidemark run --once`'s time went (`--timings`; `read_load` without the Spark start inside it; "
+        "`rest`: Dagster's runs and events, process start and exit):",
+        "",
+        *phase_rows(result),
+        "",
+        "## Binlog throughput (row events/s, same binlog range)",
+        "",
+        *binlog_rows(result),
+        "",
+        "## Freshness (MySQL commit → row visible in Doris, daemon-driven sensor)",
+        "",
+        *freshness_rows(result),
+        "",
+        "The floor is half the median interval between the binlog sensor's ticks, plus the fastest "
+        "creation → start of a binlog run in the window, plus half the Doris poll interval: about what a "
+        "no-op run launched by the same sensor would show as p50. Tidemark's own work (reading, converting, "
+        "loading, committing) is the rest.",
+        "",
+        "## Schema-change pause (DDL commit → first later row visible in Doris)",
+        "",
+        *pause_rows(result),
+        "",
+        "## Peak memory per process kind (RSS, MiB, summed over processes of a kind)",
+        "",
+        *memory_rows(result),
+        "",
+    ]
+    for title, name in plots.items():
+        head += [f"![{title}]({name})", ""]
+    return "\n".join(head)
+
+
+def plot(result: dict, out_dir: Path, stem: str) -> dict[str, str]:
+    """Freshness over time (one line per write rate) and throughput per phase; returns title → file name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made: dict[str, str] = {}
+    fresh = result.get("freshness", [])
+    if fresh:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        for f in fresh:
+            data = f.get("series_t_median_max_s") or []
+            if not data:
+                continue
+            t, med, mx = zip(*data, strict=True)
+            line, = ax.plot(t, med, label=f"{f['rate_rows_per_s']:,.0f} rows/s: median per second")
+            ax.plot(t, mx, color=line.get_color(), alpha=0.35, linewidth=0.8)
+            if f.get("dagster_floor_p50_s"):
+                ax.axhline(f["dagster_floor_p50_s"], color=line.get_color(), linestyle=":", linewidth=0.8)
+        ax.axhline(10, color="grey", linestyle="--", linewidth=0.8, label="p50 limit 10 s")
+        ax.set_xlabel("seconds into the measured window")
+        ax.set_ylabel("freshness (s): commit → visible in Doris")
+        ax.set_title("Freshness over time (faint: max per second; dotted: Dagster floor)")
+        ax.legend(fontsize=8)
+        ax.set_ylim(bottom=0)
+        name = f"{stem}-freshness.png"
+        fig.tight_layout()
+        fig.savefig(out_dir / name, dpi=110)
+        plt.close(fig)
+        made["Freshness over time"] = name
+
+    bars: list[tuple[str, float, str]] = []  # label, rows/s, colour
+    peers = result.get("peers", {})
+    for r in result.get("snapshot", []):
+        rows = r["rows"]
+        bars.append((f"snapshot {rows:,}: mariadb --quick (limit)", r["c_client_rows_per_s"], "grey"))
+        bars.append((f"snapshot {rows:,}: tidemark run --once", r["tidemark_run_once"]["rows_per_s"], "tab:blue"))
+        if "daemon_backfill" in r:
+            bars.append((f"snapshot {rows:,}: daemon backfill", r["daemon_backfill"]["rows_per_s"], "tab:blue"))
+        if peers.get("rows") == rows:
+            for key, label in (("naive_reload", "naive reload"), ("tap_full_table", "tap-mysql FULL_TABLE")):
+                if key in peers:
+                    bars.append((f"snapshot {rows:,}: {label}", peers[key]["rows_per_s"], "tab:orange"))
+    b = result.get("binlog")
+    if b:
+        bars += [(f"binlog {b['rows']:,}: mariadb-binlog -v", b["mariadb_binlog_v_rows_per_s"], "grey"),
+                 (f"binlog {b['rows']:,}: mysql-replication raw (limit)", b["raw_mysql_replication_rows_per_s"], "grey"),
+                 (f"binlog {b['rows']:,}: tidemark", b["tidemark_rows_per_s"], "tab:blue")]
+        if "tap_log_based" in peers:
+            bars.append((f"binlog {b['rows']:,}: tap-mysql LOG_BASED", peers["tap_log_based"]["rows_per_s"], "tab:orange"))
+    snaps = result.get("snapshot", [])
+    if bars:
+        fig, axes = plt.subplots(1, 2, figsize=(13, 0.35 * len(bars) + 2),
+                                 gridspec_kw={"width_ratios": [3, 2]})
+        ax = axes[0]
+        labels, values, colours = zip(*bars, strict=True)
+        ax.barh(range(len(bars)), values, color=colours)
+        ax.set_yticks(range(len(bars)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("rows/s (log scale); grey: limits, blue: Tidemark, orange: peers")
+        for i, v in enumerate(values):
+            ax.text(v, i, f" {v:,.0f}", va="center", fontsize=7)
+        ax.set_title("Throughput per phase")
+        ax = axes[1]
+        if snaps:
+            bottoms = [0.0] * len(snaps)
+            names = [f"{r['rows']:,}" for r in snaps]
+            splits = [split_phases(r["tidemark_run_once"]) for r in snaps]
+            for p in (*SNAPSHOT_PHASES, "rest"):
+                vals = [split[p] for split in splits]
+                if any(vals):
+                    ax.bar(names, vals, bottom=bottoms, label=p)
+                    bottoms = [b_ + v for b_, v in zip(bottoms, vals, strict=True)]
+            ax.set_ylabel("seconds")
+            ax.set_xlabel("rows")
+            ax.set_title("tidemark run --once: seconds per phase")
+            ax.legend(fontsize=7)
+        else:
+            ax.axis("off")
+        fig.tight_layout()
+        name = f"{stem}-throughput.png"
+        fig.savefig(out_dir / name, dpi=110)
+        plt.close(fig)
+        made["Throughput per phase"] = name
+    return made
+
+
+def write(result: dict, json_path: Path) -> Path:
+    """The markdown and the plots next to ``json_path``; returns the markdown's path."""
+    stem = json_path.stem
+    plots = plot(result, json_path.parent, stem)
+    md = json_path.with_suffix(".md")
+    md.write_text(markdown({**result, "json_name": json_path.name}, plots))
+    return md
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("json", type=Path)
+    args = parser.parse_args()
+    md = write(json.loads(args.json.read_text()), args.json)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

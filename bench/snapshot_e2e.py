@@ -1,0 +1,332 @@
+"""The snapshot as a user runs it: ``tidemark run PIPELINE --once`` and a daemon-executed backfill
+of ``snapshot_chunks``, each beside the ``mariadb --quick`` scan of the same table in the same run.
+
+    .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile]
+        [--chunk-size 8096] [--parallelism 2] [--out bench/results/snapshot_e2e-<date>.json]
+
+For each row count: a private MariaDB and Doris stand-in on free ports, the table
+``shop.t(id BIGINT PK, name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3))`` filled in MariaDB,
+then, measured in the same run:
+
+* the limit: ``mariadb --quick -e 'SELECT * FROM shop.t' > /dev/null`` over TCP (best of 2);
+* ``tidemark run PIPELINE --once`` as a subprocess, wall time from exec to exit, its phases
+  (``--timings``: planning, Spark start, read + load, commits, parity, binlog) and the peak RSS of
+  each process it and the servers ran (sampled every 0.2 s from /proc through psutil);
+* (unless ``--no-daemon``) the same snapshot by a fresh pipeline state, launched as a UI backfill
+  of every ``snapshot_chunks`` partition (Dagster's GraphQL ``launchPartitionBackfill``) and
+  executed by ``dagster-daemon`` + the webserver under ``tidemark dev``: from the launch to the
+  backfill's COMPLETED, then its ratio to the ``tidemark run`` figure.
+
+Doris is checked to hold every row after each. ``--profile`` runs ``tidemark run`` under
+``py-spy record --subprocesses`` and writes a speedscope file next to the JSON.
+Prints a markdown table and writes the whole report as JSON (``bench/results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import requests
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from devstack.mysql import MariaDBServer  # noqa: E402
+from devstack.procs import free_port  # noqa: E402
+from devstack.stack import DorisStandIn  # noqa: E402
+
+VENV_BIN = Path(sys.executable).parent
+TARGET_5M_S = 40.0
+
+
+def fill(mysql: MariaDBServer, rows: int) -> int:
+    batches = max(1, rows // 100_000)
+    per = rows // batches
+    mysql.root_sql(
+        "DROP DATABASE IF EXISTS shop; CREATE DATABASE shop; CREATE TABLE shop.t (id BIGINT PRIMARY KEY, "
+        "name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3));"
+        + "".join(
+            f"INSERT INTO shop.t SELECT seq + {b * per}, CONCAT('customer-', seq + {b * per}, '-', MD5(seq)), "
+            f"(seq % 100000) / 100, '2026-01-01' + INTERVAL (seq + {b * per}) SECOND FROM shop.seq_1_to_{per};"
+            for b in range(batches)
+        )
+        + "ANALYZE TABLE shop.t;"
+    )
+    return batches * per
+
+
+def c_client_scan(port: int) -> float:
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.perf_counter()
+        subprocess.run(["mariadb", "--no-defaults", "--quick", "-h127.0.0.1", f"-P{port}", "-ucdc", "-pcdc", "-e",
+                        "SELECT * FROM shop.t"], stdout=subprocess.DEVNULL, check=True)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def kind_of(proc: psutil.Process, kinds: dict[str, str] | None = None) -> str | None:
+    """What a process is, from its command line; ``kinds`` (substring → kind) is tried first."""
+    try:
+        cmd = " ".join(proc.cmdline())
+    except (psutil.Error, OSError):
+        return None
+    if not cmd:
+        return None
+    for needle, kind in (kinds or {}).items():
+        if needle in cmd:
+            return kind
+    if "mariadbd" in cmd:
+        return "mariadbd"
+    if "devstack.doris" in cmd:
+        return "doris_standin"
+    if "java" in cmd:
+        return "spark_jvm"
+    if "pyspark" in cmd:
+        return "spark_python_workers"
+    if "dagster-daemon" in cmd or "dagster_daemon" in cmd or "daemon" in cmd.split()[-3:]:
+        return "dagster_daemon"
+    if "dagster-webserver" in cmd or "dagster_webserver" in cmd:
+        return "dagster_webserver"
+    if "dagster" in cmd and "api" in cmd:
+        return "dagster_code_server_or_run"
+    if "tidemark" in cmd:
+        return "tidemark"
+    return None
+
+
+class MemorySampler(threading.Thread):
+    """Peak RSS per kind of process (summed over processes of one kind at each sample), over the
+    given processes and their descendants only (other work on the machine is not counted)."""
+
+    def __init__(self, roots: list[int | None], interval_s: float = 0.2, kinds: dict[str, str] | None = None):
+        super().__init__(daemon=True)
+        self.roots = [r for r in roots if r]
+        self.kinds = kinds
+        self.interval_s = interval_s
+        self.peak: dict[str, int] = {}
+        self.halt = threading.Event()
+
+    def processes(self) -> list[psutil.Process]:
+        found = []
+        for pid in self.roots:
+            try:
+                root = psutil.Process(pid)
+                found += [root, *root.children(recursive=True)]
+            except (psutil.Error, OSError):  # gone meanwhile
+                continue
+        return found
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            now: dict[str, int] = {}
+            for proc in self.processes():
+                kind = kind_of(proc, self.kinds)
+                if kind is None:
+                    continue
+                try:
+                    now[kind] = now.get(kind, 0) + proc.memory_info().rss
+                except (psutil.Error, OSError):
+                    continue
+            for kind, rss in now.items():
+                self.peak[kind] = max(self.peak.get(kind, 0), rss)
+            self.halt.wait(self.interval_s)
+
+    def stop(self) -> dict[str, float]:
+        self.halt.set()
+        self.join()
+        return {k: round(v / 2**20, 1) for k, v in sorted(self.peak.items())}
+
+
+def pipeline_file(work: Path, name: str, mysql: MariaDBServer, doris: DorisStandIn, args: argparse.Namespace) -> Path:
+    path = work / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql.port, "username": "cdc",
+                   "password": "cdc", "tables": "shop.t", "server-id": "5400-5420",
+                   "scan.incremental.snapshot.chunk.size": args.chunk_size},
+        "sink": {"type": "doris", "fenodes": doris.fe_http, "username": "root", "password": "",
+                 "table.create.properties.replication_num": 1},
+        "pipeline": {"name": name, "parallelism": args.parallelism, "tidemark.state.dir": str(work / f"state-{name}")},
+    }))
+    return path
+
+
+def doris_count(doris: DorisStandIn, table: str = "t") -> int:
+    body = requests.post(f"http://{doris.fe_http}/api/query/default_cluster/shop", auth=("root", ""), timeout=60,
+                         json={"stmt": f"SELECT COUNT(*) FROM {table}"}).json()
+    return int(body["data"]["data"][0][0])
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
+
+
+def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int]) -> dict:
+    timings = work / "timings.json"
+    cmd = [str(VENV_BIN / "tidemark"), "run", str(pipeline), "--once", "--timings", str(timings)]
+    if profile is not None:
+        cmd = [str(VENV_BIN / "py-spy"), "record", "--subprocesses", "--rate", "50", "--format", "speedscope",
+               "-o", str(profile), "--", *cmd]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = MemorySampler([proc.pid, *servers])
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - t0
+    memory = sampler.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"tidemark run failed ({proc.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    return {"wall_s": round(wall, 2), "phases_s": json.loads(timings.read_text()) if timings.exists() else {},
+            "peak_rss_mib": memory}
+
+
+def daemon_backfill(work: Path, pipeline: Path, name: str, servers: list[int]) -> dict:
+    """``tidemark dev``; plan the splits (materialize snapshot_splits), then a backfill of every
+    snapshot_chunks partition, as the UI launches it; time from the launch to COMPLETED."""
+    from devstack.dagster_graphql import DagsterApi
+
+    port = free_port()
+    log = (work / f"dev-{name}.log").open("w")
+    dev = subprocess.Popen([str(VENV_BIN / "tidemark"), "dev", str(pipeline), "--port", str(port)], env=env(),
+                           cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    sampler = MemorySampler([dev.pid, *servers])
+    try:
+        api = DagsterApi(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if requests.get(f"{api.url}/server_info", timeout=5).ok:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline or dev.poll() is not None:
+                raise SystemExit(f"tidemark dev did not come up; see {log.name}")
+            time.sleep(0.5)
+        run_id = api.launch_job(f"{name}_splits_job")
+        if api.wait_run(run_id, timeout_s=600) != "SUCCESS":
+            raise SystemExit(f"planning the splits failed; see {log.name}")
+        sampler.start()
+        t0 = time.perf_counter()
+        backfill_id = api.backfill_all_partitions([name, "snapshot_chunks"], title="bench")
+        status = api.wait_backfill(backfill_id, timeout_s=3600)
+        wall = time.perf_counter() - t0
+        memory = sampler.stop()
+        if status not in ("COMPLETED", "COMPLETED_SUCCESS"):
+            raise SystemExit(f"the backfill ended {status}; see {log.name}")
+        return {"wall_s": round(wall, 2), "peak_rss_mib": memory}
+    finally:
+        os.killpg(dev.pid, signal.SIGINT)
+        try:
+            dev.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(dev.pid, signal.SIGKILL)
+        log.close()
+
+
+def doris_sql(doris: DorisStandIn, stmt: str, db: str = "information_schema") -> list:
+    body = requests.post(f"http://{doris.fe_http}/api/query/default_cluster/{db}", auth=("root", ""), timeout=120,
+                         json={"stmt": stmt}).json()
+    if body.get("code") != 0:
+        raise RuntimeError(f"Doris stand-in refused {stmt!r}: {str(body)[:300]}")
+    return (body.get("data") or {}).get("data") or []
+
+
+def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
+            stack: tuple[MariaDBServer, DorisStandIn] | None = None, log=lambda message: None) -> dict:
+    """One row count: fill ``shop.t``, the C client scan, ``tidemark run --once`` and (unless
+    ``args.no_daemon``) the daemon backfill. ``stack``: a running MariaDB and stand-in to use (and
+    leave running, with ``shop.t`` filled, for the peers of ``bench/run_all.py``); else its own."""
+    work = Path(tempfile.mkdtemp(prefix="tidemark-e2e-"))
+    if stack is None:
+        mysql = MariaDBServer(work / "mysql", port=free_port())
+        doris = DorisStandIn(work / "doris", fe_port=free_port(), be_port=free_port())
+        mysql.start()
+        doris.start()
+    else:
+        mysql, doris = stack
+    try:
+        rows = fill(mysql, rows_wanted)
+        doris_sql(doris, "DROP DATABASE IF EXISTS shop")
+        scan_s = c_client_scan(mysql.port)
+        report: dict = {"rows": rows, "chunk_size": args.chunk_size, "parallelism": args.parallelism,
+                        "c_client_scan_s": round(scan_s, 3), "c_client_rows_per_s": round(rows / scan_s)}
+        profile = out_dir / f"snapshot_e2e-{rows}.speedscope.json" if args.profile else None
+        log(f"{rows:,} rows in shop.t; mariadb --quick {scan_s:.2f} s; tidemark run --once...")
+        once = run_once(work, pipeline_file(work, "bench", mysql, doris, args), profile, [mysql.pid(), doris.pid()])
+        assert doris_count(doris) == rows, "Doris does not hold every row after tidemark run"
+        once["rows_per_s"] = round(rows / once["wall_s"])
+        once["ratio_to_c_client_scan"] = round(once["wall_s"] / scan_s, 1)
+        report["tidemark_run_once"] = once
+        if rows >= 5_000_000:
+            report["tidemark_run_once"]["within_40s"] = once["wall_s"] <= TARGET_5M_S
+        if not args.no_daemon:
+            log(f"tidemark run --once {once['wall_s']} s; the daemon backfill (tidemark dev)...")
+            doris_sql(doris, "DROP DATABASE IF EXISTS shop")  # the backfill starts from an empty Doris too
+            backfill = daemon_backfill(work, pipeline_file(work, "bench_ui", mysql, doris, args), "bench_ui",
+                                       [mysql.pid(), doris.pid()])
+            assert doris_count(doris) == rows, "Doris does not hold every row after the backfill"
+            backfill["rows_per_s"] = round(rows / backfill["wall_s"])
+            backfill["ratio_to_run_once"] = round(backfill["wall_s"] / once["wall_s"], 2)
+            backfill["ratio_to_c_client_scan"] = round(backfill["wall_s"] / scan_s, 1)
+            report["daemon_backfill"] = backfill
+        return report
+    finally:
+        if stack is None:
+            doris.stop()
+            mysql.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def markdown(reports: list[dict]) -> str:
+    lines = ["| rows | `mariadb --quick` scan | `tidemark run --once` | ratio | phases (s) | daemon backfill | ratio to run |",
+             "|---:|---:|---:|---:|---|---:|---:|"]
+    for r in reports:
+        once = r["tidemark_run_once"]
+        phases = ", ".join(f"{k} {v}" for k, v in once["phases_s"].items())
+        back = r.get("daemon_backfill", {})
+        lines.append(f"| {r['rows']:,} | {r['c_client_scan_s']} s | {once['wall_s']} s ({once['rows_per_s']:,} rows/s) | "
+                     f"{once['ratio_to_c_client_scan']}× | {phases} | {back.get('wall_s', '-')} s | "
+                     f"{back.get('ratio_to_run_once', '-')} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument("--chunk-size", type=int, default=8096)
+    parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--no-daemon", action="store_true", help="only tidemark run --once")
+    parser.add_argument("--profile", action="store_true", help="tidemark run under py-spy --subprocesses")
+    parser.add_argument("--keep", action="store_true", help="keep the servers' directories")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    out = args.out or ROOT / "bench" / "results" / f"snapshot_e2e-{dt.date.today()}-{sha or 'nogit'}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    reports = [measure(rows, args, out.parent) for rows in args.rows]
+    result = {"bench": "snapshot_e2e", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": sha,
+              "machine": {"cpus": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30)},
+              "reports": reports}
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(markdown(reports))
+    print(json.dumps(result, indent=2))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""One large binlog batch through the stream's own code path, timed: the profile target for the
+stream's throughput ceiling.
+
+Starts a private MariaDB and the Doris stand-in, snapshots a small ``ticks`` table with the
+pipeline service (in the driver, no Spark), then writes ``--rows`` single-row INSERTs in
+transactions of ``--per-commit`` rows (the binlog shape ``bench/freshness.py`` produces: a
+TableMap and a one-row WriteRows event per row) and applies them with what a ``binlog_stream``
+run calls: ``PipelineService.run_binlog_batch`` then ``commit_batch`` (the commit hook's call),
+repeated until the stream has caught up. Prints the time of each batch and the rows/s.
+
+Profile it (the stand-in is a child process, so ``--subprocesses`` separates its time)::
+
+    .venv/bin/py-spy record --subprocesses --format raw -o /tmp/stream.txt -- \\
+        .venv/bin/python bench/stream_batch.py --rows 100000
+    PYTHONPATH=. .venv/bin/python bench/stream_batch.py --rows 100000 [--max-events 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import pymysql
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from devstack.mysql import MariaDBServer  # noqa: E402
+from devstack.procs import free_port  # noqa: E402
+from devstack.stack import DorisStandIn  # noqa: E402
+
+DB = "stream_bench"
+PIPELINE = """
+source:
+  type: mysql
+  hostname: 127.0.0.1
+  port: {port}
+  username: cdc
+  password: cdc
+  tables: {db}.\\.*
+  server-id: 5700-5704
+  server-time-zone: UTC
+sink:
+  type: doris
+  fenodes: {fe}
+  username: root
+  password: ""
+  table.create.properties.replication_num: 1
+pipeline:
+  name: stream_bench
+  parallelism: 1
+  tidemark.state.dir: {state}
+  tidemark.binlog.max-events: {max_events}
+"""
+
+
+def _no_spark():
+    raise RuntimeError("the stream batch benchmark never starts Spark")
+
+
+def write_rows(conn, first_id: int, rows: int, per_commit: int) -> None:
+    """Single-row INSERTs, ``per_commit`` to a transaction (as ``devstack.workload.SteadyWriter``)."""
+    insert = f"INSERT INTO {DB}.ticks (id, payload, written_at) VALUES (%s, %s, %s)"
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    with conn.cursor() as cur:
+        for i in range(first_id, first_id + rows):
+            cur.execute(insert, (i, f"tick {i}", stamp))
+            if (i - first_id + 1) % per_commit == 0:
+                conn.commit()
+    conn.commit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--per-commit", type=int, default=2_500)
+    parser.add_argument("--max-events", type=int, default=200_000, help="tidemark.binlog.max-events")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the batches (the driver's side) into FILE")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    from cdc_core.config.pipeline import load_pipeline
+    from cdc_core.pipeline.service import PipelineService
+    from jobs.executor import SparkExecutor
+
+    work = Path(tempfile.mkdtemp(prefix="tidemark-stream-batch-"))
+    mysql = MariaDBServer(work / "mysql", port=free_port())
+    doris = DorisStandIn(work / "doris", fe_port=free_port(), be_port=free_port())
+    try:
+        mysql.start()
+        doris.start()
+        root = pymysql.connect(unix_socket=mysql.endpoint.root_socket, user="root", autocommit=False)
+        with root.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {DB}")
+            cur.execute(f"CREATE TABLE {DB}.ticks (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL, "
+                        "written_at DATETIME(6) NOT NULL)")
+        write_rows(root, 1, 100, 100)
+        path = work / "pipeline.yaml"
+        path.write_text(PIPELINE.format(port=mysql.endpoint.port, db=DB, fe=doris.fe_http, state=work / "state",
+                                        max_events=args.max_events))
+        service = PipelineService(load_pipeline(path), executor=SparkExecutor(_no_spark))
+        keys = list(service.plan_splits().chunk_keys)
+        service.run_chunks(keys)
+        service.commit_chunks(keys)
+        started = time.perf_counter()
+        write_rows(root, 1_000, args.rows, args.per_commit)
+        print(f"wrote {args.rows} rows in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        batches = []
+        profiler = None
+        if args.profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        total_started = time.perf_counter()
+        while service.binlog_lag().behind:
+            t0 = time.perf_counter()
+            batch = service.run_binlog_batch()
+            t1 = time.perf_counter()
+            assert service.commit_batch(batch.batch_id)
+            t2 = time.perf_counter()
+            events = sum(batch.events_per_table.values())
+            batches.append({"changes": events, "prepare_s": round(t1 - t0, 2), "commit_s": round(t2 - t1, 2)})
+            print(f"batch {batch.batch_id}: {events} change(s), prepared in {t1 - t0:.2f} s, "
+                  f"committed in {t2 - t1:.2f} s", file=sys.stderr)
+        total = time.perf_counter() - total_started
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile)
+        changes = sum(b["changes"] for b in batches)
+        service.close()
+        print(json.dumps({"rows": args.rows, "batches": batches, "total_s": round(total, 2),
+                          "changes_per_s": round(changes / total, 1)}, indent=2))
+        return 0
+    finally:
+        doris.stop()
+        mysql.stop()
+        if args.keep:
+            print(f"kept {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Before a run touches anything: can Tidemark log in to MySQL and to Doris?
+
+A wrong password or a server that is down would otherwise surface deep inside a step (a Dagster
+run that failed, a traceback), possibly after the state store was written. ``check_connections``
+asks each side one cheap question first — a MySQL login, Doris's ``SHOW DATABASES`` — and
+raises :class:`ConnectionCheckError` naming the side, the address, the user and the pipeline keys
+to check, never the password. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pymysql
+
+from cdc_core.doris.catalog import DorisCatalog
+from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.errors import DorisAuthError, DorisError
+from cdc_core.mysql.connection import (
+    NOTHING_ANSWERED,
+    MySqlConnectionSettings,
+    connection_error,
+    is_tls_failure,
+)
+
+logger = logging.getLogger(__name__)
+
+_MYSQL_REFUSED_LOGIN = {1045, 1044, 1698, 1862, 1820}
+
+
+class ConnectionCheckError(ConnectionError):
+    """MySQL or Doris cannot be used as configured; ``side`` is ``mysql`` or ``doris``."""
+
+    def __init__(self, side: str, message: str):
+        super().__init__(message)
+        self.side = side
+
+
+def check_mysql(definition: Any) -> None:
+    """Log in to the source (no statement beyond the login)."""
+    source = definition.source
+    settings = MySqlConnectionSettings.from_options(source)
+    where = f"MySQL at {settings.host}:{settings.port}"
+    try:
+        conn = pymysql.connect(**{**settings.pymysql_kwargs(),
+                                  "connect_timeout": max(1, int(min(settings.connect_timeout, 10)))})
+    except pymysql.err.MySQLError as exc:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        text = _redact(str(exc.args[1]) if len(exc.args) > 1 else str(exc), settings.password)
+        if is_tls_failure(text):  # the TLS options' own message (connection_error) names ssl-mode / ssl-ca
+            raise ConnectionCheckError("mysql", str(connection_error(settings, exc))) from exc
+        if code in _MYSQL_REFUSED_LOGIN:
+            raise ConnectionCheckError("mysql", (
+                f"{where} refused user '{settings.user}' ({text}; error {code}): check source.username and "
+                f"source.password in {definition.path} (a ${{VAR}} password comes from the environment)")) from exc
+        if code in NOTHING_ANSWERED or code is None:
+            raise ConnectionCheckError("mysql", (
+                f"{where} does not answer ({text}; error {code}): check source.hostname and source.port in "
+                f"{definition.path}, and that the server is up")) from exc
+        raise ConnectionCheckError("mysql", f"{where} refused the connection of user '{settings.user}' ({text}; "
+                                            f"error {code}): check the source block of {definition.path}") from exc
+    conn.close()
+
+
+def check_doris(definition: Any) -> None:
+    """Ask a Doris FE for its databases: the address answers and the user is let in."""
+    sink = definition.sink
+    client = DorisHttpClient.from_options(sink, max_retries=1)
+    try:
+        DorisCatalog(client).execute("information_schema", "SHOW DATABASES")
+    except DorisAuthError as exc:
+        raise ConnectionCheckError("doris", (
+            f"Doris (fenodes {sink.fenodes}) refused user '{sink.username}': check sink.username and sink.password "
+            f"in {definition.path} (a ${{VAR}} password comes from the environment)")) from exc
+    except DorisError as exc:
+        raise ConnectionCheckError("doris", (
+            f"the Doris FE at {sink.fenodes} does not answer: check sink.fenodes in {definition.path} (the FE's "
+            f"HTTP address, host:8030), and that the FE is up ({_why(client.redact(str(exc)))})")) from exc
+    finally:
+        client.close()
+
+
+def check_connections(definition: Any) -> None:
+    """MySQL, then Doris; the first that cannot be used raises :class:`ConnectionCheckError`."""
+    check_mysql(definition)
+    check_doris(definition)
+    logger.debug("%s: MySQL and Doris answer", definition.name)
+
+
+def _why(text: str) -> str:
+    """The gist of a failed request: what the socket said, or the start of Doris's answer."""
+    for gist in ("Connection refused", "Name or service not known", "No route to host", "timed out"):
+        if gist in text:
+            return gist.lower()
+    return text[:200]
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret else text

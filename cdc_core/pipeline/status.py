@@ -1,0 +1,268 @@
+"""Where one pipeline stands, read without moving it: what ``tidemark status`` shows.
+
+Everything comes from the state store, one MySQL connection (the server's position, the binlog
+files' sizes and clock, and a short binlog read for the age of the oldest change not applied) and
+one Doris request (is the FE there); no Spark, no Dagster run, and no state written: unlike the
+stream's own steps, this never fixes the startup mode or draws a label epoch, so asking for the
+status of a pipeline that never ran leaves it as it was (with an empty state store). The orchestration only
+formats the frozen :class:`PipelineStatus` (``orchestration/status.py``) and adds what Dagster
+knows (the last failed run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from cdc_core.doris.catalog import DorisCatalog
+from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.errors import DorisConnectionError, DorisError
+from cdc_core.mysql.binlog_distance import EventTimeUnavailable, bytes_between, first_event_time, server_time
+from cdc_core.mysql.finished_chunk import FinishedChunk
+from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
+from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.mysql.purge import binary_logs
+from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
+from cdc_core.mysql.startup import StartupPlan, resolve_startup
+from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext
+from cdc_core.pipeline.keys import chunk_key
+from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
+from cdc_core.state import BatchStatus, ChunkRecord, ChunkStatus
+
+logger = logging.getLogger(__name__)
+
+# Modes whose startup plan needs no server (a snapshot first): it can be known before it is fixed.
+_SNAPSHOT_MODES = ("initial", "snapshot")
+
+
+class Unreachable(ConnectionError):
+    """MySQL or Doris did not answer; ``system`` says which (``mysql`` or ``doris``)."""
+
+    def __init__(self, system: str, message: str):
+        super().__init__(message)
+        self.system = system
+
+
+class Phase(StrEnum):
+    """Where the pipeline is in its life."""
+
+    NOT_STARTED = "not_started"  # nothing planned, no stream start fixed
+    PLANNING = "planning"  # the split plan is being made (a huge table, several rounds)
+    SNAPSHOT = "snapshot"  # planned; not every chunk is committed yet
+    STREAMING = "streaming"  # the binlog stream may run (snapshot committed, or none needed)
+
+
+@dataclass(frozen=True)
+class TableProgress:
+    """One captured table's snapshot chunks by status."""
+
+    table: str
+    chunks: int
+    committed: int
+    prepared: int
+    running: int
+    pending: int
+
+
+@dataclass(frozen=True)
+class StreamPosition:
+    """The committed offset against the server's position now.
+
+    ``committed_offset`` is where the stream goes on from: the committed offset, or before the
+    first batch the start the snapshot fixed (the minimum high watermark); None while the stream
+    cannot start yet. ``seconds_behind`` is the age of the oldest change not applied (0 when not
+    behind); None with ``seconds_behind_unknown`` saying why when it cannot be read.
+    """
+
+    startup_mode: str
+    committed_offset: dict[str, Any] | None
+    server_offset: dict[str, Any]
+    behind: bool
+    bytes_behind: int | None
+    seconds_behind: float | None
+    seconds_behind_unknown: str | None = None
+    last_batch: dict[str, Any] | None = None  # the latest binlog batch: id, status, end offset
+
+
+@dataclass(frozen=True)
+class PendingTransaction:
+    """A Doris transaction the state store holds PREPARED (precommitted, not yet committed)."""
+
+    owner: str  # the chunk key or the binlog batch id
+    label: str
+    txn_id: Any
+    database: str | None
+    table: str | None
+
+
+@dataclass(frozen=True)
+class PipelineStatus:
+    """One pipeline's state, as ``tidemark status`` shows it (``to_dict`` is its ``--json``)."""
+
+    pipeline: str
+    phase: Phase
+    plan_complete: bool
+    snapshot_done: bool
+    tables: tuple[TableProgress, ...]
+    stream: StreamPosition
+    pending_transactions: tuple[PendingTransaction, ...]
+    binlog_paused: dict[str, Any] | None  # the pause flag a schema change (or a person) set
+    pending_ddl: dict[str, Any] | None  # the DDL the stream stopped before, waiting for its schema change
+    schema_registry: str  # the schema-change coordinator's state (IDLE when no change is under way)
+    schema_change_error: str | None  # the error the schema change under way recorded, if any
+    doris_fe: str  # the FE that answered
+
+    def chunk_totals(self) -> TableProgress:
+        """Every table's chunks added up (``table`` is ``*``)."""
+        fields = ("chunks", "committed", "prepared", "running", "pending")
+        return TableProgress("*", *(sum(getattr(t, f) for t in self.tables) for f in fields))
+
+    def to_dict(self) -> dict[str, Any]:
+        totals = dataclasses.asdict(self.chunk_totals())
+        del totals["table"]
+        return {
+            "pipeline": self.pipeline,
+            "phase": self.phase.value,
+            "snapshot": {"plan_complete": self.plan_complete, "done": self.snapshot_done, "chunks": totals,
+                         "tables": [dataclasses.asdict(t) for t in self.tables]},
+            "binlog": dataclasses.asdict(self.stream),
+            "pending_transactions": [dataclasses.asdict(t) for t in self.pending_transactions],
+            "paused": {"binlog": self.binlog_paused, "pending_ddl": self.pending_ddl,
+                       "schema_registry": self.schema_registry, "schema_change_error": self.schema_change_error},
+            "doris_fe": self.doris_fe,
+        }
+
+
+def pipeline_status(ctx: PipelineContext) -> PipelineStatus:
+    """Gather the status; :class:`Unreachable` when MySQL or Doris does not answer."""
+    store = ctx.store
+    with store.transaction(readonly=True) as tx:
+        chunks = tx.chunks()
+        assigner = tx.get(SNAPSHOT_NS, STATE_KEY)
+        planned_tables = tx.get(SNAPSHOT_NS, "tables", [])
+        saved_startup = tx.get(BINLOG_NS, "startup")
+        committed = tx.get(BINLOG_NS, "committed_offset")
+        plan_offset = tx.get(BINLOG_NS, "plan_offset")
+        pending_ddl = tx.get(BINLOG_NS, "pending_ddl")
+        paused = tx.get(PAUSE_NAMESPACE, PAUSE_KEY)
+        batches = tx.batches()
+    registry = SchemaRegistry(store)
+    current = registry.current() or {}
+    plan_complete = assigner is not None and AssignerState.from_dict(assigner).finished
+    snapshot_done = plan_complete and all(c.status is ChunkStatus.COMMITTED for c in chunks)
+    startup = _startup(ctx, saved_startup)
+    needs_snapshot = startup.snapshot if startup is not None else ctx.definition.source.startup_mode in _SNAPSHOT_MODES
+    if startup is None and not needs_snapshot:
+        phase = Phase.NOT_STARTED
+    elif not needs_snapshot or snapshot_done:
+        phase = Phase.STREAMING
+    elif assigner is None:
+        phase = Phase.NOT_STARTED
+    else:
+        phase = Phase.PLANNING if not plan_complete else Phase.SNAPSHOT
+    start = None
+    if phase is Phase.STREAMING and startup is not None:
+        finished = [FinishedChunk.from_state(c) for c in chunks if c.status is ChunkStatus.COMMITTED]
+        start = HybridSplitAssigner.resume_offset(
+            startup, finished, committed=None if committed is None else BinlogOffset.from_dict(committed),
+            plan_offset=None if plan_offset is None else BinlogOffset.from_dict(plan_offset))
+    stream = _stream_position(ctx, startup, start, batches)
+    doris_fe = _probe_doris(ctx)
+    return PipelineStatus(
+        pipeline=ctx.definition.name, phase=phase, plan_complete=plan_complete, snapshot_done=snapshot_done,
+        tables=_progress(chunks, planned_tables), stream=stream,
+        pending_transactions=_pending(chunks, batches), binlog_paused=paused or None, pending_ddl=pending_ddl,
+        schema_registry=current.get("status", "IDLE"), schema_change_error=current.get("error"), doris_fe=doris_fe,
+    )
+
+
+def _startup(ctx: PipelineContext, saved: dict[str, Any] | None) -> StartupPlan | None:
+    """The fixed startup plan; for a snapshot mode not fixed yet, the plan it will be (it needs no
+    server); None for a binlog-only mode whose start is not fixed yet (fixing it is the stream's)."""
+    if saved is not None:
+        return StartupPlan.from_dict(saved)
+    if ctx.definition.source.startup_mode in _SNAPSHOT_MODES:
+        return resolve_startup(ctx.definition.source, ctx.settings)
+    return None
+
+
+def _progress(chunks: list[ChunkRecord], planned: list[str]) -> tuple[TableProgress, ...]:
+    by_table: dict[str, list[ChunkRecord]] = {t: [] for t in planned}
+    for chunk in chunks:
+        by_table.setdefault(chunk.table_id, []).append(chunk)
+
+    def count(records: list[ChunkRecord], status: ChunkStatus) -> int:
+        return sum(1 for r in records if r.status is status)
+
+    return tuple(TableProgress(table, len(records), count(records, ChunkStatus.COMMITTED),
+                               count(records, ChunkStatus.PREPARED), count(records, ChunkStatus.RUNNING),
+                               count(records, ChunkStatus.PENDING))
+                 for table, records in by_table.items())
+
+
+def _pending(chunks: list[ChunkRecord], batches: list[Any]) -> tuple[PendingTransaction, ...]:
+    owners = [(chunk_key(*c.key), c.transactions) for c in chunks if c.status is ChunkStatus.PREPARED]
+    owners += [(b.batch_id, b.transactions) for b in batches if b.status is BatchStatus.PREPARED]
+    return tuple(PendingTransaction(owner, str(t.get("label", "")), t.get("txn_id"), t.get("db"), t.get("table"))
+                 for owner, transactions in owners for t in transactions or [])
+
+
+def _stream_position(ctx: PipelineContext, startup: StartupPlan | None, start: BinlogOffset | None,
+                     batches: list[Any]) -> StreamPosition:
+    where = f"the MySQL source {ctx.settings.host}:{ctx.settings.port}"
+    try:
+        with ctx.connection() as conn, conn.cursor() as cur:
+            server = ctx.server_offset()
+            logs = binary_logs(cur) if start is not None and start.file != server.file else []
+            now = server_time(cur)
+    except ConnectionError as exc:
+        raise Unreachable("mysql", f"{where} cannot be reached: {exc}") from exc
+    behind = start is not None and server > start
+    bytes_behind = None if start is None else bytes_between(logs, start, server)
+    seconds: float | None = None
+    unknown: str | None = None
+    if start is None:
+        unknown = ("the snapshot is not finished" if startup is not None and startup.snapshot
+                   else "the stream's start is not fixed yet (its first run fixes it)")
+    elif not behind:
+        seconds = 0.0
+    else:
+        try:
+            written = first_event_time(ctx.settings, ctx.definition.source.server_id_range(), start)
+        except EventTimeUnavailable as exc:
+            unknown = str(exc)
+        else:
+            seconds = 0.0 if written is None else max(0.0, round(now - written, 3))
+    last = max(batches, key=lambda b: BinlogOffset.from_dict(b.end_offset), default=None)
+    return StreamPosition(
+        startup_mode=startup.mode if startup is not None else ctx.definition.source.startup_mode,
+        committed_offset=None if start is None else start.to_dict(), server_offset=server.to_dict(),
+        behind=behind, bytes_behind=bytes_behind, seconds_behind=seconds, seconds_behind_unknown=unknown,
+        last_batch=None if last is None else {"batch_id": last.batch_id, "status": last.status.value,
+                                              "end_offset": last.end_offset},
+    )
+
+
+def _probe_doris(ctx: PipelineContext) -> str:
+    """Ask the FE for its databases (one request, one retry); the FE that answered."""
+    options = ctx.definition.sink
+    client = DorisHttpClient.from_options(options, max_retries=1)
+    started = time.monotonic()
+    try:
+        DorisCatalog(client).execute("information_schema", "SHOW DATABASES")
+    except DorisError as exc:
+        what = "cannot be reached" if isinstance(exc, DorisConnectionError) else "refused the status query"
+        raise Unreachable("doris", f"the Doris sink (fenodes {options.fenodes}) {what}: {exc} (check fenodes, username "
+                                   "and password in the pipeline's sink block, and that the FE is up)") from exc
+    finally:
+        client.close()
+    logger.debug("Doris FE answered in %.2f s", time.monotonic() - started)
+    return options.fenodes
+
+
+__all__ = ["Phase", "PendingTransaction", "PipelineStatus", "StreamPosition", "TableProgress", "Unreachable",
+           "pipeline_status"]

@@ -1,0 +1,142 @@
+"""The Doris tables a pipeline writes (its targets): which they are, their columns, their rows.
+
+The orchestration shows each target as an asset of its own. It needs two answers, at two costs:
+
+- ``doris_targets`` — every target and its expected columns, from the state store alone (the
+  schema history the planner and the schema changes recorded, mapped to Doris types and routed by
+  the pipeline's ``route:`` rules). No MySQL, no Doris: it runs when a code location loads.
+- ``target_updates`` — for the targets one chunk set or one binlog batch wrote, the table as
+  Doris has it after the commit: its columns (``GET _schema``) and its row count (``COUNT(*)``).
+  One or two requests per table written, made only after rows became visible.
+
+A table with a ``transform:`` rule gets the columns its projection makes, which only Spark
+knows; its load-time entry therefore has no columns, and its columns come from Doris once written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from cdc_core.doris.catalog import qualified
+from cdc_core.doris.routing import TableRouter
+from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
+from cdc_core.doris.table_creation import TableCreator, default_type_mapper
+from cdc_core.pipeline.context import PipelineContext, transform_rule_index
+from cdc_core.schema import TableId, TableSchema
+
+logger = logging.getLogger(__name__)
+
+# A schema recorded at any offset is at or before this one: the latest schema of a table.
+_LATEST = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class TargetColumn:
+    """One column of a Doris table as Tidemark creates it (hidden bookkeeping columns left out)."""
+
+    name: str
+    type: str
+    key: bool
+    nullable: bool
+
+
+@dataclass(frozen=True)
+class DorisTarget:
+    """One Doris table the pipeline loads, the source tables routed into it, its columns."""
+
+    table_id: str  # db.table in Doris
+    sources: tuple[str, ...]  # db.table in MySQL
+    columns: tuple[TargetColumn, ...]  # empty: not known without Doris (a transformed table)
+
+    @property
+    def database(self) -> str:
+        return TableId.parse(self.table_id).database
+
+    @property
+    def table(self) -> str:
+        return TableId.parse(self.table_id).table
+
+
+@dataclass(frozen=True)
+class TargetUpdate:
+    """A target right after a commit made rows visible in it: Doris's columns and row count."""
+
+    target: DorisTarget
+    rows: int
+
+
+def _latest_schemas(ctx: PipelineContext) -> dict[TableId, TableSchema]:
+    found: dict[TableId, TableSchema] = {}
+    with ctx.store.transaction(readonly=True) as tx:
+        for name in tx.schema_tables():
+            data = tx.schema_at(name, _LATEST)
+            if data is not None:  # None: the table was dropped
+                found[TableId.parse(name)] = TableSchema.from_dict(data)
+    return found
+
+
+def _expected_columns(creator: TableCreator, schema: TableSchema) -> tuple[TargetColumn, ...]:
+    keys = set(creator.key_columns(schema))
+    return tuple(
+        TargetColumn(c.name, creator.doris_type(c, key=c.name in keys), c.name in keys,
+                     c.name not in keys and bool(getattr(c, "nullable", True)))
+        for c in creator.ordered_columns(schema)
+    )
+
+
+def doris_targets(ctx: PipelineContext) -> list[DorisTarget]:
+    """Every Doris table the pipeline writes, from the state store only (empty before planning)."""
+    definition = ctx.definition
+    router = TableRouter.from_pipeline(definition)
+    creator = TableCreator(None, default_type_mapper(definition.source.tinyint1_as_boolean))  # type: ignore[arg-type]
+    sources: dict[TableId, list[TableSchema]] = {}
+    for table_id, schema in sorted(_latest_schemas(ctx).items(), key=lambda kv: str(kv[0])):
+        for target in router.route(table_id):
+            sources.setdefault(target, []).append(schema)
+    targets = []
+    for target, schemas in sorted(sources.items(), key=lambda kv: str(kv[0])):
+        transformed = any(transform_rule_index(definition, s.table_id) is not None for s in schemas)
+        columns = () if transformed else _expected_columns(creator, schemas[0])
+        targets.append(DorisTarget(str(target), tuple(str(s.table_id) for s in schemas), columns))
+    return targets
+
+
+def targets_of_sources(ctx: PipelineContext, source_tables: Iterable[str]) -> list[DorisTarget]:
+    """The targets the given source tables are routed into."""
+    wanted = set(source_tables)
+    return [t for t in doris_targets(ctx) if wanted.intersection(t.sources)]
+
+
+def targets_of_chunks(ctx: PipelineContext, chunk_keys: Iterable[str]) -> list[DorisTarget]:
+    """The targets a set of snapshot chunks (``db.table#00012``) loaded into."""
+    return targets_of_sources(ctx, {key.rpartition("#")[0] for key in chunk_keys})
+
+
+def targets_of_batch(ctx: PipelineContext, batch_id: str) -> list[DorisTarget]:
+    """The targets a binlog batch loaded changes into (none for a batch without row changes)."""
+    with ctx.store.transaction(readonly=True) as tx:
+        record = tx.batch(batch_id)
+    if record is None:
+        raise KeyError(f"binlog batch {batch_id} is not in the state store of pipeline '{ctx.definition.name}'")
+    return targets_of_sources(ctx, ((record.detail or {}).get("events_per_table") or {}).keys())
+
+
+def target_update(ctx: PipelineContext, target: DorisTarget) -> TargetUpdate:
+    """The target as Doris has it now: its columns (from Doris) and its row count."""
+    catalog = ctx.sink.catalog
+    info = catalog.table_info(target.database, target.table)
+    columns = target.columns
+    if info is not None:
+        columns = tuple(
+            TargetColumn(c.name, c.type, c.is_key, c.nullable) for c in info.columns
+            if c.name not in (DELETE_SIGN, SEQUENCE_COLUMN) and not c.name.startswith("__DORIS_")
+        )
+    result = catalog.execute(target.database, f"SELECT COUNT(*) FROM {qualified(target.database, target.table)}")
+    rows = int(result.rows[0][0]) if result.rows else 0
+    return TargetUpdate(DorisTarget(target.table_id, target.sources, columns), rows)
+
+
+__all__ = ["DorisTarget", "TargetColumn", "TargetUpdate", "doris_targets", "target_update", "targets_of_batch",
+           "targets_of_chunks", "targets_of_sources"]

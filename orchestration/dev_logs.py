@@ -1,0 +1,86 @@
+"""What ``tidemark dev`` shows of Dagster's output: warnings and errors; the rest goes to log files.
+
+The daemon logs an INFO line per sensor every few seconds ("Checking for new runs for sensor…",
+"…skipped…"), which buries anything that matters. Dagster's ``--log-level`` would drop those lines
+altogether, and they are what one reads when a sensor does not do what one expects; so instead
+``tidemark dev`` reads each process's output itself: every line goes to ``<name>.log`` in the
+instance's ``dev_logs/`` directory (``orchestration/dev.py``), and only lines at WARNING or above
+(or every line, with ``--verbose``) also go to the terminal.
+
+A line's level is the ``- LEVEL -`` field of Dagster's log format (``asctime - logger - LEVEL -
+message``) or uvicorn's ``LEVEL:`` prefix; a line without one (a traceback's lines, a message's
+continuation) has the level of the last line that had one, so a whole traceback follows its error.
+Output that never named a level is shown: hiding what we cannot classify could hide a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import threading
+from pathlib import Path
+from typing import IO, TextIO
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LEVEL_NAMES = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+_DAGSTER_LEVEL = re.compile(rf" - ({_LEVEL_NAMES}) - ")
+_PREFIX_LEVEL = re.compile(rf"^({_LEVEL_NAMES}):\s")
+
+logger = logging.getLogger(__name__)
+
+
+def line_level(line: str) -> int | None:
+    """The logging level a line of Dagster's output states, or None when it states none."""
+    text = _ANSI.sub("", line)
+    match = _DAGSTER_LEVEL.search(text) or _PREFIX_LEVEL.match(text)
+    if match is None:
+        return None
+    name = match.group(1)
+    return {"WARN": logging.WARNING, "FATAL": logging.CRITICAL}.get(name) or logging.getLevelName(name)
+
+
+class LevelFilter:
+    """Decides line by line what reaches the terminal (``show``); one per output stream, since
+    a line without a level inherits the level of the stream's previous one."""
+
+    def __init__(self, threshold: int = logging.WARNING):
+        self.threshold = threshold
+        self._current: int | None = None
+
+    def show(self, line: str) -> bool:
+        level = line_level(line)
+        if level is not None:
+            self._current = level
+        return self._current is None or self._current >= self.threshold
+
+
+class LogRelay(threading.Thread):
+    """Copies one child's output to its log file, and what the filter lets through to ``terminal``."""
+
+    def __init__(self, name: str, source: IO[bytes], log_file: Path, terminal: TextIO | None = None,
+                 verbose: bool = False):
+        super().__init__(name=f"tidemark-dev-{name}-log", daemon=True)
+        self.source = source
+        self.log_file = log_file
+        self.terminal = terminal
+        self.filter = LevelFilter(logging.NOTSET if verbose else logging.WARNING)
+
+    def run(self) -> None:
+        terminal: TextIO | None = self.terminal or sys.stderr
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as log:
+            for raw in iter(self.source.readline, b""):
+                log.write(raw)
+                log.flush()
+                line = raw.decode("utf-8", errors="replace")
+                if terminal is not None and self.filter.show(line):
+                    try:
+                        terminal.write(line)
+                        terminal.flush()
+                    except (OSError, ValueError):  # the terminal is gone: the log file goes on
+                        terminal = None
+        self.source.close()
+
+
+__all__ = ["LevelFilter", "LogRelay", "line_level"]

@@ -1,0 +1,136 @@
+"""The Doris tables as assets: one ``doris/<db>/<table>`` asset per table a pipeline writes.
+
+Which tables those are is known only after discovery (the ``tables`` selector against the server,
+then the ``route:`` rules), so the assets are built when the code location loads, from the state
+store (``PipelineService.doris_targets``: the schema history the split plan recorded; no MySQL,
+no Doris). A pipeline that has not planned yet has none; after ``snapshot_splits`` (or a schema
+change that brings in a table), reloading the code location (the UI's Reload, or restarting
+``tidemark dev``) shows them. Reading the state store beats asking MySQL at load time: loading
+stays fast and works while MySQL is down, and it lists exactly the tables the pipeline loads.
+
+They are external assets (``AssetSpec``): no Dagster step computes them, the pipeline's own
+assets load them, and Dagster's UI offers no Materialize button that could not do anything. The
+commit hooks (``orchestration/hooks.py``) report an ``AssetMaterialization`` for every table a
+snapshot run or a binlog batch made rows visible in, after the commit and never before it,
+carrying Dagster's standard ``dagster/column_schema`` and ``dagster/row_count``. Downstream
+assets (dbt models, exports) can therefore depend on a Doris table and be automated on it.
+
+Each table has a time-window ``FreshnessPolicy`` (Dagster's successor of the freshness checks
+``build_last_update_freshness_checks`` made, which 1.13 marks superseded): it fails when no
+commit touched the table for ``TIDEMARK_FRESHNESS_FAIL_MINUTES`` (default 1440) and warns after
+``TIDEMARK_FRESHNESS_WARN_MINUTES`` (default 60). A table whose MySQL source is not written
+goes stale too: the policy says when the table last changed, not whether the stream runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from datetime import timedelta
+
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    AssetSpec,
+    DagsterInstance,
+    FreshnessPolicy,
+    MetadataValue,
+    TableColumn,
+    TableColumnConstraints,
+    TableSchema,
+)
+
+from cdc_core.pipeline.targets import DorisTarget, TargetColumn, TargetUpdate
+from orchestration.pipelines import PipelineHandle
+
+logger = logging.getLogger(__name__)
+
+FAIL_ENV = "TIDEMARK_FRESHNESS_FAIL_MINUTES"
+WARN_ENV = "TIDEMARK_FRESHNESS_WARN_MINUTES"
+DEFAULT_FAIL_MINUTES = 24 * 60
+DEFAULT_WARN_MINUTES = 60
+
+
+def doris_table_key(table_id: str) -> AssetKey:
+    """``doris/<db>/<table>``: the key names the Doris table, not the pipeline, so a downstream
+    asset depends on the table wherever it comes from."""
+    database, _, table = table_id.partition(".")
+    return AssetKey(["doris", database, table])
+
+
+def _minutes(env: str, default: int) -> int:
+    text = os.environ.get(env)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise ValueError(f"{env}={text!r} is not a whole number of minutes; set it like {env}={default}") from exc
+    if value <= 0:
+        raise ValueError(f"{env}={text!r} must be a positive number of minutes; set it like {env}={default}")
+    return value
+
+
+def freshness_policy() -> FreshnessPolicy:
+    fail = _minutes(FAIL_ENV, DEFAULT_FAIL_MINUTES)
+    warn = _minutes(WARN_ENV, DEFAULT_WARN_MINUTES)
+    if warn >= fail:
+        raise ValueError(f"{WARN_ENV}={warn} must be less than {FAIL_ENV}={fail}; lower the warning window")
+    return FreshnessPolicy.time_window(fail_window=timedelta(minutes=fail), warn_window=timedelta(minutes=warn))
+
+
+def column_schema(columns: Sequence[TargetColumn]) -> TableSchema:
+    return TableSchema(columns=[
+        TableColumn(c.name, c.type, description="key" if c.key else None,
+                    constraints=TableColumnConstraints(nullable=c.nullable, unique=False))
+        for c in columns
+    ])
+
+
+def doris_table_specs(handle: PipelineHandle, targets: Sequence[DorisTarget]) -> list[AssetSpec]:
+    """One external asset per Doris table, downstream of the assets that load it."""
+    policy = freshness_policy()
+    specs = []
+    for target in targets:
+        metadata: dict[str, object] = {
+            "dagster/table_name": target.table_id,
+            "sources": MetadataValue.json(list(target.sources)),
+            "pipeline": handle.slug,
+        }
+        if target.columns:
+            metadata["dagster/column_schema"] = column_schema(target.columns)
+        specs.append(AssetSpec(
+            key=doris_table_key(target.table_id),
+            deps=[handle.chunks_key, handle.binlog_key],
+            group_name=handle.slug,
+            kinds={"doris"},
+            metadata=metadata,
+            freshness_policy=policy,
+            description=(f"The Doris table {target.table_id}, loaded by pipeline '{handle.slug}' from "
+                         f"{', '.join(target.sources)}. Materialized when a snapshot run or a binlog batch "
+                         "commits rows into it."),
+        ))
+    return specs
+
+
+def report_written(instance: DagsterInstance, updates: Sequence[TargetUpdate], *, run_id: str, by: str) -> None:
+    """Record a materialization of each Doris table a commit made rows visible in."""
+    for update in updates:
+        metadata: dict[str, object] = {
+            "dagster/row_count": MetadataValue.int(update.rows),
+            "committed_by": by,
+            "committing_run": MetadataValue.dagster_run(run_id),
+        }
+        if update.target.columns:
+            metadata["dagster/column_schema"] = column_schema(update.target.columns)
+        instance.report_runless_asset_event(AssetMaterialization(
+            asset_key=doris_table_key(update.target.table_id),
+            description=f"{by} committed rows into {update.target.table_id}",
+            metadata=metadata,
+        ))
+    if updates:
+        logger.info("reported %d Doris table materialization(s) after %s", len(updates), by)
+
+
+__all__ = ["doris_table_key", "doris_table_specs", "freshness_policy", "report_written"]

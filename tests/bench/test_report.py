@@ -1,0 +1,98 @@
+"""bench/report.py: the results table and README block ``make bench`` writes, from a report dict.
+
+The figures here are made up; what is checked is that each lands beside its limit and its peers,
+that the snapshot's phases add up to the wall time, and that the README keeps its text outside
+the markers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def report():
+    spec = importlib.util.spec_from_file_location("bench_report", BENCH / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_report"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def result() -> dict:
+    return {
+        "profile": "full", "date": "2026-11-23T20:00:00+00:00", "commit": "abc1234", "duration_s": 1200.0,
+        "machine": {"cpus": 2, "memory_gib": 24, "os": "Debian", "python": "3.11.7", "mariadb": "MariaDB 10.11",
+                    "loadavg_start": [0.1, 0.1, 0.1]},
+        "snapshot": [{
+            "rows": 1_000_000, "c_client_scan_s": 0.64, "c_client_rows_per_s": 1_562_500,
+            "tidemark_run_once": {"wall_s": 36.2, "rows_per_s": 27_624, "ratio_to_c_client_scan": 56.6,
+                                  "phases_s": {"planning": 0.5, "spark_start": 10.9, "read_load": 22.1, "commit": 3.8,
+                                               "parity": 1.9, "snapshot": 30.0},
+                                  "peak_rss_mib": {"tidemark": 240.0, "spark_jvm": 900.0, "mariadbd": 170.0}},
+            "daemon_backfill": {"wall_s": 86.6, "rows_per_s": 11_547, "ratio_to_c_client_scan": 135.3,
+                                "peak_rss_mib": {"dagster_daemon": 130.0}},
+        }],
+        "peers": {"rows": 1_000_000,
+                  "naive_reload": {"wall_s": 40.0, "rows_per_s": 25_000, "peak_rss_mib": {"peer_naive_reload": 900.0}},
+                  "tap_full_table": {"wall_s": 50.0, "rows_per_s": 20_000, "records": 1_000_000,
+                                     "peak_rss_mib": {"peer_tap_mysql": 50.0}},
+                  "tap_log_based": {"wall_s": 45.0, "rows_per_s": 22_222, "records": 1_000_000,
+                                    "peak_rss_mib": {"peer_tap_mysql": 55.0}}},
+        "binlog": {"rows": 1_000_000, "raw_mysql_replication_rows_per_s": 60_000, "tidemark_rows_per_s": 168_000,
+                   "mariadb_binlog_v_rows_per_s": 2_400_000, "ratio_tidemark_to_raw": 2.8,
+                   "ratio_tidemark_to_mariadb_binlog": 0.07},
+        "freshness": [{"rate_rows_per_s": 200, "rows_measured": 18_000, "rows_missing_after_120s": 0, "ok": True,
+                       "freshness_s": {"p50": 3.0, "p90": 5.0, "p99": 5.8, "max": 6.1}, "dagster_floor_p50_s": 2.6,
+                       "ratio_p50_to_floor": 1.15, "sensor": {"interval_s_median": 5.0},
+                       "binlog_runs": {"runs": 18, "started_to_finished_s_median": 1.2},
+                       "series_t_median_max_s": [[0, 2.0, 3.0], [1, 4.0, 5.0]], "peak_rss_mib": {}}],
+        "schema_pause": {"ddls": [{}, {}, {}], "write_rate_rows_per_s": 20.0, "limit_s": 30.0,
+                         "pause_window_s": {"median": 9.0, "max": 11.0}, "ratio_to_limit_max": 0.37,
+                         "peak_rss_mib": {}},
+    }
+
+
+def test_phases_add_up_to_the_wall_time_with_spark_taken_out_of_read_load(report):
+    split = report.split_phases(result()["snapshot"][0]["tidemark_run_once"])
+    assert split["read_load"] == pytest.approx(22.1 - 10.9)
+    assert sum(split.values()) == pytest.approx(36.2)
+    assert split["rest"] == pytest.approx(36.2 - 0.5 - 10.9 - 11.2 - 3.8 - 1.9)
+
+
+def test_each_figure_stands_beside_its_limit_and_the_peers(report):
+    text = report.markdown({**result(), "json_name": "r.json"}, {"Freshness over time": "r-freshness.png"})
+    snapshot = next(line for line in text.splitlines() if line.startswith("| 1,000,000 |"))
+    assert "0.64 s" in snapshot and "36.2 s" in snapshot and "56.6×" in snapshot
+    assert "40.0 s (25,000 rows/s)" in snapshot and "50.0 s (20,000 rows/s)" in snapshot
+    assert "**168,000 rows/s**" in text and "22,222 rows/s" in text
+    assert "| 200 rows/s | 18,000 | 3.00 s |" in text
+    assert "![Freshness over time](r-freshness.png)" in text
+    memory = next(line for line in text.splitlines() if line.startswith("| snapshot 1,000,000: run --once |"))
+    assert "900" in memory and "170" in memory
+
+
+def test_the_readme_block_is_replaced_between_its_markers_only(report, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- bench:start -->\nold table\n<!-- bench:end -->\noutro\n")
+    assert report.update_readme(readme, result(), "bench/RESULTS.md")
+    text = readme.read_text()
+    assert text.startswith("intro\n<!-- bench:start -->\n| measured |") and text.endswith("<!-- bench:end -->\noutro\n")
+    assert "old table" not in text and "(bench/RESULTS.md)" in text
+    assert "tap-mysql LOG_BASED 22,222 rows/s" in text
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers\n")
+    assert not report.update_readme(plain, result(), "x") and plain.read_text() == "no markers\n"
+
+
+def test_the_plots_are_written_next_to_the_results(report, tmp_path):
+    made = report.plot(result(), tmp_path, "r")
+    assert made == {"Freshness over time": "r-freshness.png", "Throughput per phase": "r-throughput.png"}
+    for name in made.values():
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

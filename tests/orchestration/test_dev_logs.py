@@ -1,0 +1,82 @@
+"""``tidemark dev`` is quiet by default: Dagster's INFO lines (every sensor tick) go only to the log
+files, warnings and errors (with their tracebacks) also reach the terminal; ``-v`` shows all."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+
+from orchestration.cli import build_parser
+from orchestration.dev_logs import LevelFilter, LogRelay, line_level
+
+# As dagster-daemon prints them (captured from a run; colored format, ANSI codes and all).
+ESC = "\x1b"
+DAEMON = [
+    f"{ESC}[32m2026-11-23 15:19:33 +0000{ESC}[0m - dagster - {ESC}[34mWARNING{ESC}[0m - /x/sensor_definition.py:809: "
+    "BetaWarning: Parameter `owners` of initializer `SensorDefinition.__init__` is currently in beta\n",
+    "  return SensorDefinition(\n",
+    "\n",
+    f"{ESC}[32m2026-11-23 15:19:33 +0000{ESC}[0m - dagster.daemon - {ESC}[34mINFO{ESC}[0m - Instance is configured "
+    "with the following daemons: ['AssetDaemon', 'SensorDaemon']\n",
+    f"{ESC}[32m2026-11-23 15:19:38 +0000{ESC}[0m - dagster.daemon.SensorDaemon - {ESC}[34mINFO{ESC}[0m - Checking for "
+    "new runs for sensor: shop_binlog_sensor\n",
+    f"{ESC}[32m2026-11-23 15:19:38 +0000{ESC}[0m - dagster.daemon.SensorDaemon - {ESC}[34mINFO{ESC}[0m - Sensor "
+    "shop_binlog_sensor skipped: the snapshot of 'shop' is not finished\n",
+    f"{ESC}[32m2026-11-23 15:19:43 +0000{ESC}[0m - dagster.daemon.SensorDaemon - {ESC}[31mERROR{ESC}[0m - Sensor "
+    "shop_binlog_sensor: Error occurred during the execution of evaluation_fn\n",
+    "Traceback (most recent call last):\n",
+    '  File "/x/sensors.py", line 40, in binlog_sensor\n',
+    "ConnectionError: cannot connect to MySQL as cdc@127.0.0.1:3307\n",
+    f"{ESC}[32m2026-11-23 15:19:48 +0000{ESC}[0m - dagster.daemon.SensorDaemon - {ESC}[34mINFO{ESC}[0m - Checking for "
+    "new runs for sensor: shop_ddl_sensor\n",
+]
+
+
+def test_line_levels_of_dagster_and_uvicorn_output():
+    assert line_level(DAEMON[0]) == logging.WARNING
+    assert line_level(DAEMON[4]) == logging.INFO
+    assert line_level(DAEMON[6]) == logging.ERROR
+    assert line_level("2026-11-23 15:19:43 +0000 - dagster-webserver - CRITICAL - boom\n") == logging.CRITICAL
+    assert line_level("WARNING:  Invalid HTTP request received.\n") == logging.WARNING
+    assert line_level("INFO:     Uvicorn running on http://127.0.0.1:3000\n") == logging.INFO
+    assert line_level("Traceback (most recent call last):\n") is None
+
+
+def test_the_terminal_gets_warnings_and_errors_with_their_tracebacks():
+    shown = _filtered(LevelFilter(), DAEMON)
+    assert shown == DAEMON[0:3] + DAEMON[6:10]
+    assert not any("Checking for new runs" in line or "skipped" in line for line in shown)
+
+
+def test_output_that_never_states_a_level_is_shown():
+    assert _filtered(LevelFilter(), ["Serving dagster-webserver on http://127.0.0.1:3000\n"]) == \
+        ["Serving dagster-webserver on http://127.0.0.1:3000\n"]
+
+
+def test_verbose_shows_everything():
+    assert _filtered(LevelFilter(logging.NOTSET), DAEMON) == DAEMON
+
+
+def _filtered(level_filter: LevelFilter, lines: list[str]) -> list[str]:
+    return [line for line in lines if level_filter.show(line)]
+
+
+def test_the_relay_writes_every_line_to_the_file_and_the_filtered_ones_to_the_terminal(tmp_path):
+    read, write = os.pipe()
+    with os.fdopen(write, "wb") as out:
+        out.write("".join(DAEMON).encode())
+    terminal = io.StringIO()
+    relay = LogRelay("daemon", os.fdopen(read, "rb"), tmp_path / "logs" / "daemon.log", terminal)
+    relay.start()
+    relay.join(30)
+    assert not relay.is_alive()
+    assert (tmp_path / "logs" / "daemon.log").read_text() == "".join(DAEMON)
+    assert terminal.getvalue() == "".join(DAEMON[0:3] + DAEMON[6:10])
+
+
+def test_dev_takes_verbose():
+    args = build_parser().parse_args(["dev", "p.yaml"])
+    assert (args.pipelines, args.verbose, args.port) == (["p.yaml"], False, 3000)
+    assert build_parser().parse_args(["dev", "p.yaml", "-v"]).verbose
+    assert build_parser().parse_args(["dev", "--verbose", "a.yaml", "b.yaml"]).pipelines == ["a.yaml", "b.yaml"]

@@ -1,0 +1,106 @@
+"""The Dagster UI in a real browser: a pipeline after its snapshot, served by ``dagster-webserver``
+(as ``tidemark dev`` starts it), rendered by Debian's headless Chromium page by page: the asset
+graph, the checks, the ``snapshot_chunks`` partitions, the automation page and the snapshot run.
+
+The screenshots (and the rendered DOM) stay in the test's tmp directory under ``ui/``, and are
+copied to ``$TIDEMARK_UI_ARTIFACTS`` when it is set.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+from rich.console import Console
+
+from devstack.dagster_graphql import DagsterApi
+from devstack.procs import free_port
+from orchestration.definitions import build_definitions
+from orchestration.dev import DagsterServices
+from orchestration.instance import prepare_home
+from orchestration.pipelines import PipelineHandle
+from orchestration.run_once import OnceRun
+from tests.browser import Browser, chromium_missing
+from tests.orchestration.test_e2e_dagster import _create_tables, write_e2e_pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fresh_db, doris_standin, tmp_path,
+                                                     spark_session):
+    assert chromium_missing() is None, chromium_missing()
+    _create_tables(root_conn, fresh_db)
+    name = f"ui_{fresh_db}"
+    path = tmp_path / f"{name}.yaml"
+    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, name,
+                       tmp_path / "state")
+    handle = PipelineHandle.load(path)
+    home = prepare_home(tmp_path / "dagster")
+    services = DagsterServices([path], home, port=free_port(), daemon=False, log_dir=tmp_path / "logs",
+                               working_dir=ROOT)
+    started = time.monotonic()
+    out = tmp_path / "ui"
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            # The split plan first: the code location the webserver loads then has the Doris table assets.
+            build_definitions([handle]).resolve_job_def(handle.splits_job_name).execute_in_process(instance=instance)
+            services.start()  # it loads while the snapshot runs, in process, on the instance it serves
+            OnceRun(handle, instance, console=Console(stderr=True, quiet=True), parity_checks=False).run()
+            runs = instance.get_runs(filters=dg.RunsFilter(job_name=handle.snapshot_job_name))
+            chunks = instance.get_dynamic_partitions(handle.partitions_name)
+        print(f"snapshot done after {time.monotonic() - started:.1f} s", file=sys.stderr)
+        assert runs and chunks
+        run_id, slug = runs[0].run_id, handle.slug
+        services.wait_ready()
+        print(f"webserver ready after {time.monotonic() - started:.1f} s", file=sys.stderr)
+        location = DagsterApi(services.url).location
+        base = services.url
+        nodes = ("snapshot_splits", "snapshot_chunks", "binlog_stream", "items", "logs")
+        check_names = ("chunk_parity", "no_pending_transactions")
+        instigators = (f"{slug}_binlog_sensor", f"{slug}_ddl_sensor", f"{slug}_incremental_schedule")
+        table_shows = ("External Asset", "Row count", "2,000", "Freshness policy", "DATETIMEV2")
+        with Browser(out) as browser:
+            pages = {
+                "1-asset-graph": browser.render(f"{base}/locations/{location}/asset-groups/{slug}", "1-asset-graph",
+                                                nodes),
+                "2-chunk-checks": browser.render(f"{base}/assets/{slug}/snapshot_chunks?view=checks",
+                                                 "2-chunk-checks", check_names),
+                "3-partitions": browser.render(f"{base}/assets/{slug}/snapshot_chunks?view=partitions",
+                                               "3-partitions", [f"Materialized ({len(chunks)})"]),
+                "4-automation": browser.render(f"{base}/automation", "4-automation", instigators),
+                "5-snapshot-run": browser.render(f"{base}/runs/{run_id}", "5-snapshot-run",
+                                                 [handle.snapshot_job_name, "snapshot_chunks"]),
+                "6-doris-items": browser.render(f"{base}/assets/doris/{fresh_db}/items", "6-doris-items",
+                                                table_shows),
+            }
+
+        graph = pages["1-asset-graph"]
+        for node in nodes:
+            assert node in graph.text, f"asset {node} is not on the graph ({graph.screenshot})"
+
+        checks = pages["2-chunk-checks"]
+        for check in check_names:
+            assert check in checks.text, f"check {check} is not listed ({checks.screenshot})"
+
+        partitions = pages["3-partitions"]
+        assert f"Materialized ({len(chunks)})" in partitions.text and "Missing (0)" in partitions.text, (
+            f"not all {len(chunks)} chunk partitions shown as materialized ({partitions.screenshot})")
+        assert all(chunk in partitions.text for chunk in chunks), partitions.screenshot
+
+        automation = pages["4-automation"]
+        for instigator in instigators:
+            assert instigator in automation.text, f"{instigator} is not listed ({automation.screenshot})"
+
+        run = pages["5-snapshot-run"]
+        assert run_id[:8] in run.text and handle.snapshot_job_name in run.text, run.screenshot
+        assert "snapshot_chunks" in run.text, run.screenshot
+
+        table = pages["6-doris-items"]
+        for shown in table_shows:
+            assert shown in table.text, f"{shown!r} is not on the Doris table's page ({table.screenshot})"
+        print(f"pages rendered after {time.monotonic() - started:.1f} s", file=sys.stderr)
+    finally:
+        services.stop()
+    assert sorted(p.name for p in out.glob("*.png")) == [
+        "1-asset-graph.png", "2-chunk-checks.png", "3-partitions.png", "4-automation.png", "5-snapshot-run.png",
+        "6-doris-items.png"]
