@@ -82,35 +82,65 @@ class DorisStandIn:
             return False
 
     def start(self, timeout_s: float = 60.0) -> None:
-        if self.pid() is None:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            cmd = [
-                sys.executable, "-m", "devstack.doris",
-                "--host", self.host,
-                "--fe-port", str(self.fe_port),
-                "--be-port", str(self.be_port),
-                "--data-dir", str(self.data_dir),
-                "--user", self.user,
-                *(["--txn-timeout-s", str(self.txn_timeout_s)] if self.txn_timeout_s is not None else []),
-                *(["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls is not None else []),
-            ]
-            log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
-            proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                # The password by the environment: a command line is visible to every local user.
-                env={**os.environ, "PYTHONUNBUFFERED": "1", "DORIS_STANDIN_PASSWORD": self.password},
-            )
-            log.close()
-            self.pid_file.write_text(str(proc.pid))
+        """Start the stand-in (unless it already runs) and wait until its FE answers.
+
+        A child killed by a signal before it answered (nothing in its log: a SIGKILL meant for a
+        process group whose number it now holds, the OOM killer) is started once more, and the
+        first ending is written to the log; an exit with a status (a port taken, a bad argument)
+        is an error at once, with the log's tail.
+        """
+        for attempt in (1, 2):
+            child = self._launch() if self.pid() is None else None
+            ended = self._wait_healthy(child, timeout_s)
+            if ended is None:
+                return
+            if attempt == 1 and ended < 0:
+                with open(self.log_file, "a") as log:
+                    log.write(f"devstack: the stand-in was killed by signal {-ended} before it answered; "
+                              "starting it once more\n")
+                continue
+            break
+        tail = self.log_file.read_text(errors="replace")[-2000:] if self.log_file.exists() else ""
+        how = f"did not answer within {timeout_s:.0f} s" if ended == 0 else (
+            f"was killed by signal {-ended}" if ended < 0 else f"exited with status {ended}")
+        raise RuntimeError(f"The Doris stand-in on {self.fe_http} {how}; log tail:\n{tail}")
+
+    def _launch(self) -> subprocess.Popen:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            # faulthandler: a crash of the interpreter or an extension prints its stack to the log
+            sys.executable, "-X", "faulthandler", "-m", "devstack.doris",
+            "--host", self.host,
+            "--fe-port", str(self.fe_port),
+            "--be-port", str(self.be_port),
+            "--data-dir", str(self.data_dir),
+            "--user", self.user,
+            *(["--txn-timeout-s", str(self.txn_timeout_s)] if self.txn_timeout_s is not None else []),
+            *(["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls is not None else []),
+        ]
+        log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            # The password by the environment: a command line is visible to every local user.
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "DORIS_STANDIN_PASSWORD": self.password},
+        )
+        log.close()
+        self.pid_file.write_text(str(proc.pid))
+        return proc
+
+    def _wait_healthy(self, child: subprocess.Popen | None, timeout_s: float) -> int | None:
+        """None once the FE answers; else how it ended: the child's return code (negative: the
+        signal), or 0 when it still runs but did not answer in time."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.healthy():
-                return
-            if self.pid() is None:
-                break
+                return None
+            if child is not None and child.poll() is not None:
+                return child.returncode or 1
+            if child is None and self.pid() is None:
+                return 1
             time.sleep(0.2)
-        tail = self.log_file.read_text(errors="replace")[-2000:] if self.log_file.exists() else ""
-        raise RuntimeError(f"The Doris stand-in did not come up on {self.fe_http}; log tail:\n{tail}")
+        return 0
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         pid = self.pid()

@@ -25,6 +25,7 @@ import requests
 
 from cdc_core.pipeline.service import PipelineService
 from orchestration.dev_logs import LogRelay
+from orchestration.dev_watchdog import group_alive
 from orchestration.instance import dagster_home_for, prepare_home
 from orchestration.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
 
@@ -175,9 +176,11 @@ class DagsterServices:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(max(0.1, deadline - time.monotonic()))
         for proc in self.procs.values():
-            # the group may still hold code servers even when the leader has exited
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            # the group may still hold code servers even when the leader has exited; an empty
+            # group's number may already be someone else's
+            if group_alive(proc.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)
         self.procs.clear()

@@ -43,8 +43,10 @@ def stop_groups(pgids: list[int], timeout_s: float) -> None:
     while time.monotonic() < deadline and any(group_alive(g) for g in pgids):
         time.sleep(0.2)
     for pgid in pgids:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
+        # Only a group still there: an ended group's number may already belong to someone else.
+        if group_alive(pgid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
 
 
 def watch(parent: int, timeout_s: float, pgids: list[int]) -> int:

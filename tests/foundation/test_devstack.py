@@ -77,3 +77,37 @@ def test_asking_a_running_stack_for_other_ports_is_a_clear_error(stack_dir):
     clash = tidemark("devstack", "up", "--dir", str(stack_dir), "--mysql-port", str(port + 1), check=False)
     assert clash.returncode != 0
     assert "already running on other ports" in clash.stderr and "devstack down" in clash.stderr
+
+
+def test_a_stand_in_killed_before_it_answers_is_started_once_more(tmp_path, monkeypatch):
+    """A stand-in killed by a signal before its FE answered (a stray group kill, the OOM killer)
+    is started again, and its log says so; an exit with a status is an error naming it."""
+    from devstack.procs import two_free_ports
+    from devstack.stack import DorisStandIn
+
+    fe, be = two_free_ports()
+    standin = DorisStandIn(tmp_path / "doris", fe_port=fe, be_port=be)
+    real_launch, launches = standin._launch, []
+
+    def killed_first(script: str):
+        def launch():
+            launches.append(1)
+            if len(launches) == 1:
+                standin.data_dir.mkdir(parents=True, exist_ok=True)
+                return subprocess.Popen([sys.executable, "-c", script])
+            return real_launch()
+        return launch
+
+    monkeypatch.setattr(standin, "_launch", killed_first("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"))
+    standin.start(timeout_s=60)
+    try:
+        assert len(launches) == 2 and standin.healthy()
+        assert "killed by signal 9 before it answered; starting it once more" in standin.log_file.read_text()
+    finally:
+        standin.stop()
+
+    launches.clear()
+    monkeypatch.setattr(standin, "_launch", killed_first("raise SystemExit(3)"))
+    with pytest.raises(RuntimeError, match=r"on 127\.0\.0\.1:\d+ exited with status 3; log tail"):
+        standin.start(timeout_s=60)
+    assert len(launches) == 1

@@ -28,7 +28,7 @@ import requests
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from devstack.mysql import MariaDBServer
-from devstack.procs import free_port
+from devstack.procs import free_port, two_free_ports
 from devstack.stack import DorisStandIn
 from orchestration.pipelines import PipelineHandle
 from tests.conftest import _root_connection
@@ -118,7 +118,8 @@ def test_a_doris_fault_heals_or_fails_clearly(phase, specs, transient, mysql_ser
 def timeout_standin(tmp_path_factory):
     """A private stand-in whose precommitted transactions time out after 3 s (Doris's
     ``stream_load_default_precommit_timeout_second``)."""
-    standin = DorisStandIn(tmp_path_factory.mktemp("doris-timeout"), fe_port=free_port(), be_port=free_port(),
+    fe, be = two_free_ports()
+    standin = DorisStandIn(tmp_path_factory.mktemp("doris-timeout"), fe_port=fe, be_port=be,
                            txn_timeout_s=3.0)
     standin.start()
     yield standin

@@ -14,7 +14,7 @@ from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from cdc_core.config import load_pipeline
 from devstack.pipeline_file import write_pipeline
-from devstack.procs import free_port
+from devstack.procs import two_free_ports
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
 from jobs.executor import spark_service
@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def private_standin(tmp_path_factory):
-    standin = DorisStandIn(tmp_path_factory.mktemp("doris"), fe_port=free_port(), be_port=free_port())
+    fe, be = two_free_ports()
+    standin = DorisStandIn(tmp_path_factory.mktemp("doris"), fe_port=fe, be_port=be)
     standin.start()
     yield standin
     standin.stop()
