@@ -168,9 +168,11 @@ def run_table(
 def runs_in_process(definition: PipelineDefinition, work: list[TableWork]) -> bool:
     """A run small enough to read and load without Spark (``tidemark.snapshot.in-process-rows``)."""
     limit = definition.pipeline.snapshot_in_process_rows
-    chunks = sum(len(w.tasks) for w in work)
+    if any(w.estimated_rows is None for w in work):
+        return False
+    rows = sum(w.estimated_rows or 0 for w in work)
     return (limit > 0 and definition.pipeline.spark_fused_chunk_tasks
-            and chunks * definition.source.chunk_size <= limit
+            and rows <= limit
             and all(transform_for(definition, w.schema.table_id) is None for w in work))
 
 

@@ -37,6 +37,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS
 from cdc_core.mysql.connection import quote_ident, quote_table
 from cdc_core.mysql.discovery import approximate_row_count, chunk_key_column
 from cdc_core.mysql.splits import ChunkRange, KeyValue, SnapshotSplit, bound_value, key_param
@@ -55,22 +56,29 @@ _JAVA_LONG_MAX = 2**63 - 1
 class SplitOptions:
     """The options that shape a plan (names as in ``MySqlSourceOptions``)."""
 
-    chunk_size: int = 8096
+    chunk_size: int = FLINK_DEFAULT_ROWS
     distribution_factor_upper: float = 1000.0
     distribution_factor_lower: float = 0.05
     chunk_key_column: str | None = None
     tinyint1_as_boolean: bool = True
     sleep_every_10_chunks_s: float = 0.1
+    # Per-table chunk sizes fixed by the plan (``cdc_core/mysql/chunk_sizing.py``), by "db.table";
+    # a table not listed takes ``chunk_size``.
+    table_chunk_sizes: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_source(cls, source: Any) -> SplitOptions:
         return cls(
-            chunk_size=source.chunk_size,
+            chunk_size=source.chunk_size or FLINK_DEFAULT_ROWS,
             distribution_factor_upper=source.distribution_factor_upper,
             distribution_factor_lower=source.distribution_factor_lower,
             chunk_key_column=source.chunk_key_column,
             tinyint1_as_boolean=source.tinyint1_as_boolean,
         )
+
+    def rows_per_chunk(self, table_id: TableId) -> int:
+        """The chunk size of this table: the plan's for it, else ``chunk_size``."""
+        return dict(self.table_chunk_sizes).get(str(table_id), self.chunk_size)
 
 
 @dataclass(frozen=True)
@@ -259,14 +267,15 @@ class ChunkSplitter:
         if not is_evenly_split_column(self.key_column, self._options.tinyint1_as_boolean):
             return None
         factor = distribution_factor(self._min, self._max, self._rows)
-        dynamic = dynamic_chunk_size(factor, self._options.chunk_size, self._options.distribution_factor_lower,
+        chunk_size = self._options.rows_per_chunk(table_id)
+        dynamic = dynamic_chunk_size(factor, chunk_size, self._options.distribution_factor_lower,
                                      self._options.distribution_factor_upper)
         log.info("table %s: distribution factor %s (bounds %s..%s), %d approximate rows", table_id, factor,
                  self._options.distribution_factor_lower, self._options.distribution_factor_upper, self._rows)
         if dynamic is None:
             return None
         ranges = split_evenly_sized_chunks(self.key_column, self._min, self._max, self._rows,
-                                           self._options.chunk_size, dynamic)
+                                           chunk_size, dynamic)
         return [self._split(table_id, i, r) for i, r in enumerate(ranges)]
 
     def _split_one_unevenly_sized_chunk(self, table_id: TableId) -> SnapshotSplit:
@@ -295,7 +304,7 @@ class ChunkSplitter:
         with self._conn.cursor() as cur:
             cur.execute(
                 f"SELECT MAX(T.{col}), MAX(T.{col}) = %s, MAX(T.{col}) >= %s FROM "
-                f"(SELECT {col} FROM {table} WHERE {col} >= %s ORDER BY {col} ASC LIMIT {int(self._options.chunk_size)}) AS T",
+                f"(SELECT {col} FROM {table} WHERE {col} >= %s ORDER BY {col} ASC LIMIT {int(self._options.rows_per_chunk(table_id))}) AS T",
                 (prev, top, prev),
             )
             end, equal, at_or_after_max = cur.fetchone()

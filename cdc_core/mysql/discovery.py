@@ -159,6 +159,12 @@ def approximate_row_count(conn: Any, table_id: TableId) -> int:
     Unlike Flink, the name's LIKE wildcards are escaped and the row named exactly so is taken:
     Flink's unescaped ``a_b`` also matches ``aXb`` and takes whichever row comes first.
     """
+    return table_status(conn, table_id)[0]
+
+
+def table_status(conn: Any, table_id: TableId) -> tuple[int, int | None]:
+    """The approximate row count and the average row length in bytes (None when the engine
+    reports none) from ``SHOW TABLE STATUS``: what chunk sizing needs."""
     with conn.cursor() as cur:
         cur.execute(f"USE {quote_ident(table_id.database)}")
         cur.execute("SHOW TABLE STATUS LIKE %s", (like_literal(table_id.table),))
@@ -167,7 +173,8 @@ def approximate_row_count(conn: Any, table_id: TableId) -> int:
         r for r in found if _text(r[0]).lower() == table_id.table.lower()]
     if not rows or len(rows[0]) < 5:
         raise DiscoveryError(f"SHOW TABLE STATUS returned nothing for {table_id}")
-    return int(rows[0][4] or 0)
+    avg = rows[0][5] if len(rows[0]) > 5 else None
+    return int(rows[0][4] or 0), (int(avg) if avg else None)
 
 
 def chunk_key_column(schema: TableSchema, chunk_key_columns: str | None) -> Column:

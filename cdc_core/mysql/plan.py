@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from cdc_core.mysql.chunk_sizing import table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
@@ -28,8 +30,10 @@ def plan_splits(source: Any, tables: list[str] | None = None) -> list[SnapshotSp
                     + (", ".join(str(t) for t in captured) or "none")
                 )
             captured = [t for t in captured if t in wanted]
+        sizes = table_chunk_rows(conn, captured, source.chunk_size)
+        options = dataclasses.replace(SplitOptions.from_source(source), table_chunk_sizes=tuple(sorted(sizes.items())))
         assigner = SnapshotSplitAssigner(
-            conn, captured, lambda t: read_table_schema(conn, t), SplitOptions.from_source(source),
+            conn, captured, lambda t: read_table_schema(conn, t), options,
             unbounded_chunk_first=source.unbounded_chunk_first,
         )
         return assigner.plan()

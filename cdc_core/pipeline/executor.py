@@ -49,6 +49,9 @@ class TableWork:
     schema: TableSchema
     key_columns: tuple[str, ...]
     tasks: tuple[ChunkTask, ...]
+    # About how many rows these chunks hold (the plan's chunk size × chunks, at most the table's
+    # approximate rows when planned); None: unknown. Decides whether Spark is worth starting.
+    estimated_rows: int | None = None
 
 
 class PipelineExecutor(Protocol):

@@ -17,8 +17,9 @@ import math
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.names import DorisNameError, name_problems
 from cdc_core.doris.routing import TableRouter
+from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS, auto_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
-from cdc_core.mysql.discovery import approximate_row_count
+from cdc_core.mysql.discovery import table_status
 from cdc_core.mysql.server_check import check_server
 from cdc_core.mysql.snapshot_assigner import (
     STATE_KEY,
@@ -44,15 +45,13 @@ def plan_splits(ctx: PipelineContext, max_partitions: int = 100_000, max_steps: 
     source = ctx.definition.source
     with ctx.store.transaction(readonly=True) as tx:
         saved_state = tx.get(SNAPSHOT_NS, STATE_KEY)
-        chunk_size = tx.get(SNAPSHOT_NS, "chunk_size")
         notes: list[str] = list(tx.get(SNAPSHOT_NS, "plan_notes", []))
     with ctx.connection() as conn:
         if saved_state is None:
             saved_state = _first_round(ctx, max_partitions, notes)
-            chunk_size = ctx.store.get(SNAPSHOT_NS, "chunk_size")
         state = AssignerState.from_dict(saved_state)
         if not state.finished:
-            options = dataclasses.replace(SplitOptions.from_source(source), chunk_size=int(chunk_size))
+            options = planned_split_options(ctx)
             assigner = SnapshotSplitAssigner(
                 conn, [], ctx.live_schema, options,
                 unbounded_chunk_first=source.unbounded_chunk_first, state=state,
@@ -75,17 +74,22 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
         check_server(conn, captured, user=f"'{ctx.settings.user}'")
         tables: list[TableId] = captured if source.startup_mode in ("initial", "snapshot") else []
         start_offset = ctx.server_offset()
-        chunk_size = source.chunk_size
+        chunk_size = source.chunk_size or FLINK_DEFAULT_ROWS
+        statuses = {t: table_status(conn, t) for t in tables}
+        sizes = {str(t): source.chunk_size or auto_chunk_rows(avg) for t, (_, avg) in statuses.items()}
         if tables:
-            total = sum(approximate_row_count(conn, t) for t in tables)
+            total = sum(rows for rows, _ in statuses.values())
+            chunks = sum(rows / sizes[str(t)] for t, (rows, _) in statuses.items())
             budget = max(1, max_partitions - 2 * len(tables))
-            if total / chunk_size > budget:
-                grown = int(math.ceil(total / budget * 1.1))
+            if chunks > budget:
+                factor = chunks / budget * 1.1
+                grown = {t: int(math.ceil(size * factor)) for t, size in sizes.items()}
                 notes.append(
-                    f"chunk size grown from {chunk_size} to {grown} rows: ~{total} rows in "
-                    f"{len(tables)} table(s) would need more than {max_partitions} partitions"
+                    f"chunk sizes grown {factor:.1f}x (to {min(grown.values())}-{max(grown.values())} rows): ~{total} "
+                    f"rows in {len(tables)} table(s) would need more than {max_partitions} partitions"
                 )
-                chunk_size = grown
+                sizes = grown
+                chunk_size = int(math.ceil(chunk_size * factor))
         schemas = [ctx.live_schema(t) for t in tables]
     check_doris_names(ctx, schemas)
     state = AssignerState(tuple(tables)).to_dict()
@@ -93,13 +97,37 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
         for schema in schemas:
             tx.put_schema(str(schema.table_id), start_offset.sequence, start_offset.to_dict(), schema.to_dict())
         tx.put(SNAPSHOT_NS, "chunk_size", chunk_size)
+        tx.put(SNAPSHOT_NS, "chunk_sizes", sizes)
+        tx.put(SNAPSHOT_NS, "table_rows", {str(t): rows for t, (rows, _) in statuses.items()})
         tx.put(SNAPSHOT_NS, "plan_notes", notes)
         tx.put(SNAPSHOT_NS, "tables", [str(t) for t in tables])
         tx.put(SNAPSHOT_NS, STATE_KEY, state)
         tx.put(BINLOG_NS, "plan_offset", start_offset.to_dict())
-    logger.info("%s: planning %d table(s) from %s, chunks of %d rows", ctx.definition.name, len(tables),
-                start_offset, chunk_size)
+    logger.info("%s: planning %d table(s) from %s, chunks of %s rows", ctx.definition.name, len(tables),
+                start_offset, _sizes_text(sizes) if sizes else chunk_size)
     return state
+
+
+def _sizes_text(sizes: dict[str, int]) -> str:
+    low, high = min(sizes.values()), max(sizes.values())
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def planned_split_options(ctx: PipelineContext) -> SplitOptions:
+    """The split options the plan fixed in its first round: the chunk size per table.
+
+    A plan recorded before per-table sizes existed has one ``chunk_size`` for every table."""
+    with ctx.store.transaction(readonly=True) as tx:
+        chunk_size = tx.get(SNAPSHOT_NS, "chunk_size")
+        sizes = tx.get(SNAPSHOT_NS, "chunk_sizes", {})
+    options = SplitOptions.from_source(ctx.definition.source)
+    return dataclasses.replace(options, chunk_size=int(chunk_size or options.chunk_size),
+                               table_chunk_sizes=tuple(sorted((t, int(n)) for t, n in sizes.items())))
+
+
+def planned_chunk_rows(ctx: PipelineContext, table_id: TableId) -> int:
+    """Rows per chunk the plan fixed for this table (an estimate of a chunk's rows)."""
+    return planned_split_options(ctx).rows_per_chunk(table_id)
 
 
 def check_doris_names(ctx: PipelineContext, schemas: list[TableSchema]) -> None:

@@ -20,6 +20,7 @@ from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
 from cdc_core.pipeline.context import SNAPSHOT_NS, PipelineContext
 from cdc_core.pipeline.executor import ChunkTask, PipelineExecutor, TableWork
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
+from cdc_core.pipeline.planning import planned_split_options
 from cdc_core.pipeline.results import ChunkResult
 from cdc_core.schema import TableId
 from cdc_core.state import ChunkRecord, ChunkStatus
@@ -68,6 +69,8 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
     try:
         work: list[TableWork] = []
         gone: dict[str, list[ChunkTask]] = {}
+        options = planned_split_options(ctx)
+        planned_rows = ctx.store.get(SNAPSHOT_NS, "table_rows", {})
         with ctx.connection():
             for table_id, tasks in tasks_by_table.items():
                 try:
@@ -76,7 +79,10 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                     gone[table_id] = tasks
                     continue
                 key = chunk_key_column(schema, ctx.definition.source.chunk_key_column)
-                work.append(TableWork(schema, (key.name,), tuple(tasks)))
+                estimate = len(tasks) * options.rows_per_chunk(schema.table_id)
+                if table_id in planned_rows:
+                    estimate = min(estimate, int(planned_rows[table_id]))
+                work.append(TableWork(schema, (key.name,), tuple(tasks), estimate))
             skipped = _skip_gone_tables(ctx, gone) if gone else []
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
         outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []

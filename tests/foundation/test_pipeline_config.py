@@ -51,7 +51,8 @@ def error_of(text: str, env: dict[str, str] | None = None) -> str:
 def test_good_file_keeps_flink_names_and_defaults():
     d = parse(GOOD)
     assert d.source.password.get_secret_value() == "s3cret"
-    assert d.source.chunk_size == 8096 and d.source.fetch_size == 1024
+    # unset: sized per table by its row width (cdc_core/mysql/chunk_sizing.py)
+    assert d.source.chunk_size is None and d.source.fetch_size == 1024
     assert d.source.distribution_factor_upper == 1000.0 and d.source.distribution_factor_lower == 0.05
     assert d.source.startup_mode == "initial" and d.source.unbounded_chunk_first is False
     assert d.source.heartbeat_interval == 30.0 and d.source.connect_timeout == 30.0
