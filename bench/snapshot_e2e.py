@@ -2,7 +2,7 @@
 of ``snapshot_chunks``, each beside the ``mariadb --quick`` scan of the same table in the same run.
 
     .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile]
-        [--chunk-size 8096] [--parallelism 2] [--out bench/results/snapshot_e2e-<date>.json]
+        [--chunk-size N (default: the pipeline's, sized by row width)] [--parallelism 2] [--out bench/results/snapshot_e2e-<date>.json]
 
 For each row count: a private MariaDB and Doris stand-in on free ports, the table
 ``shop.t(id BIGINT PK, name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3))`` filled in MariaDB,
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from devstack.mysql import MariaDBServer  # noqa: E402
-from devstack.procs import free_port  # noqa: E402
+from devstack.procs import free_port, two_free_ports  # noqa: E402
 from devstack.stack import DorisStandIn  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -156,7 +156,7 @@ def pipeline_file(work: Path, name: str, mysql: MariaDBServer, doris: DorisStand
     path.write_text(yaml.safe_dump({
         "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql.port, "username": "cdc",
                    "password": "cdc", "tables": "shop.t", "server-id": "5400-5420",
-                   "scan.incremental.snapshot.chunk.size": args.chunk_size},
+                   **({"scan.incremental.snapshot.chunk.size": args.chunk_size} if args.chunk_size else {})},
         "sink": {"type": "doris", "fenodes": doris.fe_http, "username": "root", "password": "",
                  "table.create.properties.replication_num": 1},
         "pipeline": {"name": name, "parallelism": args.parallelism, "tidemark.state.dir": str(work / f"state-{name}")},
@@ -253,7 +253,8 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
     work = Path(tempfile.mkdtemp(prefix="tidemark-e2e-"))
     if stack is None:
         mysql = MariaDBServer(work / "mysql", port=free_port())
-        doris = DorisStandIn(work / "doris", fe_port=free_port(), be_port=free_port())
+        fe, be = two_free_ports()
+        doris = DorisStandIn(work / "doris", fe_port=fe, be_port=be)
         mysql.start()
         doris.start()
     else:
@@ -308,7 +309,8 @@ def markdown(reports: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
-    parser.add_argument("--chunk-size", type=int, default=8096)
+    parser.add_argument("--chunk-size", type=int, default=None,
+                        help="scan.incremental.snapshot.chunk.size (default: unset, as a user's pipeline file)")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--no-daemon", action="store_true", help="only tidemark run --once")
     parser.add_argument("--profile", action="store_true", help="tidemark run under py-spy --subprocesses")
