@@ -221,13 +221,15 @@ def daemon_backfill(work: Path, pipeline: Path, name: str, servers: list[int]) -
             raise SystemExit(f"planning the splits failed; see {log.name}")
         sampler.start()
         t0 = time.perf_counter()
+        launched = time.time()
         backfill_id = api.backfill_all_partitions([name, "snapshot_chunks"], title="bench")
         status = api.wait_backfill(backfill_id, timeout_s=3600)
         wall = time.perf_counter() - t0
         memory = sampler.stop()
         if status not in ("COMPLETED", "COMPLETED_SUCCESS"):
             raise SystemExit(f"the backfill ended {status}; see {log.name}")
-        return {"wall_s": round(wall, 2), "peak_rss_mib": memory}
+        return {"wall_s": round(wall, 2), "peak_rss_mib": memory,
+                **backfill_phases(api.backfill_timeline(backfill_id), launched, launched + wall)}
     finally:
         os.killpg(dev.pid, signal.SIGINT)
         try:
@@ -235,6 +237,33 @@ def daemon_backfill(work: Path, pipeline: Path, name: str, servers: list[int]) -
         except subprocess.TimeoutExpired:
             os.killpg(dev.pid, signal.SIGKILL)
         log.close()
+
+
+def backfill_phases(timeline: dict, launched: float, completed: float) -> dict:
+    """Where a backfill's time went: waiting for the backfill daemon to create its runs (it wakes
+    every 30 s, a constant of Dagster's), the runs themselves (queued, then executing: the run
+    process, Spark, the chunks, the commit hook, the checks), and waiting for the daemon to mark
+    the backfill done after the last run ended."""
+    runs = timeline.get("runs") or []
+    if not runs:
+        return {}
+    created = min(r["creationTime"] for r in runs)
+    started = min(r["startTime"] or created for r in runs)
+    ended = max(r["endTime"] or completed for r in runs)
+    return {
+        "runs": len(runs),
+        "launch_to_runs_ended_s": round(ended - launched, 2),
+        "phases_s": {
+            "daemon_creates_runs": round(created - launched, 2),
+            "queued_and_starting": round(started - created, 2),
+            "runs_executing": round(ended - started, 2),
+            "daemon_marks_completed": round(completed - ended, 2),
+        },
+        # each step of the first run, from the run's start: where the run's own time went
+        "first_run_steps_s": {st["stepKey"]: [round((st["startTime"] or started) - started, 2),
+                                              round((st["endTime"] or ended) - started, 2)]
+                              for st in sorted(runs, key=lambda r: r["creationTime"])[0].get("stepStats") or []},
+    }
 
 
 def doris_sql(doris: DorisStandIn, stmt: str, db: str = "information_schema") -> list:

@@ -81,6 +81,18 @@ class DagsterApi:
         )["partitionBackfillOrError"]
         return data.get("status", data["__typename"])
 
+    def backfill_timeline(self, backfill_id: str) -> dict[str, Any]:
+        """The backfill's creation and end, and each of its runs' creation, start and end (epoch seconds)."""
+        data = self.query(
+            "query($id: String!) { partitionBackfillOrError(backfillId: $id) { __typename "
+            "... on PartitionBackfill { creationTime endTimestamp runs(limit: 1000) { runId status creationTime "
+            "startTime endTime stepStats { stepKey startTime endTime } } } ... on PythonError { message } } }",
+            {"id": backfill_id},
+        )["partitionBackfillOrError"]
+        if data["__typename"] != "PartitionBackfill":
+            raise RuntimeError(f"backfill {backfill_id}: {data}")
+        return data
+
     def wait_run(self, run_id: str, timeout_s: float = 300.0) -> str:
         return _wait(lambda: self.run_status(run_id), TERMINAL_RUN, timeout_s, f"run {run_id}")
 

@@ -124,7 +124,8 @@ class DagsterServices:
         self.init_storage()
         location = [*CODE_LOCATION, "-d", str(self.working_dir)]
         if self.want_daemon:
-            self._spawn("daemon", [_script("dagster-daemon"), "run", *location])
+            # Dagster's daemon CLI, its backfill daemon waking every 2 s (orchestration/dagster_daemon.py)
+            self._spawn("daemon", [sys.executable, "-m", "orchestration.dagster_daemon", "run", *location])
         if self.want_webserver:
             self._spawn("webserver", [_script("dagster-webserver"), "-h", self.host, "-p", str(self.port), *location])
         self._start_watchdog()

@@ -322,7 +322,7 @@ def test_credentials_never_leak_from_tidemark_dev(mysql_server, root_conn, secre
         services.stop()
         watcher.stop()
         pipeline.drop()
-    assert watcher.saw("dagster-daemon") and watcher.saw("dagster-webserver")
+    assert watcher.saw("orchestration.dagster_daemon") and watcher.saw("dagster-webserver")
     assert watcher.saw("api grpc"), "no code server was seen"
     assert watcher.found == [], f"a process's arguments carry a password: {watcher.found}"
     printed = {what: hit for what, text in pipeline.outputs if (hit := leaks(text, forms))}
