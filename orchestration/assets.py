@@ -93,6 +93,8 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
     Each batch is recorded in the step ledger as soon as it is PREPARED. Whether another follows
     is decided before its commit: every batch but the last is committed here, before the next is
     read; the last is left to the commit hook (or the abort hook), exactly as a single-batch run's.
+    A batch that has caught up is committed here too when the run may wait for more
+    (``tidemark.binlog.idle-wait-s``): if nothing comes, the run ends with no batch left to its hook.
     The ledger lists the batches committed here, so the hook reports the Doris tables all of them
     wrote."""
     override = context.run.tags.get(BINLOG_RUN_SECONDS_TAG)
@@ -113,6 +115,11 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
         ahead = BinlogOffset.from_dict(server) > BinlogOffset.from_dict(batch.end_offset)
         decision = policy.next_batch(ahead, bool(service.binlog_paused()), batch_started, run_started,
                                      time.monotonic())
+        idle_until = None
+        if decision is StreamRunEnd.CAUGHT_UP:
+            # caught up: commit this batch here and wait a while for more (tidemark.binlog.idle-wait-s)
+            idle_until = policy.idle_deadline(run_started, time.monotonic())
+            decision = decision if idle_until is None else 0.0
         if isinstance(decision, StreamRunEnd):
             return batches, decision  # the commit hook commits the last batch
         try:
@@ -130,7 +137,29 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
         ledger.record(run_id, step_key, batch_id=None, committed_batch_ids=committed)
         context.log.info(f"Committed binlog batch {batch.batch_id} ({sum(batch.events_per_table.values())} "
                          f"change(s)); the stream is at {offset_text(batch.end_offset)}")
+        if idle_until is not None:
+            idle_end = _wait_for_binlog(service, batch.end_offset, idle_until)
+            if idle_end is not None:
+                return batches, idle_end  # every batch is committed: the hook has none left
+            decision = max(0.0, batch_started + policy.batch_interval_s - time.monotonic())
         time.sleep(decision)
+
+
+IDLE_POLL_S = 0.25
+
+
+def _wait_for_binlog(service: PipelineService, end_offset: dict[str, Any], until: float) -> StreamRunEnd | None:
+    """Wait for the server's binlog to move past ``end_offset``: None once it has, else why the
+    run ends (nothing came before ``until``, or a schema change asked the stream to pause)."""
+    end = BinlogOffset.from_dict(end_offset)
+    while True:
+        if service.binlog_paused():
+            return StreamRunEnd.PAUSED
+        if BinlogOffset.from_dict(service.binlog_lag().server_offset) > end:
+            return None
+        if time.monotonic() >= until:
+            return StreamRunEnd.CAUGHT_UP
+        time.sleep(IDLE_POLL_S)
 
 
 def offset_text(offset: dict[str, Any] | None) -> str:

@@ -162,7 +162,7 @@ class PipelineService:
         the pipeline's ``tidemark.binlog.run-seconds`` unless ``budget_s`` overrides it."""
         options = self.definition.pipeline
         return StreamRunPolicy(options.binlog_run_seconds if budget_s is None else budget_s,
-                               options.binlog_batch_interval_s)
+                               options.binlog_batch_interval_s, options.binlog_idle_wait_s)
 
     def commit_batch(self, batch_id: str) -> bool:
         """Commit the batch's loads (idempotent); only then does the committed offset advance.

@@ -7,8 +7,10 @@ run goes on: after a batch is committed, the next one reads what arrived meanwhi
 always reads up to the server's position when it starts, so it grows with the lag), until
 
 * the time budget (``tidemark.binlog.run-seconds``) is spent, or
-* the binlog has not moved past the committed offset (caught up: a run with little to do ends
-  after one batch, without waiting for more), or
+* the binlog has not moved past the committed offset for ``tidemark.binlog.idle-wait-s`` after
+  a batch (caught up: the run commits its batch and waits that long for more before it ends, so
+  a steady stream whose commits come a fraction of a second apart is not cut into runs, each
+  paying a run's start; 0: a caught-up run ends at once), or
 * a batch stopped before a DDL (the schema change's work) or found nothing to read, or
 * the pause flag is set (a schema change waits for the in-flight runs to end).
 
@@ -51,12 +53,21 @@ class StreamRunPolicy:
 
     budget_s: float
     batch_interval_s: float = 1.0
+    idle_wait_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.budget_s < 0 or self.batch_interval_s < 0:
-            raise ValueError(f"a stream run's budget and batch interval must be ≥ 0, got {self.budget_s} s and "
-                             f"{self.batch_interval_s} s (tidemark.binlog.run-seconds, "
-                             "tidemark.binlog.batch-interval-s)")
+        if self.budget_s < 0 or self.batch_interval_s < 0 or self.idle_wait_s < 0:
+            raise ValueError(f"a stream run's budget, batch interval and idle wait must be ≥ 0, got {self.budget_s} s, "
+                             f"{self.batch_interval_s} s and {self.idle_wait_s} s (tidemark.binlog.run-seconds, "
+                             "tidemark.binlog.batch-interval-s, tidemark.binlog.idle-wait-s)")
+
+    def idle_deadline(self, run_started: float, now: float) -> float | None:
+        """A caught-up run: until when it waits for the binlog to move (its batch committed), or
+        None when it ends at once (no idle wait, or no budget left for another batch)."""
+        if self.budget_s <= 0 or self.idle_wait_s <= 0:
+            return None
+        deadline = min(now + self.idle_wait_s, run_started + self.budget_s)
+        return deadline if deadline > now else None
 
     def before_commit(self, batch: BatchResult, run_started: float, now: float) -> StreamRunEnd | None:
         """Whether the run ends with this batch, known before it is committed (the commit hook

@@ -40,6 +40,17 @@ def test_next_batch_while_the_server_has_moved_on():
     assert policy.next_batch(True, False, batch_started=59.5, run_started=0.0, now=59.6) is StreamRunEnd.BUDGET
 
 
+def test_a_caught_up_run_waits_for_more_within_its_budget():
+    assert StreamRunPolicy(60.0).idle_deadline(run_started=0.0, now=5.0) is None  # no idle wait: ends at once
+    policy = StreamRunPolicy(60.0, idle_wait_s=10.0)
+    assert policy.idle_deadline(run_started=0.0, now=5.0) == 15.0
+    assert policy.idle_deadline(run_started=0.0, now=55.0) == 60.0  # never past the budget
+    assert policy.idle_deadline(run_started=0.0, now=60.0) is None
+    assert StreamRunPolicy(0.0, idle_wait_s=10.0).idle_deadline(run_started=0.0, now=0.1) is None  # one batch a run
+
+
 def test_negative_settings_are_refused_naming_the_options():
     with pytest.raises(ValueError, match="tidemark.binlog.run-seconds"):
         StreamRunPolicy(-1.0)
+    with pytest.raises(ValueError, match="tidemark.binlog.idle-wait-s"):
+        StreamRunPolicy(60.0, idle_wait_s=-1.0)

@@ -197,6 +197,40 @@ def test_a_binlog_run_streams_batches_while_the_server_moves_on(harness, monkeyp
     assert runner.pending_transactions(log=False) == []
 
 
+def test_a_caught_up_run_commits_its_batch_and_waits_for_more(harness, monkeypatch):
+    """tidemark.binlog.idle-wait-s: a run that has caught up commits its batch itself and waits for
+    the binlog to move; a commit arriving meanwhile is the next batch of the same run, and when
+    nothing comes the run ends with every batch committed (the hook has none left)."""
+    from cdc_core.pipeline.stream_run import StreamRunPolicy
+    from orchestration import assets
+
+    all_chunks_committed(harness)
+    runner = harness.runner
+    monkeypatch.setattr(runner, "stream_run_policy", lambda budget_s=None: StreamRunPolicy(
+        60.0, batch_interval_s=0.0, idle_wait_s=0.5))
+    monkeypatch.setattr(assets, "IDLE_POLL_S", 0.01)
+    lag = runner.binlog_lag
+    polls = {"n": 0}
+
+    def binlog_lag():
+        polls["n"] += 1
+        if polls["n"] == 3:  # a write arrives while the run waits after its first batch
+            runner.script.server_offset = {"file": "binlog.000001", "position": 700}
+        return lag()
+
+    monkeypatch.setattr(runner, "binlog_lag", binlog_lag)
+    runner.calls.clear()
+    result = harness.run_binlog()
+    assert result.success
+    order = [(name, arg) for name, arg in runner.calls if name in ("run_binlog_batch", "commit_batch")]
+    assert order == [("run_binlog_batch", None), ("commit_batch", "b0001"),
+                     ("run_binlog_batch", None), ("commit_batch", "b0002")]
+    assert runner.script.committed_offset == {"file": "binlog.000001", "position": 700}
+    md = result.asset_materializations_for_node(f"{harness.handle.slug}__binlog_stream")[0].metadata
+    assert md["batches"].value == 2 and md["run_ended"].value == "caught up"
+    assert runner.pending_transactions(log=False) == []
+
+
 def test_a_binlog_run_with_no_budget_applies_one_batch(harness, monkeypatch):
     from orchestration.pipelines import BINLOG_RUN_SECONDS_TAG
 
