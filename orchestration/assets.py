@@ -138,7 +138,12 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
         context.log.info(f"Committed binlog batch {batch.batch_id} ({sum(batch.events_per_table.values())} "
                          f"change(s)); the stream is at {offset_text(batch.end_offset)}")
         if idle_until is not None:
-            idle_end = _wait_for_binlog(service, batch.end_offset, idle_until)
+            try:
+                idle_end = _wait_for_binlog(service, batch.end_offset, idle_until)
+            except Exception as exc:  # noqa: BLE001 - every batch is committed; the next run meets the error
+                context.log.warning(f"Waiting for more binlog failed ({exc!r}); the run ends with every batch "
+                                    "committed")
+                return batches, StreamRunEnd.CAUGHT_UP
             if idle_end is not None:
                 return batches, idle_end  # every batch is committed: the hook has none left
             decision = max(0.0, batch_started + policy.batch_interval_s - time.monotonic())

@@ -2,8 +2,7 @@
 
 Dagster's backfill daemon sleeps 30 s between iterations, a constant of Dagster's own
 (``dagster._daemon.controller.DEFAULT_DAEMON_INTERVAL_SECONDS``, read by the backfill loop at
-each iteration; the proposal to shorten it while backfills are active, dagster-io/dagster
-#11649, is still open). A snapshot backfill launched from the UI so waited up to 30 s before its
+each iteration; no instance setting changes it). A snapshot backfill launched from the UI so waited up to 30 s before its
 first run was created, and up to 30 s more after its last run before it showed as completed: on
 a 5M-row snapshot whose run takes ~22 s, more than the run itself (``bench/snapshot_e2e.py``).
 

@@ -125,11 +125,6 @@ def planned_split_options(ctx: PipelineContext) -> SplitOptions:
                                table_chunk_sizes=tuple(sorted((t, int(n)) for t, n in sizes.items())))
 
 
-def planned_chunk_rows(ctx: PipelineContext, table_id: TableId) -> int:
-    """Rows per chunk the plan fixed for this table (an estimate of a chunk's rows)."""
-    return planned_split_options(ctx).rows_per_chunk(table_id)
-
-
 def check_doris_names(ctx: PipelineContext, schemas: list[TableSchema]) -> None:
     """Refuse, before anything is recorded or loaded, a table or column name Doris would refuse."""
     problems = doris_name_problems(ctx.definition, schemas)
