@@ -76,7 +76,7 @@ demo: setup
 	$(VENV)/bin/tidemark dev pipelines/demo.yaml --host $(DAGSTER_HOST) --port $(DAGSTER_PORT)
 
 # The benchmarks on one local stack, each figure beside its limit and the peers (bench/run_all.py):
-# ~20-25 min on a quiet 2-core machine; writes bench/results/<date>-<sha>.{json,md,png} and bench/RESULTS.md.
+# ~10-15 min on a quiet 2-core machine; writes bench/results/<date>-<sha>.{json,md,png} and bench/RESULTS.md.
 # `make bench BENCH_ARGS=--quick` is the few-minute profile (results under .tidemark/bench/results/);
 # BENCH_ARGS also takes --only/--skip binlog snapshot freshness pause, --no-peers.
 BENCH_ARGS ?=

@@ -115,8 +115,9 @@ def run_breakdown(instance, sensor_name: str, since: float) -> dict:
         if record.create_timestamp.timestamp() < since:
             continue
         statuses[record.dagster_run.status.value] = statuses.get(record.dagster_run.status.value, 0) + 1
-        if record.start_time and record.end_time:
+        if record.start_time:  # a run still streaming when the window ends has started all the same
             queued.append(record.start_time - record.create_timestamp.timestamp())
+        if record.start_time and record.end_time:
             running.append(record.end_time - record.start_time)
     return {
         "runs": sum(statuses.values()),

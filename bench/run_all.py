@@ -20,7 +20,7 @@ Every phase samples the peak RSS of each process it runs (Tidemark, Spark's JVM 
 workers, Dagster's daemon and run processes, the peers) and of MariaDB and the stand-in.
 
 Profiles: the default (full) one is what the README's table shows (snapshot 1M and 5M rows,
-~1M binlog row events, freshness 90 s at 200, 2,000 and 10,000 rows/s, 3 DDLs; about 20-25 min
+~1M binlog row events, freshness 90 s at 200, 2,000 and 10,000 rows/s, 3 DDLs; about 10-15 min
 on a quiet 2-core machine). ``--quick`` (200k rows, 20 s windows at 200 and 2,000 rows/s, one
 DDL; a few minutes) is for trying changes. The full profile writes
 ``bench/results/<date>-<sha>.{json,md}`` and two PNG plots, and copies the markdown to
@@ -83,7 +83,7 @@ class Profile:
 
 PROFILES = {
     "full": Profile("full", (1_000_000, 5_000_000), 1_000_000, True, 1_000_000, 2, (200, 2_000, 10_000), 90.0, 15.0, 3,
-                    "about 20-25 min"),
+                    "about 10-15 min"),
     "quick": Profile("quick", (200_000,), 200_000, True, 200_000, 1, (200, 2_000), 20.0, 5.0, 1, "about 5-10 min"),
 }
 
