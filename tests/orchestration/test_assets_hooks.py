@@ -207,7 +207,7 @@ def test_a_caught_up_run_commits_its_batch_and_waits_for_more(harness, monkeypat
     all_chunks_committed(harness)
     runner = harness.runner
     monkeypatch.setattr(runner, "stream_run_policy", lambda budget_s=None: StreamRunPolicy(
-        60.0, batch_interval_s=0.0, idle_wait_s=0.5))
+        60.0, batch_interval_s=0.0, idle_wait_s=2.0))
     monkeypatch.setattr(assets, "IDLE_POLL_S", 0.01)
     lag = runner.binlog_lag
     polls = {"n": 0}

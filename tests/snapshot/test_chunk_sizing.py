@@ -60,7 +60,7 @@ def test_unset_chunk_size_sizes_each_table_by_its_rows_and_a_set_one_applies_to_
         auto.close()
     per_table = {t: sum(1 for k in keys if k.startswith(f"{fresh_db}.{t}#")) for t in ("narrow", "wide")}
     assert per_table["narrow"] == 1  # 20,000 narrow rows fit one chunk
-    assert per_table["wide"] >= -(-2000 // wide_rows) > 1, (per_table, widths)
+    assert per_table["wide"] > 1, (per_table, widths)  # 2,000 wide rows need several chunks
 
     # `tidemark splits` shows the plan the pipeline makes
     cli = cli_plan(_pipeline(tmp_path, mysql_server, fresh_db, None).source)
