@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from snapshot_e2e import MemorySampler  # noqa: E402
+from snapshot_e2e import MemorySampler, run_sampled  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -133,16 +133,10 @@ def naive_reload(port: int, fe: str, db: str, table: str, servers: list[int]) ->
     """``bench/naive_reload.py`` as a subprocess; its JSON report plus its peak RSS."""
     cmd = [sys.executable, str(ROOT / "bench" / "naive_reload.py"), "--port", str(port), "--fe", fe,
            "--db", db, "--table", table]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    sampler = MemorySampler([proc.pid, *servers], kinds={"naive_reload": "peer_naive_reload"})
-    sampler.start()
-    stdout, stderr = proc.communicate()
-    wall = time.perf_counter() - t0
-    memory = sampler.stop()
-    if proc.returncode != 0:
-        raise RuntimeError(f"the naive reload failed ({proc.returncode}):\n{stderr[-2000:]}")
-    report = json.loads(stdout.strip().splitlines()[-1])
+    done, wall, memory = run_sampled(cmd, servers, kinds={"naive_reload": "peer_naive_reload"})
+    if done.returncode != 0:
+        raise RuntimeError(f"the naive reload failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
     return {**report, "process_wall_s": round(wall, 2), "peak_rss_mib": memory}
 
 

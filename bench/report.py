@@ -129,6 +129,15 @@ def memory_by_phase(result: dict) -> dict[str, dict[str, float]]:
     return phases
 
 
+def peak_memory(result: dict) -> dict[str, float]:
+    """The highest RSS of each process kind over every phase, in MiB."""
+    peaks: dict[str, float] = {}
+    for mem in memory_by_phase(result).values():
+        for kind, mib in mem.items():
+            peaks[kind] = max(peaks.get(kind, 0.0), mib)
+    return peaks
+
+
 def memory_rows(result: dict) -> list[str]:
     phases = memory_by_phase(result)
     kinds = sorted({k for mem in phases.values() for k in mem})
@@ -172,10 +181,7 @@ def headline(result: dict, link: str) -> str:
     if sp:
         lines.append(f"| schema-change pause, max of {len(sp['ddls'])} | {sp['pause_window_s']['max']:.1f} s | "
                      f"{sp['limit_s']:.0f} s (target) | {sp['ratio_to_limit_max']}× | |")
-    peaks: dict[str, float] = {}
-    for mem in memory_by_phase(result).values():
-        for kind, mib in mem.items():
-            peaks[kind] = max(peaks.get(kind, 0.0), mib)
+    peaks = peak_memory(result)
     if peaks:
         ours = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(peaks.items()) if not k.startswith("peer_"))
         theirs = ", ".join(f"{k[5:]} {v:,.0f}" for k, v in sorted(peaks.items()) if k.startswith("peer_"))

@@ -216,10 +216,7 @@ def summary(result: dict) -> str:
     if sp:
         lines.append(f"  schema pause: median {sp['pause_window_s']['median']:.2f} s, max {sp['pause_window_s']['max']:.2f} s "
                      f"(limit {sp['limit_s']:.0f} s)")
-    peaks: dict[str, float] = {}
-    for mem in report.memory_by_phase(result).values():
-        for kind, mib in mem.items():
-            peaks[kind] = max(peaks.get(kind, 0.0), mib)
+    peaks = report.peak_memory(result)
     if peaks:
         lines.append("  peak RSS (MiB): " + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(peaks.items())))
     return "\n".join(lines)

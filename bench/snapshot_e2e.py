@@ -39,12 +39,12 @@ from pathlib import Path
 
 import psutil
 import requests
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from devstack.mysql import MariaDBServer  # noqa: E402
+from devstack.pipeline_file import write_pipeline  # noqa: E402
 from devstack.procs import free_port, two_free_ports  # noqa: E402
 from devstack.stack import DorisStandIn  # noqa: E402
 
@@ -152,16 +152,10 @@ class MemorySampler(threading.Thread):
 
 
 def pipeline_file(work: Path, name: str, mysql: MariaDBServer, doris: DorisStandIn, args: argparse.Namespace) -> Path:
-    path = work / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({
-        "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql.port, "username": "cdc",
-                   "password": "cdc", "tables": "shop.t", "server-id": "5400-5420",
-                   **({"scan.incremental.snapshot.chunk.size": args.chunk_size} if args.chunk_size else {})},
-        "sink": {"type": "doris", "fenodes": doris.fe_http, "username": "root", "password": "",
-                 "table.create.properties.replication_num": 1},
-        "pipeline": {"name": name, "parallelism": args.parallelism, "tidemark.state.dir": str(work / f"state-{name}")},
-    }))
-    return path
+    return write_pipeline(work / f"{name}.yaml", host="127.0.0.1", port=mysql.port, fe=doris.fe_http, tables="shop.t",
+                          name=name, state_dir=work / f"state-{name}", server_id="5400-5420",
+                          source={"scan.incremental.snapshot.chunk.size": args.chunk_size} if args.chunk_size else None,
+                          parallelism=args.parallelism)
 
 
 def doris_count(doris: DorisStandIn, table: str = "t") -> int:
@@ -175,21 +169,28 @@ def env() -> dict[str, str]:
             "PYSPARK_DRIVER_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
 
 
+def run_sampled(cmd: list[str], servers: list[int], *, env: dict[str, str] | None = None,
+                kinds: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float, dict[str, float]]:
+    """Run ``cmd`` to its end: its result, its wall seconds from exec to exit, and the peak RSS per
+    process kind of it, its children and ``servers`` meanwhile."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = MemorySampler([proc.pid, *servers], kinds=kinds)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - t0
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), wall, sampler.stop()
+
+
 def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int]) -> dict:
     timings = work / "timings.json"
     cmd = [str(VENV_BIN / "tidemark"), "run", str(pipeline), "--once", "--timings", str(timings)]
     if profile is not None:
         cmd = [str(VENV_BIN / "py-spy"), "record", "--subprocesses", "--rate", "50", "--format", "speedscope",
                "-o", str(profile), "--", *cmd]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sampler = MemorySampler([proc.pid, *servers])
-    sampler.start()
-    stdout, stderr = proc.communicate()
-    wall = time.perf_counter() - t0
-    memory = sampler.stop()
-    if proc.returncode != 0:
-        raise SystemExit(f"tidemark run failed ({proc.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    done, wall, memory = run_sampled(cmd, servers, env=env())
+    if done.returncode != 0:
+        raise SystemExit(f"tidemark run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return {"wall_s": round(wall, 2), "phases_s": json.loads(timings.read_text()) if timings.exists() else {},
             "peak_rss_mib": memory}
 

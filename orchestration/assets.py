@@ -111,8 +111,7 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
         end = policy.before_commit(batch, run_started, time.monotonic())
         if end is not None:
             return batches, end
-        server = service.binlog_lag().server_offset
-        ahead = BinlogOffset.from_dict(server) > BinlogOffset.from_dict(batch.end_offset)
+        ahead = BinlogOffset.from_dict(service.server_offset()) > BinlogOffset.from_dict(batch.end_offset)
         decision = policy.next_batch(ahead, bool(service.binlog_paused()), batch_started, run_started,
                                      time.monotonic())
         idle_until = None
@@ -157,14 +156,15 @@ def _wait_for_binlog(service: PipelineService, end_offset: dict[str, Any], until
     """Wait for the server's binlog to move past ``end_offset``: None once it has, else why the
     run ends (nothing came before ``until``, or a schema change asked the stream to pause)."""
     end = BinlogOffset.from_dict(end_offset)
-    while True:
-        if service.binlog_paused():
-            return StreamRunEnd.PAUSED
-        if BinlogOffset.from_dict(service.binlog_lag().server_offset) > end:
-            return None
-        if time.monotonic() >= until:
-            return StreamRunEnd.CAUGHT_UP
-        time.sleep(IDLE_POLL_S)
+    with service.session():  # one MySQL connection for every poll
+        while True:
+            if service.binlog_paused():
+                return StreamRunEnd.PAUSED
+            if BinlogOffset.from_dict(service.server_offset()) > end:
+                return None
+            if time.monotonic() >= until:
+                return StreamRunEnd.CAUGHT_UP
+            time.sleep(IDLE_POLL_S)
 
 
 def offset_text(offset: dict[str, Any] | None) -> str:

@@ -18,9 +18,8 @@ written, for every table, as Flink does.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-from cdc_core.mysql.discovery import table_status
 from cdc_core.schema import TableId
 
 TARGET_CHUNK_BYTES = 16 * 2**20
@@ -37,8 +36,7 @@ def auto_chunk_rows(avg_row_bytes: int | None) -> int:
     return max(MIN_AUTO_ROWS, min(MAX_AUTO_ROWS, TARGET_CHUNK_BYTES // avg_row_bytes))
 
 
-def table_chunk_rows(conn: Any, tables: list[TableId], configured: int | None) -> dict[str, int]:
-    """Rows per chunk of each table, by ``db.table``: ``configured`` for all when it is set."""
-    if configured:
-        return {str(t): configured for t in tables}
-    return {str(t): auto_chunk_rows(table_status(conn, t)[1]) for t in tables}
+def table_chunk_rows(statuses: Mapping[TableId, tuple[int, int | None]], configured: int | None) -> dict[str, int]:
+    """Rows per chunk of each table, by ``db.table``, from its ``table_status`` (rows, average row
+    length): ``configured`` for all when the pipeline file sets it."""
+    return {str(t): configured or auto_chunk_rows(avg) for t, (_, avg) in statuses.items()}

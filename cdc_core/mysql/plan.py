@@ -8,7 +8,7 @@ from typing import Any
 from cdc_core.mysql.chunk_sizing import table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
-from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
+from cdc_core.mysql.discovery import list_captured_tables, read_table_schema, table_status
 from cdc_core.mysql.snapshot_assigner import SnapshotSplitAssigner
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.schema import TableId
@@ -30,7 +30,7 @@ def plan_splits(source: Any, tables: list[str] | None = None) -> list[SnapshotSp
                     + (", ".join(str(t) for t in captured) or "none")
                 )
             captured = [t for t in captured if t in wanted]
-        sizes = table_chunk_rows(conn, captured, source.chunk_size)
+        sizes = table_chunk_rows({t: table_status(conn, t) for t in captured}, source.chunk_size)
         options = dataclasses.replace(SplitOptions.from_source(source), table_chunk_sizes=tuple(sorted(sizes.items())))
         assigner = SnapshotSplitAssigner(
             conn, captured, lambda t: read_table_schema(conn, t), options,

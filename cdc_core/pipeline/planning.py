@@ -17,7 +17,7 @@ import math
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.names import DorisNameError, name_problems
 from cdc_core.doris.routing import TableRouter
-from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS, auto_chunk_rows
+from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS, table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import table_status
 from cdc_core.mysql.server_check import check_server
@@ -76,7 +76,7 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
         start_offset = ctx.server_offset()
         chunk_size = source.chunk_size or FLINK_DEFAULT_ROWS
         statuses = {t: table_status(conn, t) for t in tables}
-        sizes = {str(t): source.chunk_size or auto_chunk_rows(avg) for t, (_, avg) in statuses.items()}
+        sizes = table_chunk_rows(statuses, source.chunk_size)
         if tables:
             total = sum(rows for rows, _ in statuses.values())
             chunks = sum(rows / sizes[str(t)] for t, (rows, _) in statuses.items())

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 
-import yaml
-
+from devstack.pipeline_file import write_pipeline as write_pipeline_file
 from jobs.executor import spark_service
 from orchestration.cli import main
-from tests.jobs.conftest import make_pipeline
 
 TYPES_TABLE = """CREATE TABLE `{db}`.typed (
   id INT PRIMARY KEY, flag TINYINT(1), big BIGINT UNSIGNED, small SMALLINT, amount DECIMAL(12,3),
@@ -36,18 +34,21 @@ def fill_types(cur, db: str, rows: int) -> None:
 
 
 def write_pipeline(mysql_server, doris_standin, state_dir, tables: str) -> str:
-    definition = make_pipeline(mysql_server, doris_standin, state_dir, tables,
-                               source={"scan.incremental.snapshot.chunk.size": 200})
-    document = {
-        "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mysql_server.endpoint.port, "username": "cdc",
-                   "password": "cdc", "tables": tables, "server-id": "5500-5520", "server-time-zone": "UTC",
-                   "scan.incremental.snapshot.chunk.size": 200},
-        "sink": {"type": "doris", "fenodes": doris_standin.fe_http, "username": "root", "password": ""},
-        "pipeline": {"name": definition.name, "parallelism": 2, "tidemark.state.dir": str(state_dir)},
-    }
-    path = state_dir / "pipeline.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return str(path)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return str(write_pipeline_file(state_dir / "pipeline.yaml", host="127.0.0.1", port=mysql_server.endpoint.port,
+                                   fe=doris_standin.fe_http, tables=tables, name=f"test_{state_dir.name}",
+                                   state_dir=state_dir, source={"scan.incremental.snapshot.chunk.size": 200}))
+
+
+def committed_snapshot(path: str):
+    """The pipeline's service, with its whole snapshot planned, loaded and committed; and its chunk keys."""
+    from cdc_core.config import load_pipeline
+
+    service = spark_service(load_pipeline(path))
+    keys = list(service.plan_splits().chunk_keys)
+    service.run_chunks(keys)
+    service.commit_chunks(keys)
+    return service, keys
 
 
 def test_checksums_agree_on_every_type_and_catch_a_change_behind_our_back(
@@ -57,12 +58,7 @@ def test_checksums_agree_on_every_type_and_catch_a_change_behind_our_back(
         cur.execute(f"CREATE TABLE `{fresh_db}`.tags (name VARCHAR(20) PRIMARY KEY, n INT) COLLATE utf8mb4_general_ci")
         cur.execute(f"INSERT INTO `{fresh_db}`.tags VALUES ('alpha', 1), ('Beta', 2), ('gamma', 3), ('Delta', 4)")
     path = write_pipeline(mysql_server, doris_standin, tmp_path / "state", f"{fresh_db}.\\.*")
-    from cdc_core.config import load_pipeline
-
-    service = spark_service(load_pipeline(path))
-    keys = list(service.plan_splits().chunk_keys)
-    service.run_chunks(keys)
-    service.commit_chunks(keys)
+    service, keys = committed_snapshot(path)
     for key in keys:
         result = service.chunk_parity(key)
         assert result.ok, result
@@ -106,13 +102,9 @@ def test_verify_bisects_a_large_table_down_to_the_changed_rows(mysql_server, dor
         cur.execute(f"CREATE TABLE `{fresh_db}`.big (id BIGINT PRIMARY KEY, v VARCHAR(20), d DECIMAL(8,2))")
         cur.execute(f"INSERT INTO `{fresh_db}`.big SELECT seq, CONCAT('v', seq), seq / 100 FROM `{fresh_db}`.seq_1_to_30000")
     path = write_pipeline(mysql_server, doris_standin, tmp_path / "state", f"{fresh_db}.big")
-    from cdc_core.config import load_pipeline
     from cdc_core.pipeline import verify
 
-    service = spark_service(load_pipeline(path))
-    keys = list(service.plan_splits().chunk_keys)
-    service.run_chunks(keys)
-    service.commit_chunks(keys)
+    service, keys = committed_snapshot(path)
     with root_conn.cursor() as cur:
         cur.execute("SET SESSION sql_log_bin = 0")
         cur.execute(f"UPDATE `{fresh_db}`.big SET d = 0 WHERE id IN (7, 17777, 29999)")
@@ -144,13 +136,8 @@ def test_batched_chunk_parity_equals_chunk_by_chunk(mysql_server, doris_standin,
         cur.execute(f"INSERT INTO `{fresh_db}`.big SELECT seq * 3, CONCAT('v', seq), IF(seq % 7 = 0, NULL, seq / 100), "
                     f"'2026-01-01' + INTERVAL seq SECOND FROM `{fresh_db}`.seq_1_to_5000")
     path = write_pipeline(mysql_server, doris_standin, tmp_path / "state", f"{fresh_db}.big")
-    from cdc_core.config import load_pipeline
-
-    service = spark_service(load_pipeline(path))
-    keys = list(service.plan_splits().chunk_keys)
+    service, keys = committed_snapshot(path)
     assert len(keys) > 10
-    service.run_chunks(keys)
-    service.commit_chunks(keys)
     with service.session():
         batched = service.chunks_parity(keys[1:-1] + [keys[0]])  # any subset, in any order
     assert [r.key_range for r in batched] == [service.chunk_parity(k).key_range for k in keys[1:-1] + [keys[0]]]

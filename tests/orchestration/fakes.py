@@ -158,6 +158,10 @@ class RecordingRunner(PipelineService):
         behind = committed is None or (committed["file"], committed["position"]) < (server["file"], server["position"])
         return BinlogLag(committed, server, behind)
 
+    def server_offset(self) -> dict:
+        self._log("server_offset")
+        return dict(self.script.server_offset)
+
     def run_binlog_batch(self, max_events: int | None = None) -> BatchResult:
         self._log("run_binlog_batch")
         if self.script.fail_batch:

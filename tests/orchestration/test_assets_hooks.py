@@ -209,16 +209,16 @@ def test_a_caught_up_run_commits_its_batch_and_waits_for_more(harness, monkeypat
     monkeypatch.setattr(runner, "stream_run_policy", lambda budget_s=None: StreamRunPolicy(
         60.0, batch_interval_s=0.0, idle_wait_s=2.0))
     monkeypatch.setattr(assets, "IDLE_POLL_S", 0.01)
-    lag = runner.binlog_lag
+    offset = runner.server_offset
     polls = {"n": 0}
 
-    def binlog_lag():
+    def server_offset():
         polls["n"] += 1
         if polls["n"] == 3:  # a write arrives while the run waits after its first batch
             runner.script.server_offset = {"file": "binlog.000001", "position": 700}
-        return lag()
+        return offset()
 
-    monkeypatch.setattr(runner, "binlog_lag", binlog_lag)
+    monkeypatch.setattr(runner, "server_offset", server_offset)
     runner.calls.clear()
     result = harness.run_binlog()
     assert result.success

@@ -186,13 +186,29 @@ def _wait_for_run(home, job_name: str, proc: subprocess.Popen, timeout_s: float 
     raise AssertionError(f"no run of {job_name} started (the run ended with rc={proc.poll()})")
 
 
+def restart_mysql_during_run(proc: subprocess.Popen, home, job_name: str, server: MariaDBServer,
+                             pipeline) -> tuple[str, str]:
+    """Once a run of ``job_name`` has started, stop and start ``server`` under it, give ``pipeline``
+    a new root connection (``pipeline.root_conn``), and wait for the run to end: its stdout and
+    stderr. The run is killed if anything here fails first."""
+    try:
+        _wait_for_run(home, job_name, proc)
+        pipeline.root_conn.close()
+        assert server.stop()
+        server.start()
+        pipeline.root_conn = _root_connection(server)
+        return proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 @pytest.mark.parametrize("phase", [pytest.param("snapshot", marks=pytest.mark.slow), "binlog"])
 def test_a_mysql_restart_mid_run_heals(phase, private_mysql, tmp_path, doris_standin):  # noqa: F811
     """MariaDB stops and starts again while the run reads a snapshot chunk (``snapshot.read`` slowed
     so the restart lands mid-read) or while a binlog batch is loading (``binlog.after_loads`` slowed);
     the run ends (exit 0, or a clear error), a plain re-run succeeds, verify is equal."""
-    root = _root_connection(private_mysql)
-    pipeline = CrashPipeline(private_mysql, root, doris_standin, tmp_path, _db())
+    pipeline = CrashPipeline(private_mysql, _root_connection(private_mysql), doris_standin, tmp_path, _db())
     handle = PipelineHandle.load(pipeline.path)
     try:
         if phase == "binlog":
@@ -204,17 +220,7 @@ def test_a_mysql_restart_mid_run_heals(phase, private_mysql, tmp_path, doris_sta
         env = {**pipeline.env, "TIDEMARK_FAULTS": json.dumps(faults)}
         proc = subprocess.Popen(pipeline.cli("run", str(pipeline.path), "--once"), cwd=ROOT, env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            _wait_for_run(tmp_path / "dagster", job, proc)
-            root.close()
-            assert private_mysql.stop()
-            private_mysql.start()
-            root = _root_connection(private_mysql)
-            pipeline.root_conn = root
-            _, err = proc.communicate(timeout=600)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        _, err = restart_mysql_during_run(proc, tmp_path / "dagster", job, private_mysql, pipeline)
         assert proc.returncode != -signal.SIGKILL
         if proc.returncode != 0:
             assert "tidemark run" in err, err[-4000:]
@@ -222,6 +228,5 @@ def test_a_mysql_restart_mid_run_heals(phase, private_mysql, tmp_path, doris_sta
         pipeline.plain_run()
         pipeline.verify()
     finally:
-        pipeline.root_conn = root
         pipeline.drop()
-        root.close()
+        pipeline.root_conn.close()

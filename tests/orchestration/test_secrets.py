@@ -352,7 +352,7 @@ def test_credentials_never_leak_when_mysql_goes_down_mid_run(restartable_mysql, 
     reconnects, the failure or retry messages and the re-run that heals carry no password."""
     from orchestration.pipelines import PipelineHandle
     from tests.conftest import _root_connection
-    from tests.orchestration.test_faults_e2e import _wait_for_run
+    from tests.orchestration.test_faults_e2e import restart_mysql_during_run
 
     root = _root_connection(restartable_mysql)
     pipeline = LeakPipeline(restartable_mysql, root, secret_standin, tmp_path, in_process_rows=50_000)
@@ -369,19 +369,10 @@ def test_credentials_never_leak_when_mysql_goes_down_mid_run(restartable_mysql, 
         proc = subprocess.Popen([sys.executable, "-c", DEBUG_CLI, "run", str(pipeline.path), "--once"], cwd=ROOT,
                                 env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
-        try:
-            monkeypatch.setenv("TM_LEAK_MYSQL_PASSWORD", MYSQL_SECRET)  # to load the file here
-            monkeypatch.setenv("TM_LEAK_DORIS_PASSWORD", DORIS_SECRET)
-            _wait_for_run(pipeline.home, PipelineHandle.load(pipeline.path).binlog_job_name, proc)
-            root.close()
-            assert restartable_mysql.stop()
-            restartable_mysql.start()
-            root = _root_connection(restartable_mysql)
-            pipeline.root_conn = root
-            out, err = proc.communicate(timeout=600)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        monkeypatch.setenv("TM_LEAK_MYSQL_PASSWORD", MYSQL_SECRET)  # to load the file here
+        monkeypatch.setenv("TM_LEAK_DORIS_PASSWORD", DORIS_SECRET)
+        out, err = restart_mysql_during_run(proc, pipeline.home, PipelineHandle.load(pipeline.path).binlog_job_name,
+                                            restartable_mysql, pipeline)
         pipeline.outputs += [("run across the restart: stdout", out), ("run across the restart: stderr", err)]
         assert proc.returncode == 0 or "tidemark run" in err, err[-4000:]  # went on, or failed clearly
         print(f"run across the MySQL restart: rc={proc.returncode}: {err.strip().splitlines()[-1:]}")
@@ -389,9 +380,8 @@ def test_credentials_never_leak_when_mysql_goes_down_mid_run(restartable_mysql, 
         assert healed.returncode == 0, healed.stderr[-4000:]
     finally:
         watcher.stop()
-        pipeline.root_conn = root
         pipeline.drop()
-        root.close()
+        pipeline.root_conn.close()
     assert watcher.found == [], f"a process's arguments carry a password: {watcher.found}"
     printed = {what: hit for what, text in pipeline.outputs if (hit := leaks(text, forms))}
     assert printed == {}, printed
