@@ -139,7 +139,7 @@ def run_binlog(profile: Profile, mysql: MariaDBServer, doris: DorisStandIn, resu
 def run_snapshot(profile: Profile, mysql: MariaDBServer, doris: DorisStandIn, result: dict, with_peers: bool,
                  say: Progress, keep: bool) -> None:
     args = argparse.Namespace(chunk_size=None, parallelism=2, no_daemon=not profile.daemon_backfill, profile=False,
-                              keep=keep)
+                              keep=keep, no_parity_ab=False)
     result["snapshot"] = []
     for rows in profile.snapshot_rows:
         say(f"snapshot {rows:,} rows: fill, mariadb --quick scan, tidemark run --once"

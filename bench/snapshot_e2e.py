@@ -12,6 +12,9 @@ then, measured in the same run:
 * ``tidemark run PIPELINE --once`` as a subprocess, wall time from exec to exit, its phases
   (``--timings``: planning, Spark start, read + load, commits, parity, binlog) and the peak RSS of
   each process it and the servers ran (sampled every 0.2 s from /proc through psutil);
+* (5M rows and more, unless ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
+  pipeline state into an empty Doris: what the parity check costs, as the check's own phase and
+  as the difference of the two runs (``parity_cost``);
 * (unless ``--no-daemon``) the same snapshot by a fresh pipeline state, launched as a UI backfill
   of every ``snapshot_chunks`` partition (Dagster's GraphQL ``launchPartitionBackfill``) and
   executed by ``dagster-daemon`` + the webserver under ``tidemark dev``: from the launch to the
@@ -182,9 +185,11 @@ def run_sampled(cmd: list[str], servers: list[int], *, env: dict[str, str] | Non
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), wall, sampler.stop()
 
 
-def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int]) -> dict:
+def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int], *, checks: bool = True) -> dict:
     timings = work / "timings.json"
     cmd = [str(VENV_BIN / "tidemark"), "run", str(pipeline), "--once", "--timings", str(timings)]
+    if not checks:
+        cmd.append("--no-checks")
     if profile is not None:
         cmd = [str(VENV_BIN / "py-spy"), "record", "--subprocesses", "--rate", "50", "--format", "speedscope",
                "-o", str(profile), "--", *cmd]
@@ -304,6 +309,13 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
         report["tidemark_run_once"] = once
         if rows >= 5_000_000:
             report["tidemark_run_once"]["within_40s"] = once["wall_s"] <= TARGET_5M_S
+        if rows >= 5_000_000 and not args.no_parity_ab:
+            log(f"tidemark run --once {once['wall_s']} s; again with --no-checks (what parity costs)...")
+            doris_sql(doris, "DROP DATABASE IF EXISTS shop")
+            bare = run_once(work, pipeline_file(work, "bench_nochecks", mysql, doris, args), None,
+                            [mysql.pid(), doris.pid()], checks=False)
+            assert doris_count(doris) == rows, "Doris does not hold every row after tidemark run --no-checks"
+            report["parity_cost"] = parity_cost(once, bare)
         if not args.no_daemon:
             log(f"tidemark run --once {once['wall_s']} s; the daemon backfill (tidemark dev)...")
             doris_sql(doris, "DROP DATABASE IF EXISTS shop")  # the backfill starts from an empty Doris too
@@ -321,6 +333,20 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
             mysql.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def parity_cost(once: dict, bare: dict) -> dict:
+    """What the ``chunk_parity`` check costs the run: its own step (``parity``: Doris's side, and
+    MySQL's for the chunks the commits left no time for), MySQL's side computed during the commits
+    (``parity_overlap``, on the core they leave idle), and the A/B of the whole run against
+    ``--no-checks`` on the same table (noisier: two runs, each with its own jitter)."""
+    phases, bare_phases = once.get("phases_s", {}), bare.get("phases_s", {})
+    check = float(phases.get("parity", 0.0))
+    return {"check_s": round(check, 3), "check_share": round(check / once["wall_s"], 4),
+            "mysql_side_during_commits_s": phases.get("parity_overlap", 0.0),
+            "commit_s": phases.get("commit", 0.0), "commit_s_without_checks": bare_phases.get("commit", 0.0),
+            "without_checks_wall_s": bare["wall_s"], "ab_cost_s": round(once["wall_s"] - bare["wall_s"], 2),
+            "ab_share": round((once["wall_s"] - bare["wall_s"]) / once["wall_s"], 4)}
 
 
 def markdown(reports: list[dict]) -> str:
@@ -345,6 +371,8 @@ def main() -> None:
     parser.add_argument("--no-daemon", action="store_true", help="only tidemark run --once")
     parser.add_argument("--profile", action="store_true", help="tidemark run under py-spy --subprocesses")
     parser.add_argument("--keep", action="store_true", help="keep the servers' directories")
+    parser.add_argument("--no-parity-ab", action="store_true",
+                        help="skip the second run --once with --no-checks (5M rows and more)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

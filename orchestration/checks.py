@@ -105,8 +105,9 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
         else:
             keys = service.committed_chunk_keys()[:MAX_CHUNKS_PER_CHECK]
         with service.session():
-            results, quiet = quiet_between(service, lambda: service.chunks_parity(keys))
-        return parity_result(results, quiet, f"{len(keys)} chunk(s)")
+            results, quiet = quiet_between(service, lambda: service.chunks_parity(keys, op_context.run_id))
+        early = sum(1 for r in results if r.detail.get("mysql_side_during_commit"))
+        return parity_result(results, quiet, f"{len(keys)} chunk(s)", {"mysql_side_during_commit": early})
 
     @asset_check(
         asset=handle.binlog_key, name="table_parity", required_resource_keys={resource_key}, blocking=False,

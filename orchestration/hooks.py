@@ -18,7 +18,7 @@ batch loaded (``orchestration/doris_tables.py``): the table's rows are visible f
 from dataclasses import dataclass
 
 from dagster import HookContext, HookDefinition, failure_hook, success_hook
-from dagster._core.errors import DagsterInvalidPropertyError
+from dagster._core.errors import DagsterInvalidPropertyError, DagsterInvariantViolationError
 
 from cdc_core.pipeline.targets import TargetUpdate
 from orchestration.doris_tables import report_written
@@ -41,13 +41,28 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
         ledger = service.step_ledger()
         return service, ledger, ledger.read(context.run_id, step_key_of(context))
 
+    parity_step = f"{handle.chunks_key.to_python_identifier()}_chunk_parity"  # the check's op
+
+    def parity_follows(context: HookContext) -> bool:
+        """This run executes the ``chunk_parity`` check after the commit (its plan has the check's
+        step): MySQL's side of it is computed during the commit, on the core the commits leave idle."""
+        try:
+            instance = context.instance
+        except DagsterInvariantViolationError:  # a hook context built without an instance: no run to look at
+            return False
+        run = instance.get_run_by_id(context.run_id)
+        if run is None or run.execution_plan_snapshot_id is None:
+            return False
+        plan = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+        return parity_step in (plan.step_keys_to_execute or [step.key for step in plan.steps])
+
     @success_hook(name=f"{handle.slug}_commit_chunks_hook", required_resource_keys={resource_key})
     def commit_chunks_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
         keys = list(entry.get("prepared") or [])
         committed: list[str] = []
         if keys:
-            redo = service.commit_chunks(keys)
+            redo = service.commit_chunks(keys, parity_run_id=context.run_id if parity_follows(context) else None)
             context.log.info(f"Committed the Doris loads of {len(keys) - len(redo)} chunk(s): {_preview(keys)}")
             committed = [k for k in keys if k not in set(redo)]
             if redo:

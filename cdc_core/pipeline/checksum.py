@@ -27,7 +27,8 @@ DECIMAL, UUID,
 INET6, INET4
 BOOL (TINYINT(1)) ``'1'`` when non-zero, else ``'0'``          ``CAST(CAST(c AS INT) AS STRING)``
 strings, ENUM,    ``CONVERT(c USING utf8mb4)`` (the Doris      ``c`` (``RTRIM(c)`` for CHAR)
-SET               copy is UTF-8 whatever the column charset)
+SET               copy is UTF-8 whatever the column charset);
+                  ``c`` for a column already UTF-8 or ASCII
 DATE              ``DATE_FORMAT(c, '%Y-%m-%d')``, a zero date  ``DATE_FORMAT(c, '%Y-%m-%d')``
                   as the snapshot writes it (NULL or epoch)
 DATETIME          ``DATE_FORMAT(c, '… %H:%i:%s.%f')``, zero    the same format
@@ -59,6 +60,8 @@ _IN_DB = {TypeKind.BOOL, TypeKind.INT, TypeKind.UINT64, TypeKind.DECIMAL, TypeKi
           TypeKind.DATETIME, TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.UUID, TypeKind.INET6,
           TypeKind.INET4}
 _DATETIME_FORMAT = "%Y-%m-%d %H:%i:%s.%f"
+# Column charsets whose bytes are UTF-8 as stored (MariaDB's ``utf8`` is ``utf8mb3``).
+_UTF8_BYTES = frozenset({"utf8mb4", "utf8mb3", "utf8", "ascii"})
 _DATE_FORMAT = "%Y-%m-%d"
 
 
@@ -116,12 +119,15 @@ class ChecksumPlan:
         if kind == TypeKind.BOOL:
             return f"CASE WHEN {c} IS NULL THEN NULL WHEN {c} <> 0 THEN '1' ELSE '0' END"
         if kind in (TypeKind.STRING, TypeKind.ENUM, TypeKind.SET):
-            return f"CONVERT({c} USING utf8mb4)"
+            # A UTF-8 (or ASCII) column's bytes are already the Doris copy's: CONVERT would only cost.
+            return c if (column.charset or "").lower() in _UTF8_BYTES else f"CONVERT({c} USING utf8mb4)"
         if kind in (TypeKind.DATE, TypeKind.DATETIME):
             fmt = _DATE_FORMAT if kind == TypeKind.DATE else _DATETIME_FORMAT
             epoch = "1970-01-01" if kind == TypeKind.DATE else "1970-01-01 00:00:00.000000"
             zero = "NULL" if column.nullable else f"'{epoch}'"
-            return (f"CASE WHEN {c} IS NULL THEN NULL WHEN YEAR({c}) = 0 OR MONTH({c}) = 0 OR DAYOFMONTH({c}) = 0 "
+            # A zero date, or one with a zero part; ``< '0001-01-01'`` is year 0, and a comparison
+            # costs MariaDB less than YEAR() (the bench table's text: ~20 % less, 5M rows).
+            return (f"CASE WHEN {c} IS NULL THEN NULL WHEN {c} < '0001-01-01' OR MONTH({c}) = 0 OR DAYOFMONTH({c}) = 0 "
                     f"THEN {zero} ELSE DATE_FORMAT({c}, '{fmt}') END")
         return f"CAST({c} AS CHAR)"
 

@@ -25,6 +25,7 @@ from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.phases import phase
 from cdc_core.pipeline import (
     binlog_batch,
+    parity_overlap,
     planning,
     recovery,
     reload,
@@ -108,11 +109,17 @@ class PipelineService:
         with phase("read_load"):
             return snapshot.run_chunks(self.context, self.executor, keys)
 
-    def commit_chunks(self, keys: list[str]) -> list[str]:
+    def commit_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[str]:
         """Commit the prepared loads of these chunks (idempotent); they become COMMITTED. Returns
-        the chunks whose loads Doris lost before the commit: PENDING again, to be read again."""
+        the chunks whose loads Doris lost before the commit: PENDING again, to be read again.
+
+        ``parity_run_id``: the run whose ``chunk_parity`` check follows; MySQL's side of that check
+        is computed meanwhile, on the core the commits leave idle (``parity_overlap``)."""
         with phase("commit"):
-            return snapshot.commit_chunks(self.context, keys)
+            if parity_run_id is None:
+                return snapshot.commit_chunks(self.context, keys)
+            with parity_overlap.alongside(self.context, parity_run_id, verification.range_work(self.context, keys)):
+                return snapshot.commit_chunks(self.context, keys)
 
     def sweep_reloads(self) -> list[reload.SweepResult]:
         """Delete from Doris the rows MySQL no longer has, for each table reloaded after partition
@@ -211,10 +218,11 @@ class PipelineService:
         with phase("parity"):
             return verification.chunk_parity(self.context, key)
 
-    def chunks_parity(self, keys: list[str]) -> list[ParityResult]:
-        """``chunk_parity`` of many chunks, batched: one statement per table and side where it can."""
+    def chunks_parity(self, keys: list[str], run_id: str | None = None) -> list[ParityResult]:
+        """``chunk_parity`` of many chunks, batched: one statement per table and side where it can;
+        MySQL's side reused where ``run_id``'s commits computed it (``commit_chunks``)."""
         with phase("parity"):
-            return verification.chunks_parity(self.context, keys)
+            return verification.chunks_parity(self.context, keys, run_id)
 
     def table_parity(self, table_id: str) -> ParityResult:
         """Row count and checksum of the whole table, MySQL against Doris."""

@@ -32,6 +32,7 @@ from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import TypeKind, kind_of
+from cdc_core.pipeline import parity_overlap
 from cdc_core.pipeline.checksum import (
     PAGE,
     ChecksumPlan,
@@ -192,50 +193,92 @@ def chunk_parity(ctx: PipelineContext, key: str) -> ParityResult:
                    (start, end))
 
 
-def chunks_parity(ctx: PipelineContext, keys: list[str]) -> list[ParityResult]:
+def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = None) -> list[ParityResult]:
     """``chunk_parity`` of many chunks, in key order per table: a table whose chunks can be compared
     by range in the databases gets one statement per side for all its chunks (run side by side,
-    the MySQL one split over ``MYSQL_STREAMS`` connections); the others chunk by chunk."""
+    the MySQL one split over ``MYSQL_STREAMS`` connections); the others chunk by chunk.
+
+    ``run_id``: the Dagster run asking; MySQL's side of a chunk that this run computed during the
+    chunk's commit, with the binlog still where it was then, is not read again
+    (``cdc_core/pipeline/parity_overlap.py``)."""
     records = chunk_records(ctx, keys)
     by_table: dict[str, list[Any]] = {}
     for record in records:
         by_table.setdefault(record.table_id, []).append(record)
     results: dict[str, ParityResult] = {}
+    offset: dict[str, Any] | None = None
     for table_id, chunks in by_table.items():
-        tid = TableId.parse(table_id)
         try:
-            schema, key_column = _schema_and_chunk_key(ctx, tid)
+            plan, key_column = _range_plan(ctx, TableId.parse(table_id))
         except TableNotFoundError:
             for r in chunks:
                 results[chunk_key(*r.key)] = _gone(table_id, (r.start[0] if r.start else None,
                                                               r.end[0] if r.end else None))
             continue
-        targets = ctx.targets(tid)
-        tinyint = ctx.definition.source.tinyint1_as_boolean
-        plan = ChecksumPlan.of(schema, targets[0], tinyint1_as_boolean=tinyint) if len(targets) == 1 else None
-        if (plan is None or plan.by_rows or is_text_key(key_column, tinyint) or ctx.has_transform(tid)
-                or ctx.sink.router.is_merged(targets[0], ctx.captured_tables())):
+        if plan is None:
             for record in chunks:
                 results[chunk_key(*record.key)] = chunk_parity(ctx, chunk_key(*record.key))
             continue
-        ranges = [KeyRange(key_column.name, r.start[0] if r.start else None, r.end[0] if r.end else None)
-                  for r in chunks]
-        mine, theirs = _segments_side_by_side(ctx, plan, ranges)
-        detail = {"target": str(targets[0]), "in_database": [c.name for c in plan.in_db], "statements": "batched"}
-        for record, rng, m, t in zip(chunks, ranges, mine, theirs, strict=True):
-            results[chunk_key(*record.key)] = ParityResult(table_id, (rng.start, rng.end), m.count, t.count,
-                                                            m.checksum, t.checksum, detail)
+        work = _work(plan, key_column, chunks)
+        known: dict[str, Segment] = {}
+        if run_id is not None:
+            offset = offset or ctx.server_offset().to_dict()
+            known = parity_overlap.take(ctx, run_id, offset, work)
+        mine, theirs = _segments_side_by_side(ctx, plan, work, known)
+        detail = {"target": str(plan.target), "in_database": [c.name for c in plan.in_db], "statements": "batched"}
+        for item, m, t in zip(work, mine, theirs, strict=True):
+            results[item.key] = ParityResult(table_id, (item.key_range.start, item.key_range.end), m.count, t.count,
+                                             m.checksum, t.checksum,
+                                             {**detail, "mysql_side_during_commit": item.key in known})
     return [results[k] for k in keys]
+
+
+def range_work(ctx: PipelineContext, keys: list[str]) -> list[parity_overlap.Work]:
+    """The chunks among ``keys`` that ``chunks_parity`` compares by range in both databases, with
+    their checksum plans (the ones whose MySQL side can be computed ahead)."""
+    by_table: dict[str, list[Any]] = {}
+    for record in chunk_records(ctx, keys):
+        by_table.setdefault(record.table_id, []).append(record)
+    work: list[parity_overlap.Work] = []
+    for table_id, chunks in by_table.items():
+        try:
+            plan, key_column = _range_plan(ctx, TableId.parse(table_id))
+        except TableNotFoundError:
+            continue
+        if plan is not None:
+            work.extend(_work(plan, key_column, chunks))
+    return work
+
+
+def _range_plan(ctx: PipelineContext, tid: TableId) -> tuple[ChecksumPlan | None, Column]:
+    """The table's checksum plan when its chunks can be compared by range in both databases (every
+    column hashed there, a numeric or temporal chunk key, its Doris rows its own), else None."""
+    schema, key_column = _schema_and_chunk_key(ctx, tid)
+    targets = ctx.targets(tid)
+    tinyint = ctx.definition.source.tinyint1_as_boolean
+    plan = ChecksumPlan.of(schema, targets[0], tinyint1_as_boolean=tinyint) if len(targets) == 1 else None
+    if (plan is None or plan.by_rows or is_text_key(key_column, tinyint) or ctx.has_transform(tid)
+            or ctx.sink.router.is_merged(targets[0], ctx.captured_tables())):
+        return None, key_column
+    return plan, key_column
+
+
+def _work(plan: ChecksumPlan, key_column: Column, chunks: list[Any]) -> list[parity_overlap.Work]:
+    return [parity_overlap.Work(chunk_key(*r.key), plan, KeyRange(key_column.name, r.start[0] if r.start else None,
+                                                                  r.end[0] if r.end else None)) for r in chunks]
 
 
 MYSQL_STREAMS = 2  # MySQL statements in flight per batched parity (one per core here; Doris's runs beside)
 
 
-def _segments_side_by_side(ctx: PipelineContext, plan: ChecksumPlan,
-                           ranges: list[KeyRange]) -> tuple[list[Segment], list[Segment]]:
-    """Doris's statement and MySQL's (split into contiguous parts, each on its own connection) at once."""
-    size = -(-len(ranges) // MYSQL_STREAMS)
-    parts = [ranges[i: i + size] for i in range(0, len(ranges), size)]
+def _segments_side_by_side(ctx: PipelineContext, plan: ChecksumPlan, work: list[parity_overlap.Work],
+                           known: dict[str, Segment]) -> tuple[list[Segment], list[Segment]]:
+    """Doris's statement and MySQL's (split into contiguous parts, each on its own connection) at once;
+    MySQL's side of the chunks in ``known`` is not read again."""
+    ranges = [item.key_range for item in work]
+    missing = [item for item in work if item.key not in known]
+    size = max(1, -(-len(missing) // MYSQL_STREAMS))
+    parts = [[item.key_range for item in missing[i: i + size]] for i in range(0, len(missing), size)]
 
     def mysql_part(index: int) -> list[Segment]:
         if index == 0:
@@ -250,7 +293,8 @@ def _segments_side_by_side(ctx: PipelineContext, plan: ChecksumPlan,
     with ThreadPoolExecutor(max_workers=len(parts) + 1, thread_name_prefix="tidemark-parity") as pool:
         doris = pool.submit(doris_segments, ctx.sink.catalog, plan, ranges)
         mysql = [pool.submit(mysql_part, i) for i in range(len(parts))]
-        mine = [segment for future in mysql for segment in future.result()]
+        read = iter([segment for future in mysql for segment in future.result()])
+        mine = [known[item.key] if item.key in known else next(read) for item in work]
         return mine, doris.result()
 
 

@@ -76,6 +76,7 @@ class RecordingRunner(PipelineService):
         super().__init__(definition, store)
         self.script = script or Script()
         self.calls: list[tuple[str, Any]] = []
+        self.parity_run_ids: list[tuple[str, str | None]] = []  # the run ids commits and checks were given
         self._plan_calls = 0
         self._batches = itertools.count(1)
 
@@ -124,8 +125,9 @@ class RecordingRunner(PipelineService):
                                        ({"label": f"l-{key}", "txn_id": index},), 0.5))
         return out
 
-    def commit_chunks(self, keys: list[str]) -> list[str]:
+    def commit_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[str]:
         self._log("commit_chunks", list(keys))
+        self.parity_run_ids.append(("commit_chunks", parity_run_id))
         if self.script.fail_commit:
             raise RuntimeError("Doris FE unreachable during commit")
         with self.store.transaction() as tx:
@@ -219,7 +221,8 @@ class RecordingRunner(PipelineService):
     def session(self) -> Iterator[None]:  # holds no connection: the recording runner has none
         yield
 
-    def chunks_parity(self, keys: list[str]) -> list[ParityResult]:
+    def chunks_parity(self, keys: list[str], run_id: str | None = None) -> list[ParityResult]:
+        self.parity_run_ids.append(("chunks_parity", run_id))
         return [self.chunk_parity(k) for k in keys]
 
     def chunk_parity(self, key: str) -> ParityResult:

@@ -42,6 +42,23 @@ def test_snapshot_then_binlog_up_to_the_start_offset(harness):
     assert "run_chunks" not in runner.names() and "run_binlog_batch" not in runner.names()
 
 
+def test_the_commit_computes_mysqls_side_of_parity_only_for_a_run_that_checks_it(harness):
+    """The commit hook hands the run's id to the commit (MySQL's side of the parity check is computed
+    meanwhile) and the check asks with the same id; without the check, the commit computes nothing."""
+    run = once(harness)
+    run.run()
+    ids = dict(run.service.parity_run_ids)
+    assert ids["commit_chunks"] and ids["commit_chunks"] == ids["chunks_parity"]
+
+
+
+def test_without_the_parity_check_the_commit_computes_nothing_for_it(harness):
+    run = once(harness, parity_checks=False)
+    run.run()
+    ids = run.service.parity_run_ids
+    assert ids and ids == [("commit_chunks", None)] * len(ids)
+
+
 def test_resumes_only_the_chunks_not_committed(harness):
     harness.run_splits()
     runner = harness.runner

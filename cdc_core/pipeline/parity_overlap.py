@@ -1,0 +1,146 @@
+"""The MySQL side of chunk parity, computed while the same chunks' Doris commits run.
+
+Why: a snapshot run's commits keep one core busy on the Doris side (a real Doris publishes, the
+stand-in merges load by load) and leave MySQL idle, and MySQL's side is most of what the parity
+check costs (its canonical text is built row by row). Computed beside the commits, on the core
+they leave free, it costs the run little; the check that follows in the same run then has only
+Doris's side left, and MySQL's for the chunks the commits did not leave time for.
+
+When a stored segment may stand in for reading MySQL again (``Prefetched.valid``):
+- the same Dagster run asks (a later check, ``tidemark verify`` or another run reads MySQL);
+- the table's checksum statement and the chunk's range are the ones it was computed with;
+- the server's binlog position is the one read just before it was computed: no binlogged write
+  has touched MySQL since, so its rows are what they were, and the check's verdict is exactly as
+  authoritative as if MySQL had been read at check time (``orchestration/checks.py`` still
+  requires the binlog not to move during the check).
+A write made without a binlog event (``sql_log_bin = 0``) between the two is missed by this one
+check, as one made just after the check would be; the next check and ``tidemark verify`` see it.
+
+The work stops when the commits are done: what is left is computed by the check, as before.
+A failure here is logged (with its cause) and changes nothing: the check reads MySQL itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_core.mysql.connection import connect
+from cdc_core.mysql.offsets import read_current_offset
+from cdc_core.phases import phase
+from cdc_core.pipeline.checksum import ChecksumPlan, KeyRange, Segment, mysql_segment
+from cdc_core.pipeline.context import PipelineContext
+
+logger = logging.getLogger(__name__)
+
+NAMESPACE = "parity_mysql_side"
+
+
+def fingerprint(plan: ChecksumPlan, key_range: KeyRange) -> str:
+    """What a stored segment was computed from: the statement's row text and the range."""
+    text = json.dumps([plan.mysql_row_hash(), key_range.column, str(key_range.start), str(key_range.end)])
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """MySQL's count and checksum of one chunk's range, with what makes it reusable."""
+
+    run_id: str
+    server_offset: dict[str, Any]
+    fingerprint: str
+    segment: Segment
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "server_offset": self.server_offset, "fingerprint": self.fingerprint,
+                "count": self.segment.count, "total": str(self.segment.total)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Prefetched:
+        return cls(data["run_id"], data["server_offset"], data["fingerprint"],
+                   Segment(int(data["count"]), int(data["total"])))
+
+    def valid(self, run_id: str | None, server_offset: dict[str, Any], fp: str) -> bool:
+        return run_id == self.run_id and server_offset == self.server_offset and fp == self.fingerprint
+
+
+@dataclass(frozen=True)
+class Work:
+    """One chunk the check will compare by range in the databases."""
+
+    key: str
+    plan: ChecksumPlan
+    key_range: KeyRange
+
+
+def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any],
+         work: list[Work]) -> dict[str, Segment]:
+    """The stored segments of these chunks that are still valid (by chunk key); every stored one
+    of these chunks is dropped, used or not (a later check reads MySQL itself)."""
+    found: dict[str, Segment] = {}
+    with ctx.store.transaction() as tx:
+        for item in work:
+            data = tx.get(NAMESPACE, item.key)
+            if data is None:
+                continue
+            tx.delete(NAMESPACE, item.key)
+            stored = Prefetched.from_dict(data)
+            if stored.valid(run_id, server_offset, fingerprint(item.plan, item.key_range)):
+                found[item.key] = stored.segment
+    if found:
+        logger.info("parity: MySQL's side of %d of %d chunk(s) was computed during their commits", len(found),
+                    len(work))
+    return found
+
+
+@contextmanager
+def alongside(ctx: PipelineContext, run_id: str, work: list[Work]) -> Iterator[None]:
+    """Compute MySQL's side of ``work`` on a thread of its own while the block runs (the commits);
+    stop at the first chunk not started when the block ends, and store what was computed."""
+    if not work:
+        yield
+        return
+    stop = threading.Event()
+    done: list[tuple[str, Prefetched]] = []
+    failure: list[BaseException] = []
+
+    def compute() -> None:
+        try:
+            with phase("parity_overlap"):
+                conn = connect(ctx.settings, text_values=True)
+                try:
+                    with conn.cursor() as cur:  # the position before reading (this thread's own connection)
+                        offset = read_current_offset(cur).to_dict()
+                    for item in work:
+                        if stop.is_set():
+                            return
+                        segment = mysql_segment(conn, item.plan, item.key_range)
+                        done.append((item.key, Prefetched(run_id, offset, fingerprint(item.plan, item.key_range),
+                                                          segment)))
+                finally:
+                    conn.close()
+        except Exception as exc:  # noqa: BLE001 - the check reads MySQL itself; the cause is logged below
+            failure.append(exc)
+
+    thread = threading.Thread(target=compute, name="tidemark-parity-overlap", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if failure:
+            logger.warning("parity: MySQL's side could not be computed during the commits; the check reads it "
+                           "itself", exc_info=failure[0])
+        if done:
+            with ctx.store.transaction() as tx:
+                for key, stored in done:
+                    tx.put(NAMESPACE, key, stored.to_dict())
+            logger.info("parity: MySQL's side of %d of %d chunk(s) computed during their commits", len(done),
+                        len(work))

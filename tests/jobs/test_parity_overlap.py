@@ -1,0 +1,104 @@
+"""MySQL's side of chunk parity computed during the chunks' commits (``cdc_core/pipeline/parity_overlap.py``):
+the same run's check uses it and agrees with reading MySQL again; another run, a moved binlog or a
+changed checksum statement make the check read MySQL itself."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from cdc_core.pipeline import parity_overlap
+from cdc_core.pipeline.checksum import KeyRange, Segment
+from tests.jobs.test_verify import write_pipeline
+
+
+def snapshot_prepared(path: str):
+    from cdc_core.config import load_pipeline
+    from jobs.executor import spark_service
+
+    service = spark_service(load_pipeline(path))
+    keys = list(service.plan_splits().chunk_keys)
+    service.run_chunks(keys)
+    return service, keys
+
+
+def slow_commits(service, monkeypatch, seconds: float) -> None:
+    """Each chunk's commit takes a while, as a Doris merging a big load does: the overlap has time to work."""
+    sink = service.context.sink
+    real = sink.commit_surviving
+
+    def commit_surviving(transactions):
+        time.sleep(seconds)
+        return real(transactions)
+
+    monkeypatch.setattr(sink, "commit_surviving", commit_surviving)
+
+
+def stored_segments(service) -> dict:
+    with service.store.transaction(readonly=True) as tx:
+        return dict(tx.items(parity_overlap.NAMESPACE))
+
+
+def during_commit(results) -> int:
+    return sum(1 for r in results if r.detail.get("mysql_side_during_commit"))
+
+
+def test_the_check_of_the_same_run_uses_what_the_commits_computed(mysql_server, doris_standin, root_conn, fresh_db,
+                                                                   tmp_path, spark_session, monkeypatch):
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.big (id BIGINT PRIMARY KEY, v VARCHAR(20), d DECIMAL(8,2), "
+                    "t DATETIME(3))")
+        cur.execute(f"INSERT INTO `{fresh_db}`.big SELECT seq, CONCAT('v', seq), IF(seq % 7 = 0, NULL, seq / 100), "
+                    f"'2026-01-01' + INTERVAL seq SECOND FROM `{fresh_db}`.seq_1_to_3000")
+        cur.execute(f"CREATE TABLE `{fresh_db}`.other (id INT PRIMARY KEY)")
+    path = write_pipeline(mysql_server, doris_standin, tmp_path / "state", f"{fresh_db}.big")
+    service, keys = snapshot_prepared(path)
+    assert len(keys) >= 10
+    slow_commits(service, monkeypatch, 0.3)
+    assert service.commit_chunks(keys, parity_run_id="run-1") == []
+    stored = stored_segments(service)
+    assert len(stored) >= 3, "the commits took 3 s: MySQL's side of several chunks was computed meanwhile"
+
+    # the same run's check: those chunks are not read from MySQL again, and every chunk agrees
+    with service.session():
+        first = service.chunks_parity(keys, "run-1")
+    assert all(r.ok for r in first) and sum(r.mysql_rows for r in first) == 3000
+    assert during_commit(first) == len(stored)
+    # they are used once: the next check (any run) reads MySQL
+    assert during_commit(service.chunks_parity(keys, "run-1")) == 0
+
+    # another run's check, or a binlog that moved since, reads MySQL itself
+    assert stored_segments(service) == {}
+    work = parity_overlap_work(service, keys)
+    with parity_overlap.alongside(service.context, "run-2", work):
+        time.sleep(3)
+    assert len(stored_segments(service)) == len(keys)
+    assert during_commit(service.chunks_parity(keys, "run-3")) == 0
+    with parity_overlap.alongside(service.context, "run-2", work):
+        time.sleep(3)
+    assert len(stored_segments(service)) == len(keys)
+    with root_conn.cursor() as cur:  # any binlogged write, even to a table not captured
+        cur.execute(f"INSERT INTO `{fresh_db}`.other VALUES (1)")
+    assert during_commit(service.chunks_parity(keys, "run-2")) == 0
+    service.close()
+
+
+def parity_overlap_work(service, keys):
+    from cdc_core.pipeline.verification import range_work
+
+    return range_work(service.context, keys)
+
+
+def test_a_stored_segment_stands_only_for_its_run_position_and_statement():
+    plan = type("Plan", (), {"mysql_row_hash": lambda self: "CRC32(`a`)"})()
+    other = type("Plan", (), {"mysql_row_hash": lambda self: "CRC32(CONCAT_WS('|', `a`, `b`))"})()
+    rng = KeyRange("id", 1, 100)
+    fp = parity_overlap.fingerprint(plan, rng)
+    stored = parity_overlap.Prefetched("r", {"file": "b.000001", "pos": 4}, fp, Segment(3, 12345))
+    again = parity_overlap.Prefetched.from_dict(stored.to_dict())
+    assert again == stored
+    assert again.valid("r", {"file": "b.000001", "pos": 4}, fp)
+    assert not again.valid("s", {"file": "b.000001", "pos": 4}, fp)
+    assert not again.valid("r", {"file": "b.000001", "pos": 5}, fp)
+    assert not again.valid("r", {"file": "b.000001", "pos": 4}, parity_overlap.fingerprint(other, rng))
+    assert not again.valid("r", {"file": "b.000001", "pos": 4}, parity_overlap.fingerprint(plan, replace(rng, end=99)))
