@@ -74,6 +74,22 @@ def phase_rows(result: dict) -> list[str]:
     return lines
 
 
+def parity_rows(result: dict) -> list[str]:
+    """What the chunk_parity check cost, where ``bench/snapshot_e2e.py`` measured it (5M rows)."""
+    rows = [r for r in result.get("snapshot", []) if r.get("parity_cost")]
+    if not rows:
+        return []
+    lines = ["| rows | the check's own step | MySQL's side during the commits | commits with / without checks | "
+             "run --once with / without checks | cost by A/B |", "|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        p, once = r["parity_cost"], r["tidemark_run_once"]
+        lines.append(f"| {r['rows']:,} | {p['check_s']:.1f} s ({p['check_share']:.1%}) | "
+                     f"{p['mysql_side_during_commits_s']:.1f} s | {p['commit_s']:.1f} s / {p['commit_s_without_checks']:.1f} s | "
+                     f"{once['wall_s']:.1f} s / {p['without_checks_wall_s']:.1f} s | {p['ab_cost_s']:.1f} s "
+                     f"({p['ab_share']:.1%}) |")
+    return lines
+
+
 def binlog_rows(result: dict) -> list[str]:
     b = result.get("binlog")
     if not b:
@@ -162,6 +178,11 @@ def headline(result: dict, link: str) -> str:
         scan = f"`mariadb --quick` {r['c_client_scan_s']:.2f} s"
         lines.append(f"| snapshot {r['rows']:,} rows, `tidemark run --once` | {once['wall_s']:.1f} s | {scan} | "
                      f"{once['ratio_to_c_client_scan']}× | {peer} |")
+        if r.get("parity_cost"):
+            p = r["parity_cost"]
+            lines.append(f"| snapshot {r['rows']:,} rows, the parity check's step; cost by A/B | "
+                         f"{p['check_s']:.1f} s; {p['ab_cost_s']:.1f} s | 10 % of the run (target) | "
+                         f"{p['check_share']:.1%}; {p['ab_share']:.1%} | |")
         if back:
             lines.append(f"| snapshot {r['rows']:,} rows, backfill by the daemon | {back['wall_s']:.1f} s | {scan} | "
                          f"{back['ratio_to_c_client_scan']}× | |")
@@ -229,6 +250,11 @@ def markdown(result: dict, plots: dict[str, str]) -> str:
         "`rest`: Dagster's runs and events, process start and exit):",
         "",
         *phase_rows(result),
+        "",
+        "What the parity check after the snapshot cost (`chunk_parity`, checksums computed in both databases; "
+        "the same table again with `tidemark run --once --no-checks` into an empty Doris for the A/B):",
+        "",
+        *parity_rows(result),
         "",
         "## Binlog throughput (row events/s, same binlog range)",
         "",

@@ -29,7 +29,6 @@ import json
 import os
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from . import crc32
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
 from .merge import merge_rows
 from .types import DorisType, quote_ident, quote_str
@@ -63,12 +63,6 @@ def legacy_staging_ref(txn_id: int) -> str:
     return f"{META}.{quote_ident(f'stg_{txn_id}')}"
 
 
-def _crc32_arrow(values: pa.Array) -> pa.Array:
-    """``crc32(str)`` over an Arrow array of strings: NULL stays NULL, as in Doris."""
-    return pa.array([None if v is None else zlib.crc32(v) for v in values.cast(pa.binary()).to_pylist()],
-                    pa.int64())
-
-
 class Storage:
     """Owns the DuckDB database; every mutation happens under :attr:`lock`."""
 
@@ -85,8 +79,9 @@ class Storage:
         self.dbs: dict[str, int] = {}
         self.tables: dict[tuple[str, str], Table] = {}
         # CRC32: Doris's (and MySQL's) CRC-32 of a string's bytes, as a BIGINT. DuckDB has none; a
-        # function over whole Arrow arrays keeps the per-row cost to zlib's (~0.3 µs a row).
-        self.con.create_function("crc32", _crc32_arrow, ["VARCHAR"], "BIGINT", type="arrow",
+        # function over whole Arrow arrays (devstack/doris/crc32.py).
+        crc32.warm_up()
+        self.con.create_function("crc32", crc32.crc32_arrow, ["VARCHAR"], "BIGINT", type="arrow",
                                  null_handling="special")
         with self.cursor() as cur:
             cur.execute(f"CREATE SCHEMA IF NOT EXISTS {META}")
