@@ -67,6 +67,16 @@ def test_the_check_of_the_same_run_uses_what_the_commits_computed(mysql_server, 
     # they are used once: the next check (any run) reads MySQL
     assert during_commit(service.chunks_parity(keys, "run-1")) == 0
 
+    # planning MySQL's side failing never fails a commit (the check reads MySQL itself)
+    from cdc_core.pipeline import verification
+
+    def unreachable(ctx, chunk_keys):
+        raise ConnectionError("MySQL went away")
+
+    monkeypatch.setattr(verification, "range_work", unreachable)
+    assert service.commit_chunks(keys, parity_run_id="run-1") == []
+    monkeypatch.undo()
+
     # another run's check, or a binlog that moved since, reads MySQL itself
     assert stored_segments(service) == {}
     work = parity_overlap_work(service, keys)
