@@ -13,8 +13,8 @@ then, measured in the same run:
   (``--timings``: planning, Spark start, read + load, commits, parity, binlog) and the peak RSS of
   each process it and the servers ran (sampled every 0.2 s from /proc through psutil);
 * (5M rows and more, unless ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
-  pipeline state into an empty Doris: what the parity check costs, as the check's own phase and
-  as the difference of the two runs (``parity_cost``);
+  pipeline state into an empty Doris: what the parity check costs, its own step plus what it added
+  to the commits, beside the plain difference of the two runs' wall times (``parity_cost``);
 * (unless ``--no-daemon``) the same snapshot by a fresh pipeline state, launched as a UI backfill
   of every ``snapshot_chunks`` partition (Dagster's GraphQL ``launchPartitionBackfill``) and
   executed by ``dagster-daemon`` + the webserver under ``tidemark dev``: from the launch to the
@@ -225,19 +225,17 @@ def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int
 
 
 def step_seconds(dagster_home: Path) -> dict[str, float]:
-    """Each step's wall time (STEP_START to STEP_SUCCESS or STEP_FAILURE, Dagster's own event times)
-    over the runs in a pipeline's Dagster home: what a step cost, its Dagster events included."""
-    import sqlite3
+    """Each step's wall time over the runs in a pipeline's Dagster home (Dagster's step stats: its
+    start to its end, the step's events included), by step key without the pipeline's prefix."""
+    from dagster import DagsterInstance
 
-    spans: dict[str, list[float]] = {}
-    for db in sorted((dagster_home / "history" / "runs").glob("*-*.db")):
-        with sqlite3.connect(db) as con:
-            rows = con.execute("SELECT step_key, dagster_event_type, timestamp FROM event_logs WHERE dagster_event_type "
-                               "IN ('STEP_START', 'STEP_SUCCESS', 'STEP_FAILURE') ORDER BY id").fetchall()
-        for step, kind, stamp in rows:
-            at = dt.datetime.fromisoformat(stamp).timestamp()
-            spans.setdefault(step, [at, at])[1 if kind != "STEP_START" else 0] = at
-    return {step.split("__", 1)[-1]: round(end - start, 3) for step, (start, end) in spans.items()}
+    out: dict[str, float] = {}
+    with DagsterInstance.from_config(str(dagster_home)) as instance:
+        for run in instance.get_runs():
+            for stats in instance.get_run_step_stats(run.run_id):
+                if stats.start_time is not None and stats.end_time is not None:
+                    out[stats.step_key.split("__", 1)[-1]] = round(stats.end_time - stats.start_time, 3)
+    return out
 
 
 def daemon_backfill(work: Path, pipeline: Path, name: str, servers: list[int]) -> dict:

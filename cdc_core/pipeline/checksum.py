@@ -43,13 +43,13 @@ the pipeline's time zone; TIME, BIT, binary, JSON, spatial) have no text both en
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from cdc_core.mysql.types import TypeKind, kind_of
-from cdc_core.mysql.types.kinds import base_type
+from cdc_core.mysql.types.kinds import base_type, fsp_of
+from cdc_core.mysql.types.values import zero_datetime_like
 from cdc_core.schema import Column, TableId, TableSchema
 
 logger = logging.getLogger(__name__)
@@ -123,9 +123,8 @@ class ChecksumPlan:
             # A UTF-8 (or ASCII) column's bytes are already the Doris copy's: CONVERT would only cost.
             return c if (column.charset or "").lower() in _UTF8_BYTES else f"CONVERT({c} USING utf8mb4)"
         if kind in (TypeKind.DATE, TypeKind.DATETIME):
-            fsp = fractional_digits(column)
-            epoch = "1970-01-01" if kind == TypeKind.DATE else "1970-01-01 00:00:00" + ("." + "0" * fsp if fsp else "")
-            zero = "NULL" if column.nullable else f"'{epoch}'"
+            zero_text = zero_datetime_like(column, kind, fsp_of(column))  # what the snapshot writes
+            zero = "NULL" if zero_text is None else f"'{zero_text}'"
             # A zero date, or one with a zero part (``< '0001-01-01'``: year 0); else MySQL's own text
             # of the value, the column's fractional digits included. On the bench table a comparison
             # cost MariaDB less than YEAR(), and CAST less than DATE_FORMAT.
@@ -150,7 +149,7 @@ class ChecksumPlan:
         if kind == TypeKind.DATE:
             return f"DATE_FORMAT({c}, '{_DATE_FORMAT}')"
         if kind == TypeKind.DATETIME:
-            fsp = fractional_digits(column)
+            fsp = fsp_of(column)
             if not fsp:
                 return f"DATE_FORMAT({c}, '{_DATETIME_FORMAT[:-3]}')"
             # %f is always six digits; MySQL's text of a DATETIME(fsp) has fsp of them
@@ -164,14 +163,6 @@ class ChecksumPlan:
     def is_text(self, column: Column) -> bool:
         """Whether a value's text could be any string (``'n'`` included)."""
         return self.kind(column) in (TypeKind.STRING, TypeKind.ENUM, TypeKind.SET)
-
-
-def fractional_digits(column: Column) -> int:
-    """A DATETIME's fractional-second digits (its fsp), as MySQL prints them."""
-    if column.datetime_precision is not None:
-        return int(column.datetime_precision)
-    match = re.search(r"\((\d+)\)", column.column_type)
-    return int(match.group(1)) if match else 0
 
 
 def _row_hash(texts: list[tuple[str, bool, bool]], cast: str) -> str:

@@ -24,6 +24,7 @@ import json
 import logging
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -201,34 +202,28 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
     ``run_id``: the Dagster run asking; MySQL's side of a chunk that this run computed during the
     chunk's commit, with the binlog still where it was then, is not read again
     (``cdc_core/pipeline/parity_overlap.py``)."""
-    records = chunk_records(ctx, keys)
-    by_table: dict[str, list[Any]] = {}
-    for record in records:
-        by_table.setdefault(record.table_id, []).append(record)
     results: dict[str, ParityResult] = {}
     offset: dict[str, Any] | None = None
-    for table_id, chunks in by_table.items():
-        try:
-            plan, key_column = _range_plan(ctx, TableId.parse(table_id))
-        except TableNotFoundError:
-            for r in chunks:
-                results[chunk_key(*r.key)] = _gone(table_id, (r.start[0] if r.start else None,
-                                                              r.end[0] if r.end else None))
+    for table in _tables(ctx, keys):
+        if table.gone:
+            for r in table.chunks:
+                results[chunk_key(*r.key)] = _gone(table.table_id, (r.start[0] if r.start else None,
+                                                                    r.end[0] if r.end else None))
             continue
-        if plan is None:
-            for record in chunks:
+        if table.plan is None:
+            for record in table.chunks:
                 results[chunk_key(*record.key)] = chunk_parity(ctx, chunk_key(*record.key))
             continue
-        work = _work(plan, key_column, chunks)
         known: dict[str, Segment] = {}
         if run_id is not None:
             offset = offset or ctx.server_offset().to_dict()
-            known = parity_overlap.take(ctx, run_id, offset, work)
-        mine, theirs = _segments_side_by_side(ctx, plan, work, known)
-        detail = {"target": str(plan.target), "in_database": [c.name for c in plan.in_db], "statements": "batched"}
-        for item, m, t in zip(work, mine, theirs, strict=True):
-            results[item.key] = ParityResult(table_id, (item.key_range.start, item.key_range.end), m.count, t.count,
-                                             m.checksum, t.checksum,
+            known = parity_overlap.take(ctx, run_id, offset, table.work)
+        mine, theirs = _segments_side_by_side(ctx, table.plan, table.work, known)
+        detail = {"target": str(table.plan.target), "in_database": [c.name for c in table.plan.in_db],
+                  "statements": "batched"}
+        for item, m, t in zip(table.work, mine, theirs, strict=True):
+            results[item.key] = ParityResult(table.table_id, (item.key_range.start, item.key_range.end), m.count,
+                                             t.count, m.checksum, t.checksum,
                                              {**detail, "mysql_side_during_commit": item.key in known})
     return [results[k] for k in keys]
 
@@ -236,18 +231,36 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
 def range_work(ctx: PipelineContext, keys: list[str]) -> list[parity_overlap.Work]:
     """The chunks among ``keys`` that ``chunks_parity`` compares by range in both databases, with
     their checksum plans (the ones whose MySQL side can be computed ahead)."""
+    return [item for table in _tables(ctx, keys) for item in table.work]
+
+
+@dataclass(frozen=True)
+class _TableChunks:
+    """One table's chunks among those asked, and how ``chunks_parity`` compares them."""
+
+    table_id: str
+    chunks: list[Any]
+    gone: bool = False  # MySQL no longer has the table
+    plan: ChecksumPlan | None = None  # None: chunk by chunk
+    work: list[parity_overlap.Work] = field(default_factory=list)  # compared by range, with ``plan``
+
+
+def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
     by_table: dict[str, list[Any]] = {}
     for record in chunk_records(ctx, keys):
         by_table.setdefault(record.table_id, []).append(record)
-    work: list[parity_overlap.Work] = []
+    tables = []
     for table_id, chunks in by_table.items():
         try:
             plan, key_column = _range_plan(ctx, TableId.parse(table_id))
         except TableNotFoundError:
+            tables.append(_TableChunks(table_id, chunks, gone=True))
             continue
-        if plan is not None:
-            work.extend(_work(plan, key_column, chunks))
-    return work
+        work = [] if plan is None else [
+            parity_overlap.Work(chunk_key(*r.key), plan, KeyRange(key_column.name, r.start[0] if r.start else None,
+                                                                  r.end[0] if r.end else None)) for r in chunks]
+        tables.append(_TableChunks(table_id, chunks, plan=plan, work=work))
+    return tables
 
 
 def _range_plan(ctx: PipelineContext, tid: TableId) -> tuple[ChecksumPlan | None, Column]:
@@ -261,11 +274,6 @@ def _range_plan(ctx: PipelineContext, tid: TableId) -> tuple[ChecksumPlan | None
             or ctx.sink.router.is_merged(targets[0], ctx.captured_tables())):
         return None, key_column
     return plan, key_column
-
-
-def _work(plan: ChecksumPlan, key_column: Column, chunks: list[Any]) -> list[parity_overlap.Work]:
-    return [parity_overlap.Work(chunk_key(*r.key), plan, KeyRange(key_column.name, r.start[0] if r.start else None,
-                                                                  r.end[0] if r.end else None)) for r in chunks]
 
 
 MYSQL_STREAMS = 2  # MySQL statements in flight per batched parity (one per core here; Doris's runs beside)
