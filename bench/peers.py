@@ -133,7 +133,7 @@ def naive_reload(port: int, fe: str, db: str, table: str, servers: list[int]) ->
     """``bench/naive_reload.py`` as a subprocess; its JSON report plus its peak RSS."""
     cmd = [sys.executable, str(ROOT / "bench" / "naive_reload.py"), "--port", str(port), "--fe", fe,
            "--db", db, "--table", table]
-    done, wall, memory = run_sampled(cmd, servers, kinds={"naive_reload": "peer_naive_reload"})
+    done, wall, memory, _cpu = run_sampled(cmd, servers, kinds={"naive_reload": "peer_naive_reload"})
     if done.returncode != 0:
         raise RuntimeError(f"the naive reload failed ({done.returncode}):\n{done.stderr[-2000:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -136,7 +136,8 @@ def kind_of(proc: psutil.Process, kinds: dict[str, str] | None = None) -> str | 
 
 class MemorySampler(threading.Thread):
     """Peak RSS per kind of process (summed over processes of one kind at each sample), over the
-    given processes and their descendants only (other work on the machine is not counted)."""
+    given processes and their descendants only (other work on the machine is not counted), and
+    the CPU seconds each kind used meanwhile (a process's last sample before it ended)."""
 
     def __init__(self, roots: list[int | None], interval_s: float = 0.2, kinds: dict[str, str] | None = None):
         super().__init__(daemon=True)
@@ -144,6 +145,8 @@ class MemorySampler(threading.Thread):
         self.kinds = kinds
         self.interval_s = interval_s
         self.peak: dict[str, int] = {}
+        self.cpu_first: dict[int, float] = {}
+        self.cpu_last: dict[int, tuple[str, float]] = {}
         self.halt = threading.Event()
 
     def processes(self) -> list[psutil.Process]:
@@ -165,8 +168,12 @@ class MemorySampler(threading.Thread):
                     continue
                 try:
                     now[kind] = now.get(kind, 0) + proc.memory_info().rss
+                    times = proc.cpu_times()
                 except (psutil.Error, OSError):
                     continue
+                used = times.user + times.system + times.children_user + times.children_system
+                self.cpu_first.setdefault(proc.pid, used)
+                self.cpu_last[proc.pid] = (kind, used)  # its last kind: spark-submit's shell becomes the JVM
             for kind, rss in now.items():
                 self.peak[kind] = max(self.peak.get(kind, 0), rss)
             self.halt.wait(self.interval_s)
@@ -175,6 +182,14 @@ class MemorySampler(threading.Thread):
         self.halt.set()
         self.join()
         return {k: round(v / 2**20, 1) for k, v in sorted(self.peak.items())}
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds per kind between each process's first and last sample (a server's earlier
+        work is not counted; a process that lived less than one interval is missed)."""
+        out: dict[str, float] = {}
+        for pid, (kind, last) in self.cpu_last.items():
+            out[kind] = out.get(kind, 0.0) + last - self.cpu_first[pid]
+        return {k: round(v, 1) for k, v in sorted(out.items())}
 
 
 def pipeline_file(work: Path, name: str, mysql: MariaDBServer, doris: DorisStandIn, args: argparse.Namespace) -> Path:
@@ -196,16 +211,18 @@ def env() -> dict[str, str]:
 
 
 def run_sampled(cmd: list[str], servers: list[int], *, env: dict[str, str] | None = None,
-                kinds: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float, dict[str, float]]:
-    """Run ``cmd`` to its end: its result, its wall seconds from exec to exit, and the peak RSS per
-    process kind of it, its children and ``servers`` meanwhile."""
+                kinds: dict[str, str] | None = None,
+                ) -> tuple[subprocess.CompletedProcess, float, dict[str, float], dict[str, float]]:
+    """Run ``cmd`` to its end: its result, its wall seconds from exec to exit, and the peak RSS and
+    CPU seconds per process kind of it, its children and ``servers`` meanwhile."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sampler = MemorySampler([proc.pid, *servers], kinds=kinds)
     sampler.start()
     stdout, stderr = proc.communicate()
     wall = time.perf_counter() - t0
-    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), wall, sampler.stop()
+    memory = sampler.stop()
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), wall, memory, sampler.cpu_seconds()
 
 
 def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int], *, checks: bool = True) -> dict:
@@ -216,12 +233,12 @@ def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int
     if profile is not None:
         cmd = [str(VENV_BIN / "py-spy"), "record", "--subprocesses", "--rate", "50", "--format", "speedscope",
                "-o", str(profile), "--", *cmd]
-    done, wall, memory = run_sampled(cmd, servers, env=env())
+    done, wall, memory, cpu = run_sampled(cmd, servers, env=env())
     if done.returncode != 0:
         raise SystemExit(f"tidemark run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     state = work / f"state-{pipeline.stem}"
     return {"wall_s": round(wall, 2), "phases_s": json.loads(timings.read_text()) if timings.exists() else {},
-            "steps_s": step_seconds(state / "dagster"), "peak_rss_mib": memory}
+            "steps_s": step_seconds(state / "dagster"), "peak_rss_mib": memory, "cpu_s": cpu}
 
 
 def step_seconds(dagster_home: Path) -> dict[str, float]:
@@ -272,7 +289,7 @@ def daemon_backfill(work: Path, pipeline: Path, name: str, servers: list[int]) -
         memory = sampler.stop()
         if status not in ("COMPLETED", "COMPLETED_SUCCESS"):
             raise SystemExit(f"the backfill ended {status}; see {log.name}")
-        return {"wall_s": round(wall, 2), "peak_rss_mib": memory,
+        return {"wall_s": round(wall, 2), "peak_rss_mib": memory, "cpu_s": sampler.cpu_seconds(),
                 **backfill_phases(api.backfill_timeline(backfill_id), launched, launched + wall)}
     finally:
         os.killpg(dev.pid, signal.SIGINT)

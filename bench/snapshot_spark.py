@@ -51,32 +51,27 @@ def c_client_scan(port: int) -> float:
 WARM_JOBS = 8
 
 
-def warm_worker(batches):  # noqa: ANN001, ANN201 - a mapInArrow function
+def warm_worker(positions):  # noqa: ANN001, ANN201 - an RDD partition function, as the fused job's
     import connectorx  # noqa: F401
-    import pyarrow as pa
 
     import cdc_core.doris.sink  # noqa: F401
     import cdc_core.mysql.snapshot_reader  # noqa: F401
     import jobs.fused_chunks  # noqa: F401
 
-    for _ in batches:
-        yield pa.RecordBatch.from_pydict({"ok": [True]})
+    for _ in positions:
+        yield True
 
 
 def read_only_task(read_spec, source_password, write_spec, sink_password):  # noqa: ANN001, ANN201, ARG001
-    """Stands in for ``jobs.fused_chunks._chunk_task`` with ``--read-only``: read, load nothing."""
+    """Stands in for ``jobs.fused_chunks._chunk_messages`` with ``--read-only``: read, load nothing."""
     chunks = read_spec["chunks"]
 
-    def run(batches):  # noqa: ANN001, ANN202
-        import pyarrow as pa
-
+    def run(positions):  # noqa: ANN001, ANN202
         from jobs.snapshot_source import read_chunk
 
-        for batch in batches:
-            for position in batch.column(0).to_pylist():
-                table, meta = read_chunk(read_spec, source_password, chunks[position])
-                message = {"committables": [], "chunks": [meta], "rows": table.num_rows}
-                yield pa.RecordBatch.from_pydict({"message": [json.dumps(message)]})
+        for position in positions:
+            table, meta = read_chunk(read_spec, source_password, chunks[position])
+            yield json.dumps({"committables": [], "chunks": [meta], "rows": table.num_rows})
 
     return run
 
@@ -151,11 +146,11 @@ def main() -> None:
         # … its JVM (the first jobs with Python tasks cost it several times a warm one's CPU) and
         # its Python workers (they keep their imports from task to task)
         for _ in range(WARM_JOBS):
-            spark.range(0, 64, 1, 4 * args.parallelism).mapInArrow(warm_worker, "ok boolean").collect()
+            spark.sparkContext.parallelize(range(64), 4 * args.parallelism).mapPartitions(warm_worker).collect()
         if args.read_only:
             import jobs.fused_chunks
 
-            jobs.fused_chunks._chunk_task = read_only_task
+            jobs.fused_chunks._chunk_messages = read_only_task
         keys = list(runner.plan_splits().chunk_keys)
         before = cpu_seconds()
         t0 = time.perf_counter()

@@ -7,7 +7,8 @@ writer gets them back as Arrow. On this 2-core machine that round trip cost ~15 
 rows of the bench table (``bench/snapshot_spark.py``), against ~1.2 s for the chunk reads and
 ~4 s for the stream loads.
 
-So, by default, such a table's chunks run as ``mapInArrow`` over the chunk positions. Each task
+So, by default, such a table's chunks run as one Spark job over the chunk positions (an RDD, or
+``mapInArrow`` on Spark Connect: :func:`run_fused`). Each task
 takes a contiguous run of up to :data:`MAX_CHUNKS_PER_TASK` chunks, and there are as few tasks
 as that allows (:func:`task_count`), because a Spark task with a Python function costs ~0.1 s
 of its own here (~45 ms of JVM and as much of Python worker CPU, measured with trivial tasks),
@@ -33,7 +34,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -67,27 +68,37 @@ def task_count(chunks: int, parallelism: int) -> int:
     return min(chunks, parallelism * per_slot)
 
 
-def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
-                sink_password: str) -> Any:
+def _chunk_messages(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
+                    sink_password: str) -> Callable[[Iterable[int]], Iterator[str]]:
     """The function each task runs: chunk positions in, one JSON message per chunk out."""
     chunks = read_spec["chunks"]
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(positions: Iterable[int]) -> Iterator[str]:
         faults.adopt(write_spec)
+        for position in positions:
+            chunk = chunks[position]
+            table, meta = read_chunk(read_spec, source_password, chunk)
+            sink = make_sink(write_spec, sink_password)
+            try:
+                committables = load_chunk(sink, write_spec, meta, table)
+                faults.fault_point("snapshot.after_precommit", table=write_spec["source_table"],
+                                   chunk=chunk["index"], label=",".join(c["label"] for c in committables))
+            except BaseException:
+                discard_sink(sink)
+                raise
+            yield json.dumps({"committables": committables, "chunks": [meta], "rows": table.num_rows})
+
+    return run
+
+
+def _arrow_task(messages: Callable[[Iterable[int]], Iterator[str]],
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``messages`` as a ``mapInArrow`` function (Spark Connect, which has no RDDs)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for position in batch.column(0).to_pylist():
-                chunk = chunks[position]
-                table, meta = read_chunk(read_spec, source_password, chunk)
-                sink = make_sink(write_spec, sink_password)
-                try:
-                    committables = load_chunk(sink, write_spec, meta, table)
-                    faults.fault_point("snapshot.after_precommit", table=write_spec["source_table"],
-                                       chunk=chunk["index"], label=",".join(c["label"] for c in committables))
-                except BaseException:
-                    discard_sink(sink)
-                    raise
-                message = {"committables": committables, "chunks": [meta], "rows": table.num_rows}
-                yield pa.RecordBatch.from_pydict({"message": [json.dumps(message)]})
+            for message in messages(batch.column(0).to_pylist()):
+                yield pa.RecordBatch.from_pydict({"message": [message]})
 
     return run
 
@@ -95,6 +106,11 @@ def _chunk_task(read_spec: dict[str, Any], source_password: str, write_spec: dic
 def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
               sink_password: str, driver_sink: Any, parallelism: int) -> list[dict[str, Any]]:
     """One Spark job over ``read_spec["chunks"]``; returns one message per chunk.
+
+    With a SparkContext (local mode, a cluster) the job is an RDD of chunk positions: the first
+    DataFrame job of a session costs ~4 s more here (SQL planning, code generation, Arrow) for
+    nothing the chunks need. Spark Connect has no RDDs, so there it is ``mapInArrow`` over
+    ``spark.range``. Either way each task holds a contiguous run of positions.
 
     On failure, once the job's other tasks have stopped (:func:`stop_job`), every chunk label of
     the job is aborted in every target before the error propagates, so nothing the job prepared
@@ -104,15 +120,17 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     if count == 0:
         return []
     tasks = task_count(count, parallelism)
-    job = spark.range(0, count, 1, tasks).mapInArrow(  # contiguous positions per partition
-        _chunk_task(read_spec, source_password, write_spec, sink_password), MESSAGE_SCHEMA,
-    )
+    messages = _chunk_messages(read_spec, source_password, write_spec, sink_password)
     group = f"tidemark-snapshot-{uuid.uuid4().hex}"
     context = spark_context(spark)
     if context is not None:
         context.setJobGroup(group, f"snapshot of {read_spec['table_id']}", interruptOnCancel=True)
     try:
-        rows = job.collect()
+        if context is not None:
+            collected = context.parallelize(range(count), tasks).mapPartitions(messages).collect()
+        else:
+            job = spark.range(0, count, 1, tasks).mapInArrow(_arrow_task(messages), MESSAGE_SCHEMA)
+            collected = [row["message"] for row in job.collect()]
     except BaseException:
         stop_job(spark, context, group)
         abort_chunk_labels(driver_sink, write_spec, [c["index"] for c in read_spec["chunks"]])
@@ -120,7 +138,7 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     finally:
         if context is not None:
             context.setLocalProperty("spark.jobGroup.id", None)
-    return [json.loads(row["message"]) for row in rows]
+    return [json.loads(message) for message in collected]
 
 
 def run_in_process(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
@@ -130,13 +148,12 @@ def run_in_process(read_spec: dict[str, Any], source_password: str, write_spec: 
     count = len(read_spec["chunks"])
     if count == 0:
         return []
-    positions = pa.RecordBatch.from_pydict({"id": pa.array(range(count), pa.int64())})
     try:
-        batches = list(_chunk_task(read_spec, source_password, write_spec, sink_password)(iter([positions])))
+        collected = list(_chunk_messages(read_spec, source_password, write_spec, sink_password)(range(count)))
     except BaseException:
         abort_chunk_labels(driver_sink, write_spec, [c["index"] for c in read_spec["chunks"]])
         raise
-    return [json.loads(m) for b in batches for m in b.column(0).to_pylist()]
+    return [json.loads(m) for m in collected]
 
 
 def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> None:
