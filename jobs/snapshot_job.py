@@ -20,6 +20,7 @@ from cdc_core import faults
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.errors import TableMismatchError
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
+from cdc_core.pipeline.snapshot_estimate import fits_in_process
 from cdc_core.schema import TableId, TableSchema
 from jobs.doris_writer import write_to_doris, writer_spec
 from jobs.fused_chunks import run_fused, run_in_process
@@ -167,13 +168,9 @@ def run_table(
 
 def runs_in_process(definition: PipelineDefinition, work: list[TableWork]) -> bool:
     """A run small enough to read and load without Spark (``tidemark.snapshot.in-process-rows``)."""
-    limit = definition.pipeline.snapshot_in_process_rows
     if any(w.estimated_rows is None for w in work):
         return False
-    rows = sum(w.estimated_rows or 0 for w in work)
-    return (limit > 0 and definition.pipeline.spark_fused_chunk_tasks
-            and rows <= limit
-            and all(transform_for(definition, w.schema.table_id) is None for w in work))
+    return fits_in_process(definition, sum(w.estimated_rows or 0 for w in work), [w.schema.table_id for w in work])
 
 
 def run_snapshot(

@@ -25,9 +25,6 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from jobs.doris_writer import DorisDataSource
-from jobs.snapshot_source import SnapshotChunkDataSource
-
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -68,6 +65,29 @@ def session_settings(pipeline: Any | None) -> dict[str, Any]:
     return {"master": master, "remote": remote, "conf": conf}
 
 
+def session_config(definition: Any) -> dict[str, str]:
+    """A pipeline's settings as one flat Spark conf, master or remote included: what the Dagster
+    PySpark resource starts its session with (``orchestration/resources.py``)."""
+    settings = session_settings(definition)
+    config = dict(settings["conf"])
+    if settings.get("remote"):
+        config["spark.remote"] = settings["remote"]
+    elif settings.get("master"):
+        config["spark.master"] = settings["master"]
+    config.setdefault("spark.app.name", f"tidemark-{definition.name}")
+    return config
+
+
+def start_session(definition: Any) -> Any:
+    """Start (or find) the process's session with :func:`session_config`, built as dagster-pyspark
+    builds it, so that the resource's own ``getOrCreate`` later finds this one."""
+    prepare_environment()
+    builder = SparkSession.builder
+    for key, value in session_config(definition).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
 def build_session(pipeline: Any | None = None, app_name: str = "tidemark") -> Any:
     """A session with the pipeline's settings (``getOrCreate``: the process's active one if any),
     ready for Tidemark's jobs."""
@@ -100,6 +120,9 @@ def prepare_session(session: Any) -> Any:
 
 
 def _register_sources(session: Any) -> None:
+    from jobs.doris_writer import DorisDataSource
+    from jobs.snapshot_source import SnapshotChunkDataSource
+
     session.dataSource.register(SnapshotChunkDataSource)
     session.dataSource.register(DorisDataSource)
 

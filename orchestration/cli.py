@@ -156,6 +156,14 @@ def _run(args: argparse.Namespace) -> int:
     import warnings
 
     warnings.filterwarnings("ignore")
+    if not args.once:
+        print("tidemark run: only --once is supported (the continuous stream is `tidemark dev`: "
+              "its binlog sensor keeps the pipeline in step)", file=sys.stderr)
+        return 2
+    from orchestration.spark_prestart import SparkPrestart
+
+    # First, before the imports below: Spark's start then overlaps them (orchestration/spark_prestart.py).
+    SparkPrestart([Path(p) for p in args.pipelines]).start()  # a daemon thread: nothing waits for it
     from dagster import DagsterInstance
     from rich.console import Console
     from rich.markup import escape
@@ -165,11 +173,6 @@ def _run(args: argparse.Namespace) -> int:
     from orchestration.instance import dagster_home_for, prepare_home
     from orchestration.pipelines import load_handles
     from orchestration.run_once import OnceRun, RunOnceError, summary_table
-
-    if not args.once:
-        print("tidemark run: only --once is supported (the continuous stream is `tidemark dev`: "
-              "its binlog sensor keeps the pipeline in step)", file=sys.stderr)
-        return 2
     console = Console(stderr=True)
     handles = load_handles([Path(p) for p in args.pipelines])
     status = 0

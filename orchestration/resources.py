@@ -28,7 +28,8 @@ from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.targets import DorisTarget
 from cdc_core.state import StateStore
 from jobs.executor import SparkExecutor
-from jobs.spark import prepare_environment, session_settings
+from jobs.spark import prepare_environment, session_config
+from orchestration.env_overrides import env_prefix as default_env_prefix
 from orchestration.runs import record_run_process
 
 
@@ -99,14 +100,7 @@ def spark_config_for(definition: PipelineDefinition) -> dict[str, str]:
 
     The session the PySpark resource starts with these settings is the one the chunks are read with.
     """
-    settings = session_settings(definition)
-    config = dict(settings["conf"])
-    if settings.get("remote"):
-        config["spark.remote"] = settings["remote"]
-    elif settings.get("master"):
-        config["spark.master"] = settings["master"]
-    config.setdefault("spark.app.name", f"tidemark-{definition.name}")
-    return config
+    return session_config(definition)
 
 
 class TidemarkPySparkResource(LazyPySparkResource):
@@ -195,7 +189,7 @@ def pipeline_resource(path: str, definition: PipelineDefinition, env_prefix: str
     are set (e.g. ``TIDEMARK_DEMO_MYSQL_PASSWORD``, ``TIDEMARK_DEMO_STATE_URL``); otherwise the
     pipeline file decides.
     """
-    prefix = env_prefix or f"TIDEMARK_{definition.name.upper()}_"
+    prefix = env_prefix or default_env_prefix(definition)
 
     def env(name: str) -> Any:
         var = prefix + name

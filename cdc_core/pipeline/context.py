@@ -16,33 +16,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from cdc_core.config import PipelineDefinition
-from cdc_core.config.selectors import TableSelector
 from cdc_core.doris.sink import DorisSink
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
 from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
+from cdc_core.pipeline.snapshot_estimate import BINLOG_NS, META_NS, SNAPSHOT_NS, transform_rule_index
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.state import StateStore
 
 logger = logging.getLogger(__name__)
 
-META_NS = "meta"
-SNAPSHOT_NS = "snapshot"
-BINLOG_NS = "binlog"
-
-
-def transform_rule_index(definition: PipelineDefinition, table_id: TableId) -> int | None:
-    """The index of the first ``transform:`` rule that matches ``table_id`` (None: no transform).
-
-    The rules are applied in Spark (``jobs/transforms.py``); the service only needs to know
-    whether a table has one: such a table always goes through Spark, and parity cannot compare
-    its rows with the source's.
-    """
-    for index, rule in enumerate(getattr(definition, "transforms", ()) or ()):
-        if TableSelector.parse(rule.source_table).matches(table_id.database, table_id.table):
-            return index
-    return None
-
+__all__ = ["BINLOG_NS", "META_NS", "SNAPSHOT_NS", "PipelineContext", "transform_rule_index"]
 
 class PipelineContext:
     """One pipeline's definition, state and connections, shared by the service's steps."""

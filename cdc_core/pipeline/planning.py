@@ -30,6 +30,7 @@ from cdc_core.mysql.snapshot_assigner import (
 from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext, transform_rule_index
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.results import PlanResult
+from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
 from cdc_core.schema import TableId, TableSchema
 
 logger = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
     captured = ctx.captured_tables()
     with ctx.connection() as conn:
         check_server(conn, captured, user=f"'{ctx.settings.user}'")
-        tables: list[TableId] = captured if source.startup_mode in ("initial", "snapshot") else []
+        tables: list[TableId] = captured if source.startup_mode in SNAPSHOT_MODES else []
         start_offset = ctx.server_offset()
         chunk_size = source.chunk_size or FLINK_DEFAULT_ROWS
         statuses = {t: table_status(conn, t) for t in tables}

@@ -38,6 +38,7 @@ from cdc_core.mysql.schema_history import SchemaHistory, apply_schema_change
 from cdc_core.pipeline.context import BINLOG_NS
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.reload import request_reload
+from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
 from cdc_core.schema import TableId, TableSchema
 from cdc_core.schema_derivation import (
     DerivedChange,
@@ -206,7 +207,7 @@ class SchemaChangeSteps:
         table this DDL drops or renames away would have its last changes before the DDL filtered
         out. Each captured table the schema history knows gets a finished whole-table "chunk" at
         the committed offset, so its changes after it are streamed whatever the server lists."""
-        if self.ctx.definition.source.startup_mode in ("initial", "snapshot"):
+        if self.ctx.definition.source.startup_mode in SNAPSHOT_MODES:
             return
         committed = self.committed_offset()
         if committed is None:

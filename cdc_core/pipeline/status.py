@@ -30,14 +30,11 @@ from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
 from cdc_core.mysql.startup import StartupPlan, resolve_startup
 from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext
 from cdc_core.pipeline.keys import chunk_key
+from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
 from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
 from cdc_core.state import BatchStatus, ChunkRecord, ChunkStatus
 
 logger = logging.getLogger(__name__)
-
-# Modes whose startup plan needs no server (a snapshot first): it can be known before it is fixed.
-_SNAPSHOT_MODES = ("initial", "snapshot")
-
 
 class Unreachable(ConnectionError):
     """MySQL or Doris did not answer; ``system`` says which (``mysql`` or ``doris``)."""
@@ -155,7 +152,7 @@ def pipeline_status(ctx: PipelineContext) -> PipelineStatus:
     plan_complete = assigner is not None and AssignerState.from_dict(assigner).finished
     snapshot_done = plan_complete and all(c.status is ChunkStatus.COMMITTED for c in chunks)
     startup = _startup(ctx, saved_startup)
-    needs_snapshot = startup.snapshot if startup is not None else ctx.definition.source.startup_mode in _SNAPSHOT_MODES
+    needs_snapshot = startup.snapshot if startup is not None else ctx.definition.source.startup_mode in SNAPSHOT_MODES
     if startup is None and not needs_snapshot:
         phase = Phase.NOT_STARTED
     elif not needs_snapshot or snapshot_done:
@@ -185,7 +182,7 @@ def _startup(ctx: PipelineContext, saved: dict[str, Any] | None) -> StartupPlan 
     server); None for a binlog-only mode whose start is not fixed yet (fixing it is the stream's)."""
     if saved is not None:
         return StartupPlan.from_dict(saved)
-    if ctx.definition.source.startup_mode in _SNAPSHOT_MODES:
+    if ctx.definition.source.startup_mode in SNAPSHOT_MODES:
         return resolve_startup(ctx.definition.source, ctx.settings)
     return None
 

@@ -1,0 +1,99 @@
+"""How much of the snapshot is left, read cheaply: whether a run will need Spark at all.
+
+A run of at most ``tidemark.snapshot.in-process-rows`` rows reads its chunks in the driver, and
+starting Spark would cost it more than its work (``jobs/snapshot_job.py``). ``tidemark run``
+wants to know that before it has imported the rest of Tidemark, so that it can start Spark while
+it does (``orchestration/spark_prestart.py``). So this module needs only the state store and,
+before the first plan, the MySQL client: no Doris sink, no Spark, no Dagster. The state-store
+namespaces and the transform rule lookup live here for the same reason;
+``cdc_core/pipeline/context.py`` re-exports them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from cdc_core.config import PipelineDefinition
+from cdc_core.config.selectors import TableSelector
+from cdc_core.schema import TableId
+from cdc_core.state import ChunkStatus, StateStore
+
+logger = logging.getLogger(__name__)
+
+META_NS = "meta"
+SNAPSHOT_NS = "snapshot"
+BINLOG_NS = "binlog"
+SNAPSHOT_MODES = ("initial", "snapshot")
+"""The ``scan.startup.mode`` values that take a snapshot."""
+
+
+def transform_rule_index(definition: PipelineDefinition, table_id: TableId) -> int | None:
+    """The index of the first ``transform:`` rule that matches ``table_id`` (None: no transform).
+
+    The rules are applied in Spark (``jobs/transforms.py``); the service only needs to know
+    whether a table has one: such a table always goes through Spark, and parity cannot compare
+    its rows with the source's.
+    """
+    for index, rule in enumerate(getattr(definition, "transforms", ()) or ()):
+        if TableSelector.parse(rule.source_table).matches(table_id.database, table_id.table):
+            return index
+    return None
+
+
+def fits_in_process(definition: PipelineDefinition, rows: int, tables: Iterable[TableId]) -> bool:
+    """Whether ``rows`` of these tables are read and loaded in the driver, without Spark: the
+    option is on (> 0), the fused chunk tasks are (the in-process path is theirs), the rows are
+    within it, and no table has a transform (transforms run in Spark SQL)."""
+    limit = definition.pipeline.snapshot_in_process_rows
+    return (limit > 0 and definition.pipeline.spark_fused_chunk_tasks and rows <= limit
+            and all(transform_rule_index(definition, t) is None for t in tables))
+
+
+def needs_spark(definition: PipelineDefinition, rows_left: dict[str, int]) -> bool:
+    """Whether reading ``rows_left`` (rows per table) will start Spark, by :func:`fits_in_process`
+    applied to the whole rest of the snapshot."""
+    if not rows_left:
+        return False
+    return not fits_in_process(definition, sum(rows_left.values()), [TableId.parse(t) for t in rows_left])
+
+
+def rows_left(definition: PipelineDefinition, store: StateStore | None) -> dict[str, int]:
+    """An estimate of the rows each table has still to be read by the snapshot (empty: none).
+
+    ``store`` None (the pipeline has no state yet) or no plan in it: the server's estimate for
+    every captured table (``SHOW TABLE STATUS``, the figure planning records). Once planned: a
+    table's planned rows times the share of its planned chunks not committed yet (all of them
+    while it has none). Only for deciding ahead; nothing depends on it being exact.
+    """
+    if definition.source.startup_mode not in SNAPSHOT_MODES:
+        return {}
+    planned: dict[str, Any] | None = store.get(SNAPSHOT_NS, "table_rows") if store is not None else None
+    if planned is None:
+        return _server_estimates(definition)
+    with store.transaction(readonly=True) as tx:  # type: ignore[union-attr]
+        chunks = tx.chunks()
+    total: dict[str, int] = {}
+    open_: dict[str, int] = {}
+    for chunk in chunks:
+        total[chunk.table_id] = total.get(chunk.table_id, 0) + 1
+        if chunk.status is not ChunkStatus.COMMITTED:
+            open_[chunk.table_id] = open_.get(chunk.table_id, 0) + 1
+    left = {}
+    for table_id, rows in planned.items():
+        share = open_.get(table_id, 0) / total[table_id] if total.get(table_id) else 1.0
+        if share > 0:
+            left[table_id] = int(int(rows) * share)
+    return left
+
+
+def _server_estimates(definition: PipelineDefinition) -> dict[str, int]:
+    from cdc_core.mysql.connection import MySqlConnectionSettings, connect
+    from cdc_core.mysql.discovery import list_captured_tables, table_status
+
+    conn = connect(MySqlConnectionSettings.from_options(definition.source), text_values=True)
+    try:
+        return {str(t): table_status(conn, t)[0] for t in list_captured_tables(conn, definition.source.selector)}
+    finally:
+        conn.close()

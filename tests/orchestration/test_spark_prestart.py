@@ -1,0 +1,140 @@
+"""``tidemark run`` starts Spark ahead only when the snapshot left needs it
+(``orchestration/spark_prestart.py``, ``cdc_core/pipeline/snapshot_estimate.py``).
+
+``jobs.spark.start_session`` is replaced by a recorder here: what is tested is the decision and
+what it reads (the real session start is the run's own, in the end-to-end tests)."""
+
+from __future__ import annotations
+
+import pytest
+
+import jobs.spark
+from cdc_core.config import load_pipeline
+from cdc_core.pipeline.snapshot_estimate import fits_in_process, needs_spark, rows_left
+from cdc_core.schema import TableId
+from cdc_core.state import ChunkRecord, ChunkStatus, StateStore
+from devstack.pipeline_file import write_pipeline
+from orchestration.env_overrides import state_location
+from orchestration.spark_prestart import SparkPrestart
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def started(monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(jobs.spark, "start_session", lambda definition: calls.append(definition.name))
+    return calls
+
+
+@pytest.fixture
+def table(root_conn, fresh_db):
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
+        cur.execute(f"INSERT INTO `{fresh_db}`.t SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_500")
+        cur.execute(f"ANALYZE TABLE `{fresh_db}`.t")
+        cur.fetchall()
+    return f"{fresh_db}.t"
+
+
+def pipeline(tmp_path, mysql_server, table, name="pre", in_process_rows=None, port=None, transform=None):
+    extra = {"tidemark.snapshot.in-process-rows": in_process_rows} if in_process_rows is not None else {}
+    return write_pipeline(tmp_path / f"{name}.yaml", host="127.0.0.1", port=port or mysql_server.port,
+                          fe="127.0.0.1:1", tables=table, name=name, state_dir=tmp_path / "state" / name,
+                          pipeline=extra, transform=transform)
+
+
+def planned(store, table, chunks, committed):
+    """A plan of ``chunks`` chunks of ``table`` in ``store``, those in ``committed`` COMMITTED."""
+    with store.transaction() as tx:
+        tx.add_chunks([ChunkRecord(table, i, None, None) for i in range(chunks)])
+        for i in committed:
+            tx.update_chunk(table, i, status=ChunkStatus.COMMITTED)
+
+
+def prestart(*paths):
+    ahead = SparkPrestart(list(paths)).start()
+    ahead.join(60)
+    return ahead
+
+
+def test_a_first_snapshot_bigger_than_the_driver_reads_starts_spark_ahead_and_creates_no_state(
+        tmp_path, mysql_server, table, started):
+    path = pipeline(tmp_path, mysql_server, table, in_process_rows=100)
+    ahead = prestart(path)
+    assert started == ["pre"] and ahead.started_for == "pre"
+    assert not (tmp_path / "state").exists()  # the server's estimate decided; the run creates the state
+
+
+def test_a_small_snapshot_starts_nothing(tmp_path, mysql_server, table, started):
+    ahead = prestart(pipeline(tmp_path, mysql_server, table))  # 500 rows, within the default 50,000
+    assert started == [] and ahead.started_for is None
+
+
+def test_the_rest_of_a_planned_snapshot_decides(tmp_path, mysql_server, table, started):
+    path = pipeline(tmp_path, mysql_server, table, in_process_rows=100)
+    definition = load_pipeline(path)
+    store = StateStore.for_pipeline(definition)
+    store.put("snapshot", "table_rows", {table: 1000})
+    planned(store, table, chunks=10, committed=range(9))
+    assert rows_left(definition, store) == {table: 100}  # a tenth of the chunks: within 100 rows
+    assert prestart(path).started_for is None
+    with store.transaction() as tx:
+        tx.update_chunk(table, 8, status=ChunkStatus.PENDING)
+    assert rows_left(definition, store) == {table: 200}
+    assert prestart(path).started_for == "pre"
+    with store.transaction() as tx:
+        for i in (8, 9):
+            tx.update_chunk(table, i, status=ChunkStatus.COMMITTED)
+    assert rows_left(definition, store) == {}  # done: nothing to read, no Spark
+    store.close()
+    assert prestart(path).started_for is None
+    assert started == ["pre"]
+
+
+def test_the_state_store_the_environment_names_is_the_one_read(tmp_path, mysql_server, table, started,
+                                                             monkeypatch):
+    path = pipeline(tmp_path, mysql_server, table, in_process_rows=100)
+    definition = load_pipeline(path)
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("TIDEMARK_PRE_STATE_DIR", str(elsewhere))
+    assert state_location(definition) == (None, elsewhere)
+    store = StateStore.open(elsewhere)
+    store.put("snapshot", "table_rows", {table: 1000})
+    planned(store, table, chunks=1, committed=[0])
+    store.close()
+    assert prestart(path).started_for is None  # what that store says: all committed
+    assert not (tmp_path / "state").exists()  # the file's own state directory is not touched
+    monkeypatch.setenv("TIDEMARK_PRE_STATE_URL", f"sqlite:///{tmp_path / 'shared.db'}")
+    assert state_location(definition) == (f"sqlite:///{tmp_path / 'shared.db'}", None)
+
+
+def test_what_it_cannot_read_starts_nothing_and_raises_nothing(tmp_path, mysql_server, table, started):
+    missing = tmp_path / "missing.yaml"
+    down = pipeline(tmp_path, mysql_server, table, name="down", in_process_rows=100, port=1)
+    assert prestart(missing, down).started_for is None
+    assert started == []
+    good = pipeline(tmp_path, mysql_server, table, in_process_rows=100)
+    assert prestart(missing, good).started_for == "pre"  # the first file that needs Spark
+
+
+def test_the_in_process_rule_is_the_runs():
+    definition = load_pipeline_text(in_process_rows=1000)
+    t = TableId.parse("shop.t")
+    assert fits_in_process(definition, 1000, [t]) and not fits_in_process(definition, 1001, [t])
+    assert not needs_spark(definition, {}) and needs_spark(definition, {"shop.t": 1001})
+    with_transform = load_pipeline_text(in_process_rows=1000, transform=[{"source-table": "shop.t",
+                                                                           "projection": "*"}])
+    assert not fits_in_process(with_transform, 10, [t])  # transforms run in Spark SQL
+    assert not fits_in_process(load_pipeline_text(in_process_rows=0), 10, [t])  # 0: always Spark
+
+
+def load_pipeline_text(in_process_rows, transform=None):
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp())
+    path = write_pipeline(folder / "p.yaml", host="127.0.0.1", port=3306, fe="127.0.0.1:1", tables="shop.t",
+                          name="p", state_dir=folder / "state",
+                          pipeline={"tidemark.snapshot.in-process-rows": in_process_rows}, transform=transform)
+    return load_pipeline(path, env={})
