@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BINLOG_NS", "META_NS", "SNAPSHOT_NS", "PipelineContext", "transform_rule_index"]
 
+
 class PipelineContext:
     """One pipeline's definition, state and connections, shared by the service's steps."""
 

@@ -36,6 +36,7 @@ from cdc_core.state import BatchStatus, ChunkRecord, ChunkStatus
 
 logger = logging.getLogger(__name__)
 
+
 class Unreachable(ConnectionError):
     """MySQL or Doris did not answer; ``system`` says which (``mysql`` or ``doris``)."""
 
