@@ -118,23 +118,17 @@ def test_what_it_cannot_read_starts_nothing_and_raises_nothing(tmp_path, mysql_s
     assert prestart(missing, good).started_for == "pre"  # the first file that needs Spark
 
 
-def test_the_in_process_rule_is_the_runs():
-    definition = load_pipeline_text(in_process_rows=1000)
+def test_the_in_process_rule_is_the_runs(tmp_path):
+    def definition(in_process_rows, transform=None):
+        path = write_pipeline(tmp_path / "p.yaml", host="127.0.0.1", port=3306, fe="127.0.0.1:1",
+                              tables="shop.t", name="p", state_dir=tmp_path / "state",
+                              pipeline={"tidemark.snapshot.in-process-rows": in_process_rows}, transform=transform)
+        return load_pipeline(path, env={})
+
     t = TableId.parse("shop.t")
-    assert fits_in_process(definition, 1000, [t]) and not fits_in_process(definition, 1001, [t])
-    assert not needs_spark(definition, {}) and needs_spark(definition, {"shop.t": 1001})
-    with_transform = load_pipeline_text(in_process_rows=1000, transform=[{"source-table": "shop.t",
-                                                                           "projection": "*"}])
+    plain = definition(1000)
+    assert fits_in_process(plain, 1000, [t]) and not fits_in_process(plain, 1001, [t])
+    assert not needs_spark(plain, {}) and needs_spark(plain, {"shop.t": 1001})
+    with_transform = definition(1000, transform=[{"source-table": "shop.t", "projection": "*"}])
     assert not fits_in_process(with_transform, 10, [t])  # transforms run in Spark SQL
-    assert not fits_in_process(load_pipeline_text(in_process_rows=0), 10, [t])  # 0: always Spark
-
-
-def load_pipeline_text(in_process_rows, transform=None):
-    import tempfile
-    from pathlib import Path
-
-    folder = Path(tempfile.mkdtemp())
-    path = write_pipeline(folder / "p.yaml", host="127.0.0.1", port=3306, fe="127.0.0.1:1", tables="shop.t",
-                          name="p", state_dir=folder / "state",
-                          pipeline={"tidemark.snapshot.in-process-rows": in_process_rows}, transform=transform)
-    return load_pipeline(path, env={})
+    assert not fits_in_process(definition(0), 10, [t])  # 0: always Spark
