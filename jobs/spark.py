@@ -65,25 +65,27 @@ def session_settings(pipeline: Any | None) -> dict[str, Any]:
     return {"master": master, "remote": remote, "conf": conf}
 
 
-def session_config(definition: Any) -> dict[str, str]:
+def session_config(pipeline: Any | None, app_name: str | None = None) -> dict[str, str]:
     """A pipeline's settings as one flat Spark conf, master or remote included: what the Dagster
-    PySpark resource starts its session with (``orchestration/resources.py``)."""
-    settings = session_settings(definition)
+    PySpark resource starts its session with (``orchestration/resources.py``). The app name is
+    ``app_name``, else ``tidemark-<pipeline>``, unless the pipeline's conf sets one."""
+    settings = session_settings(pipeline)
     config = dict(settings["conf"])
     if settings.get("remote"):
         config["spark.remote"] = settings["remote"]
     elif settings.get("master"):
         config["spark.master"] = settings["master"]
-    config.setdefault("spark.app.name", f"tidemark-{definition.name}")
+    name = getattr(pipeline, "name", None)
+    config.setdefault("spark.app.name", app_name or (f"tidemark-{name}" if name else "tidemark"))
     return config
 
 
-def start_session(definition: Any) -> Any:
+def start_session(pipeline: Any | None, app_name: str | None = None) -> Any:
     """Start (or find) the process's session with :func:`session_config`, built as dagster-pyspark
     builds it, so that the resource's own ``getOrCreate`` later finds this one."""
     prepare_environment()
     builder = SparkSession.builder
-    for key, value in session_config(definition).items():
+    for key, value in session_config(pipeline, app_name).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
@@ -91,16 +93,11 @@ def start_session(definition: Any) -> Any:
 def build_session(pipeline: Any | None = None, app_name: str = "tidemark") -> Any:
     """A session with the pipeline's settings (``getOrCreate``: the process's active one if any),
     ready for Tidemark's jobs."""
-    prepare_environment()
-    settings = session_settings(pipeline)
-    builder = SparkSession.builder.appName(app_name)
-    builder = builder.remote(settings["remote"]) if settings["remote"] else builder.master(settings["master"])
-    for key, value in settings["conf"].items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    if not settings["remote"]:
+    session = start_session(pipeline, app_name)
+    remote = spark_context(session) is None
+    if not remote:
         session.sparkContext.setLogLevel("WARN")
-    logger.info("Spark session on %s", settings["remote"] or settings["master"])
+    logger.info("Spark session on %s", "Spark Connect" if remote else session.sparkContext.master)
     return prepare_session(session)
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cdc_core.state import StateStore
+
 
 def env_prefix(definition: Any) -> str:
     """``TIDEMARK_<PIPELINE NAME>_``."""
@@ -20,18 +22,9 @@ def env_prefix(definition: Any) -> str:
 
 
 def state_location(definition: Any, environ: Mapping[str, str] | None = None) -> tuple[str | None, Path | None]:
-    """The state store the pipeline's resource opens: a URL, or else a directory (one of them set).
-
-    ``..._STATE_URL``, else ``..._STATE_DIR``, else the file's ``tidemark.state.url``, else its
-    state directory — the order of ``StateStoreResource.open`` and ``StateStore.for_pipeline``.
-    """
+    """The state store the pipeline's resource opens (``StateStore.location``, with
+    ``..._STATE_URL`` and ``..._STATE_DIR`` from the environment as its overrides)."""
     env = os.environ if environ is None else environ
     prefix = env_prefix(definition)
-    if env.get(prefix + "STATE_URL"):
-        return env[prefix + "STATE_URL"], None
-    if env.get(prefix + "STATE_DIR"):
-        return None, Path(env[prefix + "STATE_DIR"])
-    url = definition.pipeline.state_url
-    if url:
-        return url.get_secret_value(), None
-    return None, Path(definition.state_dir)
+    return StateStore.location(definition, url=env.get(prefix + "STATE_URL") or None,
+                               state_dir=env.get(prefix + "STATE_DIR") or None)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
@@ -80,11 +79,7 @@ class StateStoreResource(ConfigurableResource):
     state_dir: str | None = None
 
     def open(self, definition: PipelineDefinition) -> StateStore:
-        if self.url:
-            return StateStore.open(url=self.url)
-        if self.state_dir:
-            return StateStore.open(self.state_dir)
-        return StateStore.for_pipeline(definition)
+        return StateStore.for_pipeline(definition, url=self.url, state_dir=self.state_dir)
 
 
 def _resolved(value: Any) -> Any:
@@ -93,14 +88,6 @@ def _resolved(value: Any) -> Any:
     if isinstance(value, EnvVar) or type(value).__name__ == "IntEnvVar":
         return value.get_value()
     return value
-
-
-def spark_config_for(definition: PipelineDefinition) -> dict[str, str]:
-    """The pipeline's Spark settings (``tidemark.spark.*``) as dagster-pyspark ``spark_config``.
-
-    The session the PySpark resource starts with these settings is the one the chunks are read with.
-    """
-    return session_config(definition)
 
 
 class TidemarkPySparkResource(LazyPySparkResource):
@@ -151,13 +138,11 @@ class TidemarkPipelineResource(ConfigurableResource):
         no Spark, MySQL or Doris. Empty for a pipeline whose state does not exist yet (nothing
         is created for it)."""
         definition = load_pipeline(self.pipeline_file)
-        url = _resolved(self.state.url)
-        state_dir = _resolved(self.state.state_dir)
-        if not url and not definition.pipeline.state_url:
-            where = Path(state_dir or definition.state_dir) / "state.sqlite"
-            if not where.is_file():
-                return []
-        service = self.make_service(definition, StateStoreResource(url=url, state_dir=state_dir).open(definition))
+        store = StateStore.open_existing(definition, url=_resolved(self.state.url),
+                                         state_dir=_resolved(self.state.state_dir))
+        if store is None:
+            return []
+        service = self.make_service(definition, store)
         try:
             return service.doris_targets()
         finally:
@@ -208,5 +193,5 @@ def pipeline_resource(path: str, definition: PipelineDefinition, env_prefix: str
         doris=DorisSinkResource(fenodes=env("DORIS_FENODES"), username=env("DORIS_USER"),
                                 password=env("DORIS_PASSWORD")),
         state=StateStoreResource(url=env("STATE_URL"), state_dir=env("STATE_DIR")),
-        pyspark=TidemarkPySparkResource(spark_config=spark_config_for(definition)),
+        pyspark=TidemarkPySparkResource(spark_config=session_config(definition)),
     )

@@ -28,8 +28,12 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdc_core.phases import phase
+
+if TYPE_CHECKING:
+    from cdc_core.config import PipelineDefinition
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +67,7 @@ class SparkPrestart:
                 logger.warning("starting Spark ahead of the run failed; the run starts it when it needs it",
                                exc_info=True)
 
-    def _first_needing_spark(self) -> object | None:
+    def _first_needing_spark(self) -> PipelineDefinition | None:
         for path in self._paths:
             try:
                 definition = _needs_spark(path)
@@ -75,7 +79,7 @@ class SparkPrestart:
         return None
 
 
-def _needs_spark(path: Path) -> object | None:
+def _needs_spark(path: Path) -> PipelineDefinition | None:
     """The pipeline's definition when its snapshot has more left than the driver reads alone."""
     from cdc_core.config import load_pipeline
     from cdc_core.pipeline.snapshot_estimate import needs_spark, rows_left
@@ -84,12 +88,8 @@ def _needs_spark(path: Path) -> object | None:
 
     definition = load_pipeline(path)
     url, state_dir = state_location(definition)
-    if url is not None:
-        store: StateStore | None = StateStore.open(url=url)
-    elif state_dir is not None and (state_dir / "state.sqlite").is_file():
-        store = StateStore.open(state_dir)
-    else:
-        store = None  # nothing run yet: the server's estimates decide, and no state is created here
+    # None: nothing run yet; the server's estimates decide, and no state is created here
+    store = StateStore.open_existing(definition, url=url, state_dir=state_dir)
     try:
         left = rows_left(definition, store)
     finally:

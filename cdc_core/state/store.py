@@ -242,6 +242,10 @@ def _batch_record(row: Any) -> BatchRecord:
     return BatchRecord.from_dict(record)
 
 
+SQLITE_FILE = "state.sqlite"
+"""The file of a state directory's store."""
+
+
 class StateStore:
     """A pipeline's durable memory. Open with a state directory or a SQLAlchemy URL."""
 
@@ -258,7 +262,7 @@ class StateStore:
                 raise ValueError("a state directory or a SQLAlchemy URL is required")
             path = Path(state_dir)
             path.mkdir(parents=True, exist_ok=True)
-            engine = sa.create_engine(f"sqlite:///{path / 'state.sqlite'}", connect_args={"timeout": 60})
+            engine = sa.create_engine(f"sqlite:///{path / SQLITE_FILE}", connect_args={"timeout": 60})
 
             @sa.event.listens_for(engine, "connect")
             def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - SQLAlchemy hook signature
@@ -277,10 +281,35 @@ class StateStore:
 
         return cls(engine)
 
+    @staticmethod
+    def location(definition: Any, url: str | None = None,
+                 state_dir: Path | str | None = None) -> tuple[str | None, Path | None]:
+        """Where a pipeline's state lives, one of the two set: ``url``, else ``state_dir`` (a
+        deployment's overrides), else the file's ``tidemark.state.url``, else its state directory."""
+        if url:
+            return url, None
+        if state_dir:
+            return None, Path(state_dir)
+        file_url = definition.pipeline.state_url
+        if file_url:
+            return file_url.get_secret_value(), None
+        return None, Path(definition.state_dir)
+
     @classmethod
-    def for_pipeline(cls, definition: Any) -> StateStore:
-        url = definition.pipeline.state_url
-        return cls.open(definition.state_dir, url.get_secret_value() if url else None)
+    def for_pipeline(cls, definition: Any, url: str | None = None, state_dir: Path | str | None = None) -> StateStore:
+        """The pipeline's store (:meth:`location`), created when it does not exist yet."""
+        where_url, where_dir = cls.location(definition, url, state_dir)
+        return cls.open(where_dir, where_url)
+
+    @classmethod
+    def open_existing(cls, definition: Any, url: str | None = None,
+                      state_dir: Path | str | None = None) -> StateStore | None:
+        """The pipeline's store if it exists; None for a state directory without its file (a
+        pipeline that never ran: nothing is created for it). A URL's store is opened as it is."""
+        where_url, where_dir = cls.location(definition, url, state_dir)
+        if where_url is None and not (where_dir / SQLITE_FILE).is_file():  # type: ignore[operator]
+            return None
+        return cls.open(where_dir, where_url)
 
     def _migrate(self) -> None:
         metadata.create_all(self.engine)
