@@ -39,3 +39,11 @@ def test_in_sql_as_doris_answers(tmp_path):
     with storage.cursor() as cur:
         rows = cur.execute("SELECT crc32('hello'), crc32(NULL), crc32('')").fetchall()
     assert rows == [(zlib.crc32(b"hello"), None, 0)]
+
+
+def test_every_length_around_the_eight_byte_steps():
+    # The loop takes eight bytes a step and the rest one at a time: each tail length, and multi-byte
+    # characters split across a step, against zlib.
+    texts = ["".join(chr(0x41 + (i * 7 + n) % 58) for i in range(n)) for n in range(41)]
+    texts += ["ü" * n for n in range(1, 20)] + ["😀" * n for n in range(1, 12)]
+    assert crc32.crc32_arrow(pa.array(texts)).to_pylist() == [zlib.crc32(t.encode()) for t in texts]
