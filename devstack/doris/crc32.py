@@ -9,7 +9,8 @@ bench table's parity (5M rows, ``bench/snapshot_e2e.py``) took 2.1 s instead of 
 that loop (the same values, slower).
 
 The loop reads eight bytes a step through eight tables ("slicing-by-8"): a row's text is ~90 bytes
-on the bench table, and over 1M such strings the byte-at-a-time loop took 0.10 s, this one 0.04 s.
+on the bench table; over 1M strings of ~54 bytes the byte-at-a-time loop took 0.10 s, this one 0.04 s,
+and the stand-in's side of the 5M-row parity fell from ~1.5 to ~1.2 s.
 """
 
 from __future__ import annotations
