@@ -69,11 +69,13 @@ def rows_left(definition: PipelineDefinition, store: StateStore | None) -> dict[
     """
     if definition.source.startup_mode not in SNAPSHOT_MODES:
         return {}
-    planned: dict[str, Any] | None = store.get(SNAPSHOT_NS, "table_rows") if store is not None else None
+    if store is None:
+        return _server_estimates(definition)
+    with store.transaction(readonly=True) as tx:  # the plan's row figures and its chunks, as of one moment
+        planned: dict[str, Any] | None = tx.get(SNAPSHOT_NS, "table_rows")
+        chunks = tx.chunks() if planned is not None else []
     if planned is None:
         return _server_estimates(definition)
-    with store.transaction(readonly=True) as tx:  # type: ignore[union-attr]
-        chunks = tx.chunks()
     total: dict[str, int] = {}
     open_: dict[str, int] = {}
     for chunk in chunks:

@@ -27,9 +27,7 @@ def test_a_pipelines_own_java_options_replace_it():
 
 
 def test_a_cluster_or_spark_connect_keeps_its_own_jvm_settings():
-    cluster = session_settings(SimpleNamespace(pipeline=SimpleNamespace(
-        parallelism=2, spark_master="spark://host:7077", spark_remote=None, spark_conf={})))
-    connect = session_settings(SimpleNamespace(pipeline=SimpleNamespace(
-        parallelism=2, spark_master=None, spark_remote="sc://host:15002", spark_conf={})))
+    cluster = session_settings(options(spark_master="spark://host:7077"))
+    connect = session_settings(options(spark_remote="sc://host:15002"))
     assert "spark.driver.extraJavaOptions" not in cluster["conf"]
     assert "spark.driver.extraJavaOptions" not in connect["conf"]
