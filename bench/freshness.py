@@ -170,10 +170,10 @@ def measure(rate: float = 200.0, seconds: float = 90.0, warmup: float = 15.0, co
     from rich.console import Console
 
     from devstack.workload import SteadyWriter
-    from orchestration.dev import DagsterServices
-    from orchestration.instance import prepare_home
-    from orchestration.pipelines import PipelineHandle
-    from orchestration.run_once import OnceRun
+    from orchestration.cli.dev import DagsterServices
+    from orchestration.cli.instance import prepare_home
+    from orchestration.cli.run_once import OnceRun
+    from orchestration.defs.pipelines import PipelineHandle
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from snapshot_e2e import MemorySampler

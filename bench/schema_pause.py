@@ -81,7 +81,7 @@ def runs_of(instance, job_name: str, since: float) -> list:
 
 
 def measure_one(instance, handle, root, writer, poller, k: int, timeout_s: float) -> dict:
-    from orchestration.schema_change import schema_change_job_name
+    from orchestration.defs.schema_change_job import schema_change_job_name
 
     with root.cursor() as cur:
         cur.execute(f"ALTER TABLE {DB}.ticks ADD COLUMN c{k} INT")
@@ -128,9 +128,9 @@ def measure(ddls: int = 3, rate: float = 20.0, behavior: str = "lenient", keep: 
     from cdc_core.config import load_pipeline
     from devstack.workload import SteadyWriter
     from jobs.executor import spark_service
-    from orchestration.dev import DagsterServices
-    from orchestration.instance import prepare_home
-    from orchestration.pipelines import PipelineHandle
+    from orchestration.cli.dev import DagsterServices
+    from orchestration.cli.instance import prepare_home
+    from orchestration.defs.pipelines import PipelineHandle
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from snapshot_e2e import MemorySampler

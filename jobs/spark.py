@@ -1,7 +1,7 @@
 """Spark session settings from the pipeline file, and what a session needs before Tidemark's jobs run.
 
 The session itself is owned by the Dagster resource (``TidemarkPySparkResource`` in
-``orchestration/resources.py``, dagster-pyspark), which starts it only when a step asks for it
+``orchestration/defs/resources.py``, dagster-pyspark), which starts it only when a step asks for it
 (a session costs ~10 s to start); the pipeline service reaches it through the executor's lazy
 session provider (``jobs/executor.py``). ``build_session`` is the same builder for tests and
 benchmarks that run without Dagster. ``local[N]`` is the default (N = the pipeline's
@@ -67,7 +67,7 @@ def session_settings(pipeline: Any | None) -> dict[str, Any]:
 
 def session_config(pipeline: Any | None, app_name: str | None = None) -> dict[str, str]:
     """A pipeline's settings as one flat Spark conf, master or remote included: what the Dagster
-    PySpark resource starts its session with (``orchestration/resources.py``). The app name is
+    PySpark resource starts its session with (``orchestration/defs/resources.py``). The app name is
     ``app_name``, else ``tidemark-<pipeline>``, unless the pipeline's conf sets one."""
     settings = session_settings(pipeline)
     config = dict(settings["conf"])

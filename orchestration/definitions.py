@@ -3,7 +3,7 @@
 ``dagster dev -w workspace.yaml`` (or ``tidemark dev``) loads ``defs`` from here. Pipelines come
 from ``TIDEMARK_PIPELINES`` (default ``pipelines/*.yaml``); each is built by
 ``build_pipeline_defs`` and the results are merged. The Doris table assets of a pipeline come from
-its state store when the location loads (``orchestration/doris_tables.py``): reload the location
+its state store when the location loads (``orchestration/defs/doris_tables.py``): reload the location
 after a split plan discovered new tables.
 """
 
@@ -13,16 +13,16 @@ from pathlib import Path
 
 from dagster import AssetKey, AssetSpec, Definitions, definitions, in_process_executor
 
-from orchestration.assets import build_assets
-from orchestration.checks import build_checks
-from orchestration.doris_tables import doris_table_specs
-from orchestration.hooks import build_hooks
-from orchestration.jobs import build_jobs
-from orchestration.pipelines import PipelineHandle, load_handles, pipeline_paths
-from orchestration.resources import TidemarkPipelineResource, pipeline_resource
-from orchestration.schedules import build_incremental_schedule
-from orchestration.schema_change import build_schema_change_defs
-from orchestration.sensors import build_binlog_sensor
+from orchestration.defs.assets import build_assets
+from orchestration.defs.checks import build_checks
+from orchestration.defs.doris_tables import doris_table_specs
+from orchestration.defs.hooks import build_hooks
+from orchestration.defs.jobs import build_jobs
+from orchestration.defs.pipelines import PipelineHandle, load_handles, pipeline_paths
+from orchestration.defs.resources import TidemarkPipelineResource, pipeline_resource
+from orchestration.defs.schedules import build_incremental_schedule
+from orchestration.defs.schema_change_job import build_schema_change_defs
+from orchestration.defs.sensors import build_binlog_sensor
 
 
 def build_pipeline_defs(handle: PipelineHandle, resource: TidemarkPipelineResource | None = None) -> Definitions:

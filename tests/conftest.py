@@ -58,7 +58,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _launches_a_server(args: str | bytes | Sequence) -> bool:
     argv = [os.fsdecode(a) for a in ([args] if isinstance(args, str | bytes | os.PathLike) else args)]
     if (any(PurePath(a).name in _SERVER_PROGRAMS for a in argv) or "devstack.doris" in argv
-            or "orchestration.dagster_daemon" in argv):
+            or "orchestration.cli.dagster_daemon" in argv):
         return True
     cli = any(a == "orchestration.cli" or PurePath(a).name == "tidemark" for a in argv)
     return cli and bool({"devstack", "dev"} & set(argv)) and "down" not in argv

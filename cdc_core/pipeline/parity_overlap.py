@@ -11,7 +11,7 @@ When a stored segment may stand in for reading MySQL again (``Prefetched.valid``
 - the table's checksum statement and the chunk's range are the ones it was computed with;
 - the server's binlog position is the one read just before it was computed: no binlogged write
   has touched MySQL since, so its rows are what they were, and the check's verdict is exactly as
-  authoritative as if MySQL had been read at check time (``orchestration/checks.py`` still
+  authoritative as if MySQL had been read at check time (``orchestration/defs/checks.py`` still
   requires the binlog not to move during the check).
 A write made without a binlog event (``sql_log_bin = 0``) between the two is missed by this one
 check, as one made just after the check would be; the next check and ``tidemark verify`` see it.

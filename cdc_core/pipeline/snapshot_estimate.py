@@ -3,7 +3,7 @@
 A run of at most ``tidemark.snapshot.in-process-rows`` rows reads its chunks in the driver, and
 starting Spark would cost it more than its work (``jobs/snapshot_job.py``). ``tidemark run``
 wants to know that before it has imported the rest of Tidemark, so that it can start Spark while
-it does (``orchestration/spark_prestart.py``). So this module needs only the state store and,
+it does (``orchestration/cli/spark_prestart.py``). So this module needs only the state store and,
 before the first plan, the MySQL client: no Doris sink, no Spark, no Dagster. The state-store
 namespaces and the transform rule lookup live here for the same reason;
 ``cdc_core/pipeline/context.py`` re-exports them.

@@ -5,7 +5,7 @@ files' sizes and clock, and a short binlog read for the age of the oldest change
 one Doris request (is the FE there); no Spark, no Dagster run, and no state written: unlike the
 stream's own steps, this never fixes the startup mode or draws a label epoch, so asking for the
 status of a pipeline that never ran leaves it as it was (with an empty state store). The orchestration only
-formats the frozen :class:`PipelineStatus` (``orchestration/status.py``) and adds what Dagster
+formats the frozen :class:`PipelineStatus` (``orchestration/cli/status.py``) and adds what Dagster
 knows (the last failed run).
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from devstack.procs import free_port
-from orchestration.cli import main
+from orchestration.cli.tidemark import main
 
 WRONG = "not-the-pw-4711"
 

@@ -100,7 +100,7 @@ def test_names_doris_cannot_take_are_refused_before_anything_is_loaded(pipeline_
     name: Doris refuses each under any setting. The first planning round and ``tidemark validate
     --connect`` name each, with the fix; nothing is recorded and Doris is not touched."""
     from cdc_core.doris.names import DorisNameError
-    from orchestration.cli import main
+    from orchestration.cli.tidemark import main
     from tests.orchestration.test_cli import write_pipeline
 
     db = fresh_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.cli import main
+from orchestration.cli.tidemark import main
 
 GOOD = """\
 source:

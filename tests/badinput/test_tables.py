@@ -150,9 +150,9 @@ def test_a_table_dropped_between_the_plan_and_the_chunks_run_through_dagster(mys
     from rich.console import Console
 
     from cdc_core.config import load_pipeline
+    from orchestration.cli.run_once import OnceRun
     from orchestration.definitions import build_definitions
-    from orchestration.pipelines import PipelineHandle
-    from orchestration.run_once import OnceRun
+    from orchestration.defs.pipelines import PipelineHandle
     from tests.badinput.test_connections import write
 
     warnings.filterwarnings("ignore", category=dg.BetaWarning)

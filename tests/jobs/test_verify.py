@@ -8,7 +8,7 @@ import json
 
 from devstack.pipeline_file import write_pipeline as write_pipeline_file
 from jobs.executor import spark_service
-from orchestration.cli import main
+from orchestration.cli.tidemark import main
 
 TYPES_TABLE = """CREATE TABLE `{db}`.typed (
   id INT PRIMARY KEY, flag TINYINT(1), big BIGINT UNSIGNED, small SMALLINT, amount DECIMAL(12,3),

@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from orchestration.definitions import build_definitions
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.pipelines import PipelineHandle
 from tests.orchestration.fakes import RUNNERS, RecordingRunner, recording_resource, write_pipeline
 
 warnings.filterwarnings("ignore", category=dg.BetaWarning)

@@ -28,8 +28,8 @@ from cdc_core.pipeline.results import (
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.verify import TableVerdict
 from cdc_core.state import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus, StateStore
-from orchestration.pipelines import PipelineHandle
-from orchestration.resources import TidemarkPipelineResource, pipeline_resource
+from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.resources import TidemarkPipelineResource, pipeline_resource
 
 PIPELINE_YAML = """
 source:

@@ -6,7 +6,7 @@ import dagster as dg
 from dagster import DagsterEventType
 
 from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE
-from orchestration.assets import CHUNKS_PER_RUN, MAX_PARTITIONS
+from orchestration.defs.assets import CHUNKS_PER_RUN, MAX_PARTITIONS
 
 
 def partitions(h):
@@ -202,7 +202,7 @@ def test_a_caught_up_run_commits_its_batch_and_waits_for_more(harness, monkeypat
     the binlog to move; a commit arriving meanwhile is the next batch of the same run, and when
     nothing comes the run ends with every batch committed (the hook has none left)."""
     from cdc_core.pipeline.stream_run import StreamRunPolicy
-    from orchestration import assets
+    from orchestration.defs import assets
 
     all_chunks_committed(harness)
     runner = harness.runner
@@ -232,7 +232,7 @@ def test_a_caught_up_run_commits_its_batch_and_waits_for_more(harness, monkeypat
 
 
 def test_a_binlog_run_with_no_budget_applies_one_batch(harness, monkeypatch):
-    from orchestration.pipelines import BINLOG_RUN_SECONDS_TAG
+    from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG
 
     all_chunks_committed(harness)
     runner = harness.runner
@@ -326,8 +326,8 @@ def test_table_parity_is_authoritative_only_when_quiet(harness):
 
 def test_materialize_splits_directly(harness):
     """The plain ``materialize`` API, as a user would call it in a notebook."""
-    from orchestration.assets import build_assets
-    from orchestration.hooks import build_hooks
+    from orchestration.defs.assets import build_assets
+    from orchestration.defs.hooks import build_hooks
 
     splits = build_assets(harness.handle, build_hooks(harness.handle)).snapshot_splits
     key = harness.handle.resource_key
@@ -337,7 +337,7 @@ def test_materialize_splits_directly(harness):
 
 
 def test_hooks_invoked_directly_commit_and_abort_what_the_ledger_names(harness):
-    from orchestration.hooks import build_hooks, step_key_of
+    from orchestration.defs.hooks import build_hooks, step_key_of
     harness.run_splits()
     runner = harness.runner
     runner.run_chunks(["shop.items#00000"])

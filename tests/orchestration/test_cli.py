@@ -9,8 +9,15 @@ import pytest
 
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.schema import TableId
-from orchestration.cli import build_parser, main, splits_report
-from orchestration.demo import CHECKSUM_COLUMNS, DATABASE, DemoSizes, demo_exists, load_demo, mysql_summary
+from orchestration.cli.demo import (
+    CHECKSUM_COLUMNS,
+    DATABASE,
+    DemoSizes,
+    demo_exists,
+    load_demo,
+    mysql_summary,
+)
+from orchestration.cli.tidemark import build_parser, main, splits_report
 
 
 def write_pipeline(tmp_path: Path, ep, database: str, user: str, password: str, fe: str = "127.0.0.1:8030") -> Path:

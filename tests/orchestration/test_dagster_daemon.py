@@ -7,12 +7,12 @@ import sys
 import pytest
 from dagster._daemon import controller
 
-from orchestration import dagster_daemon
+from orchestration.cli import dagster_daemon
 
 
 def test_this_dagsters_backfill_loop_still_reads_the_interval_we_shorten():
     # If Dagster moves the constant or stops reading it per iteration, UI backfills start at
-    # Dagster's 30 s again: this fails first, and orchestration/dagster_daemon.py needs a look.
+    # Dagster's 30 s again: this fails first, and orchestration/cli/dagster_daemon.py needs a look.
     assert dagster_daemon.backfill_loop_reads_the_interval()
 
 
@@ -24,7 +24,7 @@ def test_shortening_sets_the_interval_the_backfill_loop_reads(monkeypatch):
 
 def test_the_wrapper_is_dagsters_daemon_cli(monkeypatch, capsys):
     monkeypatch.setattr(controller, "DEFAULT_DAEMON_INTERVAL_SECONDS", 30)
-    monkeypatch.setattr(sys, "argv", ["orchestration.dagster_daemon", "--help"])
+    monkeypatch.setattr(sys, "argv", ["orchestration.cli.dagster_daemon", "--help"])
     monkeypatch.setenv(dagster_daemon.INTERVAL_ENV, "3")
     with pytest.raises(SystemExit) as done:
         dagster_daemon.main()

@@ -7,8 +7,8 @@ import io
 import logging
 import os
 
-from orchestration.cli import build_parser
-from orchestration.dev_logs import LevelFilter, LogRelay, line_level
+from orchestration.cli.dev_logs import LevelFilter, LogRelay, line_level
+from orchestration.cli.tidemark import build_parser
 
 # As dagster-daemon prints them (captured from a run; colored format, ANSI codes and all).
 ESC = "\x1b"

@@ -8,10 +8,10 @@ import warnings
 import dagster as dg
 from rich.console import Console
 
+from orchestration.cli.run_once import OnceRun
 from orchestration.definitions import build_definitions
-from orchestration.doris_tables import doris_table_key
-from orchestration.pipelines import PipelineHandle
-from orchestration.run_once import OnceRun
+from orchestration.defs.doris_tables import doris_table_key
+from orchestration.defs.pipelines import PipelineHandle
 from tests.orchestration.test_e2e_dagster import _create_tables, write_e2e_pipeline
 
 warnings.filterwarnings("ignore", category=dg.BetaWarning)

@@ -29,9 +29,9 @@ from devstack.procs import free_port, pid_alive
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
 from jobs.executor import spark_service
-from orchestration.dev import DagsterServices
-from orchestration.pipelines import PipelineHandle
-from orchestration.runs import runs_in_flight
+from orchestration.cli.dev import DagsterServices
+from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.runs import runs_in_flight
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -206,7 +206,7 @@ def test_a_killed_tidemark_dev_leaves_no_dagster_process(mysql_server, root_conn
             assert time.monotonic() < deadline and dev.poll() is None, (tmp_path / "dev.log").read_text()[-3000:]
             time.sleep(1)
         children = _children(dev.pid)
-        watchdogs = [c for c in children if b"orchestration.dev_watchdog" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        watchdogs = [c for c in children if b"orchestration.cli.dev_watchdog" in Path(f"/proc/{c}/cmdline").read_bytes()]
         assert len(watchdogs) == 1
         groups = {os.getpgid(c) for c in children if c not in watchdogs}
         assert len(groups) == 2, "the webserver and the daemon, each in a group of its own"

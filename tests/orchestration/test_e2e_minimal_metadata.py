@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from devstack.pipeline_file import write_pipeline
-from orchestration.cli import main
+from orchestration.cli.tidemark import main
 from tests.orchestration.test_e2e_dagster import doris_standin  # noqa: F401
 from tests.schema.helpers import doris_columns, doris_rows, mysql_rows
 

@@ -30,7 +30,7 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 from devstack.mysql import MariaDBServer
 from devstack.procs import free_port, two_free_ports
 from devstack.stack import DorisStandIn
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.pipelines import PipelineHandle
 from tests.conftest import _root_connection
 from tests.orchestration.crash_trials import ROOT, CrashPipeline
 from tests.orchestration.test_e2e_dagster import doris_standin  # noqa: F401

@@ -12,10 +12,10 @@ import pytest
 from dagster._core.remote_representation.external_data import RepositorySnap
 from dagster._serdes import serialize_value
 
+from orchestration.cli.instance import prepare_home
 from orchestration.definitions import build_definitions, definitions_for_paths
-from orchestration.instance import prepare_home
-from orchestration.pipelines import PipelineHandle, load_handles, pipeline_paths
-from orchestration.resources import TidemarkPipelineResource, TidemarkPySparkResource, pipeline_resource
+from orchestration.defs.pipelines import PipelineHandle, load_handles, pipeline_paths
+from orchestration.defs.resources import TidemarkPipelineResource, TidemarkPySparkResource, pipeline_resource
 from tests.orchestration.fakes import write_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]

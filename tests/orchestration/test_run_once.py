@@ -6,7 +6,7 @@ import pytest
 from rich.console import Console
 
 from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE
-from orchestration.run_once import OnceRun, RunOnceError, _contiguous_ranges, summary_table
+from orchestration.cli.run_once import OnceRun, RunOnceError, _contiguous_ranges, summary_table
 from tests.orchestration.fakes import recording_resource
 
 

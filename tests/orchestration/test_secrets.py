@@ -290,8 +290,8 @@ def test_credentials_never_leak_from_tidemark_dev(mysql_server, root_conn, secre
     the instance."""
     from dagster import DagsterRunStatus, RunsFilter
 
-    from orchestration.dev import DagsterServices
-    from orchestration.pipelines import PipelineHandle
+    from orchestration.cli.dev import DagsterServices
+    from orchestration.defs.pipelines import PipelineHandle
 
     pipeline = LeakPipeline(mysql_server, root_conn, secret_standin, tmp_path, in_process_rows=50_000)
     forms = secret_forms(MYSQL_SECRET, (pipeline.user,)) | secret_forms(DORIS_SECRET, (DORIS_USER,))
@@ -322,7 +322,7 @@ def test_credentials_never_leak_from_tidemark_dev(mysql_server, root_conn, secre
         services.stop()
         watcher.stop()
         pipeline.drop()
-    assert watcher.saw("orchestration.dagster_daemon") and watcher.saw("dagster-webserver")
+    assert watcher.saw("orchestration.cli.dagster_daemon") and watcher.saw("dagster-webserver")
     assert watcher.saw("api grpc"), "no code server was seen"
     assert watcher.found == [], f"a process's arguments carry a password: {watcher.found}"
     printed = {what: hit for what, text in pipeline.outputs if (hit := leaks(text, forms))}
@@ -350,7 +350,7 @@ def test_credentials_never_leak_when_mysql_goes_down_mid_run(restartable_mysql, 
                                                              monkeypatch):
     """MariaDB stops and starts while a binlog batch is loading (``binlog.after_loads`` slowed): the
     reconnects, the failure or retry messages and the re-run that heals carry no password."""
-    from orchestration.pipelines import PipelineHandle
+    from orchestration.defs.pipelines import PipelineHandle
     from tests.conftest import _root_connection
     from tests.orchestration.test_faults_e2e import restart_mysql_during_run
 
@@ -394,7 +394,7 @@ def test_credentials_never_leak_when_mysql_goes_down_mid_run(restartable_mysql, 
 def test_deployment_overrides_from_the_environment_reach_the_definition(tmp_path, monkeypatch):
     """``TIDEMARK_<PIPELINE>_MYSQL_PORT`` / ``_MYSQL_PASSWORD`` / ``_DORIS_PASSWORD`` (``EnvVar``s) are
     read as values where the resource is used outside a run, and the passwords stay secret."""
-    from orchestration.resources import pipeline_resource
+    from orchestration.defs.resources import pipeline_resource
 
     path = tmp_path / "ovr.yaml"
     path.write_text(PIPELINE.format(host="db", port=3306, user="cdc", db="shop", fe="fe:8030", doris_user="tm",

@@ -130,7 +130,7 @@ def test_sensor_and_schedule_respect_the_pause_flag(harness):
 def test_queue_ahead_allows_one_queued_behind_one_running_stream_run(harness):
     """Opt-in: the next binlog run may wait in the queue behind the running one (the stream tag
     limit and the pool start it afterwards); never behind a snapshot run, never two queued."""
-    from orchestration.sensors import decide_binlog_run
+    from orchestration.defs.sensors import decide_binlog_run
 
     all_chunks_committed(harness)
     job = harness.job(harness.handle.binlog_job_name)
@@ -152,7 +152,7 @@ def test_queue_ahead_allows_one_queued_behind_one_running_stream_run(harness):
 def test_next_run_key_skips_spent_keys_and_returns_the_run_of_a_live_one(harness):
     """The helper both sensors use: a failed or canceled run spends its key, a run in flight does
     not (re-requesting its key is a no-op for Dagster); a caller may count any run as spent."""
-    from orchestration.runs import next_run_key
+    from orchestration.defs.runs import next_run_key
 
     job = harness.job(harness.handle.binlog_job_name)
     base = f"{harness.handle.slug}:unit"

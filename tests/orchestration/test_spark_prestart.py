@@ -1,5 +1,5 @@
 """``tidemark run`` starts Spark ahead only when the snapshot left needs it
-(``orchestration/spark_prestart.py``, ``cdc_core/pipeline/snapshot_estimate.py``).
+(``orchestration/cli/spark_prestart.py``, ``cdc_core/pipeline/snapshot_estimate.py``).
 
 ``jobs.spark.start_session`` is replaced by a recorder here: what is tested is the decision and
 what it reads (the real session start is the run's own, in the end-to-end tests)."""
@@ -14,8 +14,8 @@ from cdc_core.pipeline.snapshot_estimate import fits_in_process, needs_spark, ro
 from cdc_core.schema import TableId
 from cdc_core.state import ChunkRecord, ChunkStatus, StateStore
 from devstack.pipeline_file import write_pipeline
-from orchestration.env_overrides import state_location
-from orchestration.spark_prestart import SparkPrestart
+from orchestration.cli.spark_prestart import SparkPrestart
+from orchestration.defs.env_overrides import state_location
 
 pytestmark = pytest.mark.integration
 

@@ -25,10 +25,10 @@ from cdc_core.pipeline.status import (
 )
 from devstack.pipeline_file import write_pipeline
 from jobs.executor import SparkExecutor
-from orchestration.cli import main
-from orchestration.instance import prepare_home
-from orchestration.pipelines import PipelineHandle
-from orchestration.status import FailedRun, StatusReport, instance_exists, last_failed_run, status_table
+from orchestration.cli.instance import prepare_home
+from orchestration.cli.status import FailedRun, StatusReport, instance_exists, last_failed_run, status_table
+from orchestration.cli.tidemark import main
+from orchestration.defs.pipelines import PipelineHandle
 
 # The keys this module's pipelines share: 50-row chunks, their own server ids.
 KEYS = dict(server_id="5530-5536", source={"scan.incremental.snapshot.chunk.size": 50})
@@ -287,7 +287,7 @@ def test_status_mid_snapshot_then_mid_stream(mysql_server, root_conn, fresh_db, 
 
 @pytest.mark.parametrize("argv", [["status", "p.yaml"], ["status", "p.yaml", "--json"]])
 def test_status_is_a_cli_subcommand(argv):
-    from orchestration.cli import build_parser
+    from orchestration.cli.tidemark import build_parser
 
     args = build_parser().parse_args(argv)
     assert args.pipeline == "p.yaml" and args.json == ("--json" in argv)

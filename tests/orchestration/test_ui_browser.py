@@ -15,11 +15,11 @@ from rich.console import Console
 
 from devstack.dagster_graphql import DagsterApi
 from devstack.procs import free_port
+from orchestration.cli.dev import DagsterServices
+from orchestration.cli.instance import prepare_home
+from orchestration.cli.run_once import OnceRun
 from orchestration.definitions import build_definitions
-from orchestration.dev import DagsterServices
-from orchestration.instance import prepare_home
-from orchestration.pipelines import PipelineHandle
-from orchestration.run_once import OnceRun
+from orchestration.defs.pipelines import PipelineHandle
 from tests.browser import Browser, chromium_missing
 from tests.orchestration.test_e2e_dagster import _create_tables, write_e2e_pipeline
 

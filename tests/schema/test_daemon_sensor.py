@@ -18,9 +18,9 @@ from devstack.procs import two_free_ports
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
 from jobs.executor import spark_service
-from orchestration.dev import DagsterServices
-from orchestration.pipelines import PipelineHandle
-from orchestration.schema_change import ddl_sensor_name
+from orchestration.cli.dev import DagsterServices
+from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.schema_change_job import ddl_sensor_name
 from tests.schema.helpers import assert_rows_match, doris_columns, sql
 
 ROOT = Path(__file__).resolve().parents[2]

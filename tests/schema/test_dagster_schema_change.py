@@ -17,8 +17,12 @@ from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from cdc_core.schema_registry import RequestStatus, SchemaRegistry
 from jobs.executor import spark_service
 from orchestration.definitions import build_definitions
-from orchestration.pipelines import PipelineHandle
-from orchestration.schema_change import decide_schema_change_run, run_config_for, schema_change_job_name
+from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.schema_change_job import (
+    decide_schema_change_run,
+    run_config_for,
+    schema_change_job_name,
+)
 from tests.schema.helpers import assert_rows_match, catch_up, doris_columns, sql
 
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -194,7 +198,7 @@ def test_run_once_carries_ddl_over(tmp_path, mysql_server, doris_standin, root_c
     """``tidemark run --once`` goes through the same schema_change job when its range holds DDL."""
     from rich.console import Console
 
-    from orchestration.run_once import OnceRun
+    from orchestration.cli.run_once import OnceRun
 
     p = Pipeline(tmp_path, mysql_server, doris_standin, root_conn, fresh_db, instance)
     db = fresh_db

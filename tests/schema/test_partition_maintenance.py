@@ -28,7 +28,7 @@ from cdc_core.schema import TableId
 from cdc_core.schema_change_codec import event_from_dict, event_to_dict
 from devstack.pipeline_file import write_pipeline
 from jobs.executor import spark_service
-from orchestration import cli
+from orchestration.cli import tidemark as cli
 from tests.orchestration.test_e2e_dagster import _doris_count, doris_standin  # noqa: F401
 from tests.schema.helpers import assert_rows_match, carry_next_ddl, catch_up, doris_rows, mysql_rows, sql
 

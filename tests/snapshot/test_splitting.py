@@ -267,7 +267,7 @@ def test_uneven_splitting_is_lazy_and_resumes_from_its_cursor(root_conn, fresh_d
 
 
 def test_splits_command_json(root_conn, fresh_db, mysql_server, tmp_path, capsys):
-    from orchestration.cli import main
+    from orchestration.cli.tidemark import main
 
     run(root_conn, f"CREATE TABLE `{fresh_db}`.orders (id DECIMAL(10,4) PRIMARY KEY)",
         f"INSERT INTO `{fresh_db}`.orders SELECT 123456.1230 + seq FROM `{fresh_db}`.seq_0_to_99",

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from dagster import AssetSelection, define_asset_job, in_process_executor
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from orchestration.assets import PipelineAssets
-from orchestration.checks import PipelineChecks
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.assets import PipelineAssets
+from orchestration.defs.checks import PipelineChecks
+from orchestration.defs.pipelines import PipelineHandle
 
 
 @dataclass(frozen=True)

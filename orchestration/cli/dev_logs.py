@@ -4,7 +4,7 @@ The daemon logs an INFO line per sensor every few seconds ("Checking for new run
 "…skipped…"), which buries anything that matters. Dagster's ``--log-level`` would drop those lines
 altogether, and they are what one reads when a sensor does not do what one expects; so instead
 ``tidemark dev`` reads each process's output itself: every line goes to ``<name>.log`` in the
-instance's ``dev_logs/`` directory (``orchestration/dev.py``), and only lines at WARNING or above
+instance's ``dev_logs/`` directory (``orchestration/cli/dev.py``), and only lines at WARNING or above
 (or every line, with ``--verbose``) also go to the terminal.
 
 A line's level is the ``- LEVEL -`` field of Dagster's log format (``asctime - logger - LEVEL -

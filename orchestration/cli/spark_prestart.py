@@ -84,7 +84,7 @@ def _needs_spark(path: Path) -> PipelineDefinition | None:
     from cdc_core.config import load_pipeline
     from cdc_core.pipeline.snapshot_estimate import needs_spark, rows_left
     from cdc_core.state import StateStore
-    from orchestration.env_overrides import state_location
+    from orchestration.defs.env_overrides import state_location
 
     definition = load_pipeline(path)
     url, state_dir = state_location(definition)

@@ -22,7 +22,7 @@ from dagster import (
 
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.service import PipelineService
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.pipelines import PipelineHandle
 
 # A chunk_parity check run on its own (not after a materialization) looks at this many chunks.
 MAX_CHUNKS_PER_CHECK = 1000

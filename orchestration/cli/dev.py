@@ -5,7 +5,7 @@
 background job without job control inherits SIGINT=ignored and Dagster copies that onto SIGTERM
 (so the ignored signal survives into the servers), which would make them unstoppable. ``stop`` sends SIGTERM to each group,
 waits, and kills what is left, so no code server is orphaned. A process killed outright runs no
-handler, so ``start`` also launches a watchdog (``orchestration/dev_watchdog.py``) that does the
+handler, so ``start`` also launches a watchdog (``orchestration/cli/dev_watchdog.py``) that does the
 same stop once the process that started the services is gone, however it died. The end-to-end
 tests and the freshness bench use the same class.
 """
@@ -24,10 +24,10 @@ from typing import TextIO
 import requests
 
 from cdc_core.pipeline.service import PipelineService
-from orchestration.dev_logs import LogRelay
-from orchestration.dev_watchdog import group_alive
-from orchestration.instance import dagster_home_for, prepare_home
-from orchestration.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
+from orchestration.cli.dev_logs import LogRelay
+from orchestration.cli.dev_watchdog import group_alive
+from orchestration.cli.instance import dagster_home_for, prepare_home
+from orchestration.defs.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
 
 STOP_TIMEOUT_S = 20.0
 # Where ``tidemark dev`` keeps the webserver's and the daemon's output, under DAGSTER_HOME. Not
@@ -55,7 +55,7 @@ def dev_environment(pipeline_paths: list[Path], home: Path, base: dict[str, str]
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYTHONUNBUFFERED", "1")
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -69,7 +69,7 @@ class DagsterServices:
                  terminal: TextIO | None = None, verbose: bool = False):
         """``log_dir``: each process's output goes to ``<log_dir>/<name>.log`` (else it is inherited);
         with ``terminal`` too, its warnings and errors (``verbose``: all of it) are also copied there
-        (``orchestration/dev_logs.py``)."""
+        (``orchestration/cli/dev_logs.py``)."""
         self.home = prepare_home(Path(home))
         self.host, self.port = host, port
         self.want_webserver, self.want_daemon = webserver, daemon
@@ -124,8 +124,8 @@ class DagsterServices:
         self.init_storage()
         location = [*CODE_LOCATION, "-d", str(self.working_dir)]
         if self.want_daemon:
-            # Dagster's daemon CLI, its backfill daemon waking every 2 s (orchestration/dagster_daemon.py)
-            self._spawn("daemon", [sys.executable, "-m", "orchestration.dagster_daemon", "run", *location])
+            # Dagster's daemon CLI, its backfill daemon waking every 2 s (orchestration/cli/dagster_daemon.py)
+            self._spawn("daemon", [sys.executable, "-m", "orchestration.cli.dagster_daemon", "run", *location])
         if self.want_webserver:
             self._spawn("webserver", [_script("dagster-webserver"), "-h", self.host, "-p", str(self.port), *location])
         self._start_watchdog()
@@ -137,7 +137,7 @@ class DagsterServices:
         if not groups:
             return
         self.watchdog = subprocess.Popen(
-            [sys.executable, "-m", "orchestration.dev_watchdog", str(os.getpid()), str(STOP_TIMEOUT_S), *groups],
+            [sys.executable, "-m", "orchestration.cli.dev_watchdog", str(os.getpid()), str(STOP_TIMEOUT_S), *groups],
             env=self.env, cwd=self.working_dir, stdin=subprocess.DEVNULL, start_new_session=True,
         )
 

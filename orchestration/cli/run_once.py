@@ -25,9 +25,9 @@ from cdc_core.phases import phase
 from cdc_core.schema_registry import RequestStatus
 from cdc_core.state import ChunkStatus
 from orchestration.definitions import build_definitions
-from orchestration.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
-from orchestration.runs import runs_in_flight
-from orchestration.schema_change import run_config_for, schema_change_job_name
+from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
+from orchestration.defs.runs import runs_in_flight
+from orchestration.defs.schema_change_job import run_config_for, schema_change_job_name
 
 # Chunks per in-process run: small enough for a live progress bar, big enough for Spark.
 CHUNKS_PER_RUN = 64

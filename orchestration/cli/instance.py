@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.pipelines import PipelineHandle
 
 HOME_ENV = "TIDEMARK_DAGSTER_HOME"
-TEMPLATE = Path(__file__).resolve().parents[1] / "dagster.yaml"
+TEMPLATE = Path(__file__).resolve().parents[2] / "dagster.yaml"
 FALLBACK_CONFIG = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
 
 

@@ -28,8 +28,8 @@ from cdc_core.pipeline.targets import DorisTarget
 from cdc_core.state import StateStore
 from jobs.executor import SparkExecutor
 from jobs.spark import prepare_environment, session_config
-from orchestration.env_overrides import env_prefix as default_env_prefix
-from orchestration.runs import record_run_process
+from orchestration.defs.env_overrides import env_prefix as default_env_prefix
+from orchestration.defs.runs import record_run_process
 
 
 class MySqlSourceResource(ConfigurableResource):
@@ -155,7 +155,7 @@ class TidemarkPipelineResource(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         # A run (not a sensor tick) writes down the process executing it: a run whose process is
-        # gone can then be told from one still working (orchestration/runs.py: fail_dead_runs).
+        # gone can then be told from one still working (orchestration/defs/runs.py: fail_dead_runs).
         if context.run is not None and context.instance is not None:
             record_run_process(context.instance, context.run.run_id)
 

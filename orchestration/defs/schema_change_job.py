@@ -52,8 +52,8 @@ from dagster import (
 
 from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
-from orchestration.pipelines import PipelineHandle
-from orchestration.runs import EXECUTING_STATUSES, IN_FLIGHT_STATUSES, next_run_key, runs_in_flight
+from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.runs import EXECUTING_STATUSES, IN_FLIGHT_STATUSES, next_run_key, runs_in_flight
 
 # Dequeued before the binlog_stream runs queued earlier: the stream is paused until it is done.
 PRIORITY_TAG, PRIORITY = "dagster/priority", "10"

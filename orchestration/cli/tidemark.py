@@ -160,9 +160,9 @@ def _run(args: argparse.Namespace) -> int:
         print("tidemark run: only --once is supported (the continuous stream is `tidemark dev`: "
               "its binlog sensor keeps the pipeline in step)", file=sys.stderr)
         return 2
-    from orchestration.spark_prestart import SparkPrestart
+    from orchestration.cli.spark_prestart import SparkPrestart
 
-    # First, before the imports below: Spark's start then overlaps them (orchestration/spark_prestart.py).
+    # First, before the imports below: Spark's start then overlaps them (orchestration/cli/spark_prestart.py).
     SparkPrestart([Path(p) for p in args.pipelines]).start()  # a daemon thread: nothing waits for it
     from dagster import DagsterInstance
     from rich.console import Console
@@ -170,9 +170,9 @@ def _run(args: argparse.Namespace) -> int:
 
     from cdc_core import phases
     from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
-    from orchestration.instance import dagster_home_for, prepare_home
-    from orchestration.pipelines import load_handles
-    from orchestration.run_once import OnceRun, RunOnceError, summary_table
+    from orchestration.cli.instance import dagster_home_for, prepare_home
+    from orchestration.cli.run_once import OnceRun, RunOnceError, summary_table
+    from orchestration.defs.pipelines import load_handles
     console = Console(stderr=True)
     handles = load_handles([Path(p) for p in args.pipelines])
     status = 0
@@ -257,7 +257,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from orchestration.dev import run_dev
+    from orchestration.cli.dev import run_dev
 
     return run_dev(args.pipelines, host=args.host, port=args.port, verbose=args.verbose)
 
@@ -268,9 +268,9 @@ def _dev(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from cdc_core.pipeline.service import PipelineService
     from cdc_core.pipeline.status import Unreachable
-    from orchestration.instance import dagster_home_for
-    from orchestration.pipelines import PipelineHandle
-    from orchestration.status import StatusReport, instance_exists, last_failed_run, status_table
+    from orchestration.cli.instance import dagster_home_for
+    from orchestration.cli.status import StatusReport, instance_exists, last_failed_run, status_table
+    from orchestration.defs.pipelines import PipelineHandle
 
     handle = PipelineHandle.load(args.pipeline)
     service = PipelineService(handle.definition)
@@ -338,7 +338,7 @@ def splits_report(splits: Sequence[SnapshotSplit]) -> str:
 
 def _demo(args: argparse.Namespace) -> int:
     from devstack.stack import DevStack
-    from orchestration.demo import run_demo
+    from orchestration.cli.demo import run_demo
 
     endpoints = DevStack(Path(args.dir)).endpoints()
     doris = endpoints["doris"]

@@ -2,7 +2,7 @@
 
 The pipeline's own state comes from ``PipelineService.status`` (``cdc_core/pipeline/status.py``);
 this module adds the last failed Dagster run of the pipeline, from its instance
-(``orchestration/instance.py``: the same home ``tidemark dev`` and ``tidemark run`` use) when
+(``orchestration/cli/instance.py``: the same home ``tidemark dev`` and ``tidemark run`` use) when
 that instance exists — a status check never creates one — and turns both into a rich table or
 one JSON object. The JSON's field names are stable (README, "tidemark status").
 """
@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cdc_core.pipeline.status import PipelineStatus, TableProgress
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.pipelines import PipelineHandle
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +66,8 @@ def last_failed_run(handle: PipelineHandle, home: Path) -> FailedRun | None:
         return None
     from dagster import DagsterInstance  # deferred: seconds to import, only when an instance exists
 
-    from orchestration.runs import failure_message, latest_failed_run
-    from orchestration.schema_change import schema_change_job_name
+    from orchestration.defs.runs import failure_message, latest_failed_run
+    from orchestration.defs.schema_change_job import schema_change_job_name
 
     jobs = {handle.splits_job_name, handle.snapshot_job_name, handle.binlog_job_name, schema_change_job_name(handle)}
     with DagsterInstance.from_config(str(home)) as instance:

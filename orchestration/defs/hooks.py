@@ -11,7 +11,7 @@ commit is never the end of the story: the PREPARED record stays in the state sto
 ``resolve_pending`` before doing anything else.
 
 After a commit, the hooks report a materialization of each Doris table asset the chunks or the
-batch loaded (``orchestration/doris_tables.py``): the table's rows are visible from then on.
+batch loaded (``orchestration/defs/doris_tables.py``): the table's rows are visible from then on.
 """
 
 
@@ -21,8 +21,8 @@ from dagster import HookContext, HookDefinition, failure_hook, success_hook
 from dagster._core.errors import DagsterInvalidPropertyError, DagsterInvariantViolationError
 
 from cdc_core.pipeline.targets import TargetUpdate
-from orchestration.doris_tables import report_written
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.doris_tables import report_written
+from orchestration.defs.pipelines import PipelineHandle
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
     def commit_batch_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
         batch_id = entry.get("batch_id")
-        # a run that streamed several batches committed all but its last itself (orchestration/assets.py)
+        # a run that streamed several batches committed all but its last itself (orchestration/defs/assets.py)
         committed_batches = list(entry.get("committed_batch_ids") or [])
         if batch_id and service.commit_batch(batch_id):
             context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")

@@ -22,8 +22,8 @@ from dagster import (
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from orchestration.pipelines import PipelineHandle
-from orchestration.sensors import decide_binlog_run
+from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.sensors import decide_binlog_run
 
 DEFAULT_CRON = "* * * * *"
 CRON_ENV = "TIDEMARK_INCREMENTAL_CRON"

@@ -10,7 +10,7 @@ stays fast and works while MySQL is down, and it lists exactly the tables the pi
 
 They are external assets (``AssetSpec``): no Dagster step computes them, the pipeline's own
 assets load them, and Dagster's UI offers no Materialize button that could not do anything. The
-commit hooks (``orchestration/hooks.py``) report an ``AssetMaterialization`` for every table a
+commit hooks (``orchestration/defs/hooks.py``) report an ``AssetMaterialization`` for every table a
 snapshot run or a binlog batch made rows visible in, after the commit and never before it,
 carrying Dagster's standard ``dagster/column_schema`` and ``dagster/row_count``. Downstream
 assets (dbt models, exports) can therefore depend on a Doris table and be automated on it.
@@ -42,7 +42,7 @@ from dagster import (
 )
 
 from cdc_core.pipeline.targets import DorisTarget, TargetColumn, TargetUpdate
-from orchestration.pipelines import PipelineHandle
+from orchestration.defs.pipelines import PipelineHandle
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ The decision (shared with ``incremental_schedule``) is, in order:
    safe, nothing of this pipeline is running);
 5. the binlog not past the committed offset → skip;
 6. otherwise request a run, keyed by the offset range, so a range is requested once. A range
-   whose run failed gets a numbered retry key (``orchestration.runs.next_run_key``), up to
-   ``MAX_RETRIES`` times (``orchestration.runs``), then the sensor stops asking and says so
+   whose run failed gets a numbered retry key (``orchestration.defs.runs.next_run_key``), up to
+   ``MAX_RETRIES`` times (``orchestration.defs.runs``), then the sensor stops asking and says so
    (the failed run's log has the cause).
 
 The sensor runs by default; ``incremental_schedule`` is the opt-in alternative (see its module).
@@ -36,9 +36,9 @@ from dagster import (
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from cdc_core.pipeline.service import PipelineService
-from orchestration.assets import offset_text
-from orchestration.pipelines import STREAM_TAG, PipelineHandle
-from orchestration.runs import next_run_key, runs_in_flight
+from orchestration.defs.assets import offset_text
+from orchestration.defs.pipelines import STREAM_TAG, PipelineHandle
+from orchestration.defs.runs import next_run_key, runs_in_flight
 
 # Dagster 1.13 copies every sensor definition it loads through its own beta ``owners`` parameter
 # and warns about it (sensor_definition.py), at each code server start; nothing of ours uses it.

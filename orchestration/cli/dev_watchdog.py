@@ -9,7 +9,7 @@ watches its parent: once its parent has changed (``tidemark dev`` is gone, howev
 sends SIGTERM to every group it guards, waits, and kills what is left. When the groups end first
 (a normal stop), it exits too.
 
-Run as ``python -m orchestration.dev_watchdog PARENT_PID TIMEOUT_S PGID...``; it imports nothing
+Run as ``python -m orchestration.cli.dev_watchdog PARENT_PID TIMEOUT_S PGID...``; it imports nothing
 of Tidemark's so it starts in a few milliseconds.
 """
 
@@ -62,7 +62,7 @@ def watch(parent: int, timeout_s: float, pgids: list[int]) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
-        print("usage: python -m orchestration.dev_watchdog PARENT_PID TIMEOUT_S PGID...", file=sys.stderr)
+        print("usage: python -m orchestration.cli.dev_watchdog PARENT_PID TIMEOUT_S PGID...", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is tidemark dev's to handle
     return watch(int(argv[0]), float(argv[1]), [int(g) for g in argv[2:]])

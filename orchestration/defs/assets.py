@@ -29,8 +29,8 @@ from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.pipeline.results import BatchResult, ChunkResult, ResolveReport
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.stream_run import StreamRunEnd
-from orchestration.hooks import PipelineHooks
-from orchestration.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
+from orchestration.defs.hooks import PipelineHooks
+from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 
 # BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
 warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")

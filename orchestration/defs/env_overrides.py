@@ -1,9 +1,9 @@
 """The environment variables that override a pipeline file's settings in a deployment, named in
 one place: ``TIDEMARK_<PIPELINE>_<FIELD>`` (e.g. ``TIDEMARK_DEMO_STATE_URL``).
 
-The Dagster resources read them as ``EnvVar`` fields (``orchestration/resources.py``);
+The Dagster resources read them as ``EnvVar`` fields (``orchestration/defs/resources.py``);
 ``tidemark run`` reads the state store's before it imports Dagster
-(``orchestration/spark_prestart.py``). No Dagster here, for that reason.
+(``orchestration/cli/spark_prestart.py``). No Dagster here, for that reason.
 """
 
 from __future__ import annotations
