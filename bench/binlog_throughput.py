@@ -34,14 +34,14 @@ from pymysqlreplication.row_event import WriteRowsEvent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cdc_core.events import DataChangeEvent  # noqa: E402
+from cdc_core.model.events import DataChangeEvent  # noqa: E402
+from cdc_core.model.schema import TableId  # noqa: E402
 from cdc_core.mysql.binlog_filter import BinlogEventFilter  # noqa: E402
 from cdc_core.mysql.binlog_reader import BinlogSplitReader  # noqa: E402
+from cdc_core.mysql.binlog_status import read_current_offset  # noqa: E402
 from cdc_core.mysql.discovery import read_table_schema  # noqa: E402
 from cdc_core.mysql.finished_chunk import FinishedChunk  # noqa: E402
-from cdc_core.mysql.offsets import read_current_offset  # noqa: E402
 from cdc_core.mysql.types import DorisValueConverter  # noqa: E402
-from cdc_core.schema import TableId  # noqa: E402
 from devstack.mysql import MariaDBServer  # noqa: E402
 from devstack.procs import free_port  # noqa: E402
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-# phases of `tidemark run --timings` (cdc_core/phases.py); "snapshot" and "binlog" enclose others, and
+# phases of `tidemark run --timings` (cdc_core/instrumentation/phases.py); "snapshot" and "binlog" enclose others, and
 # Spark starts lazily inside the first read_load (orchestration/defs/resources.py), so it is taken out of it
 SNAPSHOT_PHASES = ("planning", "spark_start", "read_load", "commit", "reload_sweep", "resolve_pending", "parity",
                    "verify")

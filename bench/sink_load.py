@@ -36,7 +36,7 @@ from cdc_core.doris.client import DorisHttpClient  # noqa: E402
 from cdc_core.doris.committable import Committable  # noqa: E402
 from cdc_core.doris.payloads import PayloadBuilder  # noqa: E402
 from cdc_core.doris.sink import DorisSink  # noqa: E402
-from cdc_core.schema import Column, TableId, TableSchema  # noqa: E402
+from cdc_core.model.schema import Column, TableId, TableSchema  # noqa: E402
 from devstack.procs import free_port  # noqa: E402
 
 TYPES = {"bigint": "BIGINT", "varchar": "VARCHAR(192)", "decimal": "DECIMALV3(12,2)", "int": "INT"}

@@ -28,13 +28,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cdc_core.model.schema import TableId  # noqa: E402
 from cdc_core.mysql.chunk_splitter import SplitOptions  # noqa: E402
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect  # noqa: E402
 from cdc_core.mysql.discovery import read_table_schema  # noqa: E402
 from cdc_core.mysql.snapshot_assigner import SnapshotSplitAssigner  # noqa: E402
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader  # noqa: E402
 from cdc_core.mysql.splits import SnapshotSplit  # noqa: E402
-from cdc_core.schema import TableId  # noqa: E402
 from devstack.mysql import MariaDBServer  # noqa: E402
 
 

@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ORDER, ChangeRow, arrow_rows
-from cdc_core.schema import TableId, TableSchema
 from jobs.doris_writer import write_to_doris
 from jobs.spark import activate_in_thread
 from jobs.transforms import transform_for

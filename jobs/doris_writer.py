@@ -34,7 +34,7 @@ from cdc_core.config.options import DorisSinkOptions
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.doris.sink import DorisSink
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 from cdc_core.state import StateStore
 from jobs.snapshot_source import CHUNK, META
 
@@ -204,7 +204,7 @@ def writer_spec(definition: Any, label_prefix: str, mode: str, source_table: str
         "label_prefix": label_prefix,
         "token": f"{mode}-{uuid.uuid4().hex}",
         "results": results_spec(definition),
-        "faults": faults.forwarded(),  # a test's fault points reach the tasks (cdc_core/faults.py)
+        "faults": faults.forwarded(),  # a test's fault points reach the tasks (cdc_core/instrumentation/faults.py)
         **extra,
     }
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_core.config import PipelineDefinition
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ChangeRow
 from cdc_core.pipeline.executor import ChunkOutcome, TableWork
 from cdc_core.pipeline.service import PipelineService
-from cdc_core.schema import TableId, TableSchema
 from cdc_core.state import StateStore
 from jobs.binlog_job import load_with_spark
 from jobs.snapshot_job import run_snapshot, runs_in_process

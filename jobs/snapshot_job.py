@@ -19,9 +19,9 @@ from typing import Any
 from cdc_core import faults
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.errors import TableMismatchError
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.pipeline.snapshot_estimate import fits_in_process
-from cdc_core.schema import TableId, TableSchema
 from jobs.doris_writer import write_to_doris, writer_spec
 from jobs.fused_chunks import run_fused, run_in_process
 from jobs.snapshot_source import BOOKKEEPING
@@ -112,7 +112,7 @@ def run_table(
         "chunks": [
             {"index": t.index, "start": t.start, "end": t.end, "key_columns": list(key_columns)} for t in tasks
         ],
-        "faults": faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/faults.py)
+        "faults": faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/instrumentation/faults.py)
     }
     transform = transform_for(definition, schema.table_id)
     targets = sink.route(schema.table_id)

@@ -28,11 +28,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from cdc_core import faults
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.connection import MySqlConnectionSettings, MySqlTls
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import doris_arrow_type
-from cdc_core.schema import TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from cdc_core.config.selectors import split_top_level
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.pipeline.context import transform_rule_index
-from cdc_core.schema import Column, TableId, TableSchema
 
 DELETE_SIGN = "__DORIS_DELETE_SIGN__"
 _METADATA = ("__namespace_name__", "__schema_name__", "__table_name__", "__data_event_type__")

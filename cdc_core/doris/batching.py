@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 
 
 def estimate_bytes(row: Mapping[str, Any]) -> int:

@@ -15,8 +15,9 @@ Every change checks first whether it is already in place, so re-applying it afte
 * column / table comment — ``MODIFY COLUMN ... COMMENT`` / ``MODIFY COMMENT``;
 * truncate — ``TRUNCATE TABLE``; drop — ``DROP TABLE IF EXISTS``; create — see
   :class:`TableCreator`; rename table — ``ALTER TABLE ... RENAME`` (skipped when done);
-* column moved, table default charset — nothing to do (skipped): stream loads match columns by
-  name, and Doris has no charsets (``schema_derivation`` does not even derive them);
+* column moved, table default charset, partition rows — nothing to do (skipped): stream loads
+  match columns by name, Doris has no charsets, and partition maintenance is a reload of rows
+  (``cdc_core/schema_evolution/derivation.py`` does not even derive them);
 * primary key — skipped when the Doris table is a UNIQUE table on exactly the new key; else an
   error naming the table and the way out, because Doris cannot change a table's key columns or
   model: re-snapshot the table, or exclude ``alter.primary.key`` and keep the old key.
@@ -31,28 +32,14 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import assert_never
 
 from cdc_core.doris.catalog import DorisCatalog, qualified, quote_ident, quote_string
 from cdc_core.doris.errors import QueryError, SchemaChangeError
 from cdc_core.doris.names import name_problems, table_name_problem
 from cdc_core.doris.table_creation import TableCreator, TypeMapper
-from cdc_core.events import (
-    AddColumnEvent,
-    AlterColumnCommentEvent,
-    AlterColumnPositionEvent,
-    AlterColumnTypeEvent,
-    AlterPrimaryKeyEvent,
-    AlterTableCharsetEvent,
-    AlterTableCommentEvent,
-    CreateTableEvent,
-    DropColumnEvent,
-    DropTableEvent,
-    RenameColumnEvent,
-    RenameTableEvent,
-    SchemaChangeEvent,
-    TruncateTableEvent,
-)
-from cdc_core.schema import TableId
+from cdc_core.model import events as ev
+from cdc_core.model.schema import TableId
 
 log = logging.getLogger(__name__)
 
@@ -110,14 +97,14 @@ def _normalize_type(text: str) -> str:
 
 
 class DorisMetadataApplier:
-    """Applies ``cdc_core.events`` schema changes to Doris tables."""
+    """Applies ``cdc_core.model.events`` schema changes to Doris tables (one ``match`` over the union)."""
 
     def __init__(self, catalog: DorisCatalog, creator: TableCreator, type_mapper: TypeMapper | None = None):
         self.catalog = catalog
         self.creator = creator
         self.type_mapper = type_mapper or creator.type_mapper
 
-    def apply(self, event: SchemaChangeEvent, target: TableId | None = None, *, merged: bool = False) -> AppliedChange:
+    def apply(self, event: ev.SchemaChangeEvent, target: TableId | None = None, *, merged: bool = False) -> AppliedChange:
         target = target or event.table_id
         try:
             return self._apply(event, target, merged)
@@ -127,110 +114,119 @@ class DorisMetadataApplier:
                 f"\n  statement: {exc.statement}"
             ) from exc
 
-    def _apply(self, event: SchemaChangeEvent, target: TableId, merged: bool) -> AppliedChange:
+    def _apply(self, event: ev.SchemaChangeEvent, target: TableId, merged: bool) -> AppliedChange:
         db, table = target.database, target.table
-        if isinstance(event, CreateTableEvent):
-            if event.schema is None:
-                raise SchemaChangeError(f"create.table of {event.table_id} carries no schema")
-            self.creator.ensure(event.schema, target)
-            return AppliedChange("applied", target, reason="table ensured")
-        if merged and isinstance(event, TruncateTableEvent | DropTableEvent | DropColumnEvent | RenameTableEvent):
-            return AppliedChange("ignored", target, reason=f"{target} merges several source tables")
+        match event:
+            case ev.CreateTableEvent():
+                if event.schema is None:
+                    raise SchemaChangeError(f"create.table of {event.table_id} carries no schema")
+                self.creator.ensure(event.schema, target)
+                return AppliedChange("applied", target, reason="table ensured")
+            case (ev.TruncateTableEvent() | ev.DropTableEvent() | ev.DropColumnEvent()
+                  | ev.RenameTableEvent()) if merged:
+                return AppliedChange("ignored", target, reason=f"{target} merges several source tables")
+            case ev.AddColumnEvent():
+                return self._add_column(event, target)
+            case ev.DropColumnEvent():
+                if not self.catalog.column_exists(db, table, event.column_name):
+                    return AppliedChange("skipped", target, reason=f"column {event.column_name} absent")
+                self.catalog.check_light_schema_change(db, table, event.column_name, drop=True)
+                return self._run(target, f"ALTER TABLE {qualified(db, table)} DROP COLUMN "
+                                         f"{quote_ident(event.column_name)}")
+            case ev.RenameColumnEvent():
+                old_there = self.catalog.column_exists(db, table, event.old_name)
+                if not old_there and self.catalog.column_exists(db, table, event.new_name):
+                    return AppliedChange("skipped", target, reason=f"column already renamed to {event.new_name}")
+                _check_column_name(event.table_id, target, event.new_name)
+                self.catalog.check_light_schema_change(db, table, event.old_name, drop=True)
+                return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME COLUMN "
+                                         f"{quote_ident(event.old_name)} {quote_ident(event.new_name)}")
+            case ev.AlterColumnTypeEvent():
+                return self._column_type(event, target)
+            case ev.AlterColumnCommentEvent():
+                return self._run(target, f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN "
+                                         f"{quote_ident(event.column_name)} COMMENT {quote_string(event.comment)}")
+            case ev.AlterTableCommentEvent():
+                return self._run(target, f"ALTER TABLE {qualified(db, table)} MODIFY COMMENT "
+                                         f"{quote_string(event.comment)}")
+            case ev.AlterColumnPositionEvent():
+                return AppliedChange("skipped", target, reason="stream loads match columns by name: a moved column "
+                                                               "needs no Doris change")
+            case ev.AlterTableCharsetEvent():
+                return AppliedChange("skipped", target, reason="Doris tables have no character set")
+            case ev.AlterPrimaryKeyEvent():
+                return self._primary_key(event, target)
+            case ev.TruncateTableEvent():
+                if self.catalog.table_info(db, table) is None:
+                    return AppliedChange("skipped", target, reason="table absent")
+                return self._run(target, f"TRUNCATE TABLE {qualified(db, table)}")
+            case ev.DropTableEvent():
+                return self._run(target, f"DROP TABLE IF EXISTS {qualified(db, table)}")
+            case ev.RenameTableEvent():
+                return self._rename_table(event, target)
+            case ev.PartitionRowsEvent():
+                return AppliedChange("skipped", target, reason="partition maintenance changes rows, not the schema: "
+                                                               "the table is reloaded (cdc_core/pipeline/reload.py)")
+            case _:
+                assert_never(event)
 
-        if isinstance(event, AddColumnEvent):
-            if event.column is None:
-                raise SchemaChangeError(f"add.column on {event.table_id} carries no column")
-            if self.catalog.column_exists(db, table, event.column.name):
-                return AppliedChange("skipped", target, reason=f"column {event.column.name} exists")
-            _check_column_name(event.table_id, target, event.column.name)
-            self.catalog.check_light_schema_change(db, table, event.column.name, drop=False)
-            doris_type = self.type_mapper(event.column)
-            stmt = f"ALTER TABLE {qualified(db, table)} ADD COLUMN {quote_ident(event.column.name)} " \
-                   f"{doris_type}{default_clause(event.column.default, doris_type)}"
-            if event.column.comment:
-                stmt += " COMMENT " + quote_string(event.column.comment)
-            return self._run(target, stmt)
+    def _add_column(self, event: ev.AddColumnEvent, target: TableId) -> AppliedChange:
+        db, table = target.database, target.table
+        if event.column is None:
+            raise SchemaChangeError(f"add.column on {event.table_id} carries no column")
+        if self.catalog.column_exists(db, table, event.column.name):
+            return AppliedChange("skipped", target, reason=f"column {event.column.name} exists")
+        _check_column_name(event.table_id, target, event.column.name)
+        self.catalog.check_light_schema_change(db, table, event.column.name, drop=False)
+        doris_type = self.type_mapper(event.column)
+        stmt = f"ALTER TABLE {qualified(db, table)} ADD COLUMN {quote_ident(event.column.name)} " \
+               f"{doris_type}{default_clause(event.column.default, doris_type)}"
+        if event.column.comment:
+            stmt += " COMMENT " + quote_string(event.column.comment)
+        return self._run(target, stmt)
 
-        if isinstance(event, DropColumnEvent):
-            if not self.catalog.column_exists(db, table, event.column_name):
-                return AppliedChange("skipped", target, reason=f"column {event.column_name} absent")
-            self.catalog.check_light_schema_change(db, table, event.column_name, drop=True)
-            return self._run(target, f"ALTER TABLE {qualified(db, table)} DROP COLUMN {quote_ident(event.column_name)}")
+    def _column_type(self, event: ev.AlterColumnTypeEvent, target: TableId) -> AppliedChange:
+        db, table = target.database, target.table
+        if event.column is None:
+            raise SchemaChangeError(f"alter.column.type on {event.table_id} carries no column definition")
+        name = event.column_name or event.column.name
+        info = self.catalog.table_info(db, table)
+        current = info.column(name) if info else None
+        if current is None:
+            raise SchemaChangeError(f"cannot change the type of {target}.{name}: Doris has no such column")
+        new_type = self.type_mapper(event.column)
+        if current.is_key and new_type.upper() == "STRING":
+            new_type = "VARCHAR(65533)"
+        current_type = self.catalog.column_types(db, table).get(current.name, current.type)
+        if _normalize_type(current_type) == _normalize_type(new_type):
+            return AppliedChange("skipped", target, reason=f"{name} is already {new_type}")
+        self.catalog.check_light_schema_change(db, table, name, drop=False)
+        stmt = f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN {quote_ident(name)} {new_type}"
+        if current.is_key:
+            stmt += " KEY NOT NULL"
+        comment = event.column.comment or current.comment
+        if comment:
+            stmt += " COMMENT " + quote_string(comment)
+        return self._run(target, stmt)
 
-        if isinstance(event, RenameColumnEvent):
-            old_there = self.catalog.column_exists(db, table, event.old_name)
-            if not old_there and self.catalog.column_exists(db, table, event.new_name):
-                return AppliedChange("skipped", target, reason=f"column already renamed to {event.new_name}")
-            _check_column_name(event.table_id, target, event.new_name)
-            self.catalog.check_light_schema_change(db, table, event.old_name, drop=True)
-            return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME COLUMN "
-                                     f"{quote_ident(event.old_name)} {quote_ident(event.new_name)}")
+    def _rename_table(self, event: ev.RenameTableEvent, target: TableId) -> AppliedChange:
+        db, table = target.database, target.table
+        if event.new_table_id is None:
+            raise SchemaChangeError(f"rename.table of {event.table_id} carries no new name")
+        new = event.new_table_id
+        if new.database != db:
+            raise SchemaChangeError(
+                f"Doris cannot rename {target} into another database ({new.database}); route the new table instead"
+            )
+        if self.catalog.table_info(db, table) is None and self.catalog.table_info(db, new.table) is not None:
+            return AppliedChange("skipped", target, reason=f"already renamed to {new}")
+        problem = table_name_problem(new.table)
+        if problem:
+            raise SchemaChangeError(f"Doris cannot rename {target} to {new.table}: {problem}; route {new} to a "
+                                    f"name Doris takes with a route: rule")
+        return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME {quote_ident(new.table)}")
 
-        if isinstance(event, AlterColumnTypeEvent):
-            if event.column is None:
-                raise SchemaChangeError(f"alter.column.type on {event.table_id} carries no column definition")
-            name = event.column_name or event.column.name
-            info = self.catalog.table_info(db, table)
-            current = info.column(name) if info else None
-            if current is None:
-                raise SchemaChangeError(f"cannot change the type of {target}.{name}: Doris has no such column")
-            new_type = self.type_mapper(event.column)
-            if current.is_key and new_type.upper() == "STRING":
-                new_type = "VARCHAR(65533)"
-            current_type = self.catalog.column_types(db, table).get(current.name, current.type)
-            if _normalize_type(current_type) == _normalize_type(new_type):
-                return AppliedChange("skipped", target, reason=f"{name} is already {new_type}")
-            self.catalog.check_light_schema_change(db, table, name, drop=False)
-            stmt = f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN {quote_ident(name)} {new_type}"
-            if current.is_key:
-                stmt += " KEY NOT NULL"
-            comment = event.column.comment or current.comment
-            if comment:
-                stmt += " COMMENT " + quote_string(comment)
-            return self._run(target, stmt)
-
-        if isinstance(event, AlterColumnCommentEvent):
-            return self._run(target, f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN "
-                                     f"{quote_ident(event.column_name)} COMMENT {quote_string(event.comment)}")
-
-        if isinstance(event, AlterTableCommentEvent):
-            return self._run(target, f"ALTER TABLE {qualified(db, table)} MODIFY COMMENT {quote_string(event.comment)}")
-
-        if isinstance(event, AlterColumnPositionEvent):
-            return AppliedChange("skipped", target, reason="stream loads match columns by name: a moved column "
-                                                           "needs no Doris change")
-        if isinstance(event, AlterTableCharsetEvent):
-            return AppliedChange("skipped", target, reason="Doris tables have no character set")
-        if isinstance(event, AlterPrimaryKeyEvent):
-            return self._primary_key(event, target)
-
-        if isinstance(event, TruncateTableEvent):
-            if self.catalog.table_info(db, table) is None:
-                return AppliedChange("skipped", target, reason="table absent")
-            return self._run(target, f"TRUNCATE TABLE {qualified(db, table)}")
-
-        if isinstance(event, DropTableEvent):
-            return self._run(target, f"DROP TABLE IF EXISTS {qualified(db, table)}")
-
-        if isinstance(event, RenameTableEvent):
-            if event.new_table_id is None:
-                raise SchemaChangeError(f"rename.table of {event.table_id} carries no new name")
-            new = event.new_table_id
-            if new.database != db:
-                raise SchemaChangeError(
-                    f"Doris cannot rename {target} into another database ({new.database}); route the new table instead"
-                )
-            if self.catalog.table_info(db, table) is None and self.catalog.table_info(db, new.table) is not None:
-                return AppliedChange("skipped", target, reason=f"already renamed to {new}")
-            problem = table_name_problem(new.table)
-            if problem:
-                raise SchemaChangeError(f"Doris cannot rename {target} to {new.table}: {problem}; route {new} to a "
-                                        f"name Doris takes with a route: rule")
-            return self._run(target, f"ALTER TABLE {qualified(db, table)} RENAME {quote_ident(new.table)}")
-
-        raise SchemaChangeError(f"schema change {event.type_name} ({type(event).__name__}) is not supported by the Doris sink")
-
-    def _primary_key(self, event: AlterPrimaryKeyEvent, target: TableId) -> AppliedChange:
+    def _primary_key(self, event: ev.AlterPrimaryKeyEvent, target: TableId) -> AppliedChange:
         """A source key change: nothing to do if Doris is keyed so already; otherwise Doris cannot
         follow (a table's key columns and model are fixed when it is created)."""
         info = self.catalog.table_info(target.database, target.table)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 
 MAX_TABLE_NAME = 64  # FE config table_name_length_limit's default
 MAX_DATABASE_NAME = 64

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cdc_core.config.selectors import TableSelector
-from cdc_core.schema import TableId, TableSchema
+from cdc_core.model.schema import TableId, TableSchema
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cdc_core.config.selectors import TableSelector
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 
 
 @dataclass(frozen=True)

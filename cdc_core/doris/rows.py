@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cdc_core.events import DataChangeEvent, Op
+from cdc_core.model.events import DataChangeEvent, Op
 
 DELETE_SIGN = "__DORIS_DELETE_SIGN__"
 SEQUENCE_COLUMN = "__tidemark_seq"

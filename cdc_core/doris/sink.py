@@ -37,8 +37,8 @@ from cdc_core.doris.rows import DELETE_SIGN
 from cdc_core.doris.stream_load import StreamLoader
 from cdc_core.doris.table_creation import DorisTable, TableCreator, TypeMapper, default_type_mapper
 from cdc_core.doris.transactions import TwoPhaseCommitter
-from cdc_core.events import SchemaChangeEvent
-from cdc_core.schema import TableId, TableSchema
+from cdc_core.model.events import SchemaChangeEvent
+from cdc_core.model.schema import TableId, TableSchema
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from cdc_core.doris.errors import TableMismatchError
 from cdc_core.doris.names import check_names
 from cdc_core.doris.partitioning import PartitionSpec, partition_clause
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.types import doris_type
-from cdc_core.schema import Column, TableId, TableSchema
 
 log = logging.getLogger(__name__)
 

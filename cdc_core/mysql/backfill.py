@@ -16,13 +16,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_core.events import DataChangeEvent, Op
+from cdc_core.model.events import DataChangeEvent, Op
+from cdc_core.model.schema import Column
 from cdc_core.mysql.splits import KeyValue, SnapshotSplit, key_param
 from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
 from cdc_core.mysql.types.fixed_binary import sort_key
 from cdc_core.mysql.types.kinds import FIXED_BINARY_KINDS, members_of
 from cdc_core.mysql.types.time_zones import is_utc
-from cdc_core.schema import Column
 
 
 class KeyRange:

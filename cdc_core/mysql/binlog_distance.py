@@ -30,8 +30,8 @@ from pymysqlreplication.event import (
     StopEvent,
 )
 
+from cdc_core.model.offsets import BinlogOffset, file_index
 from cdc_core.mysql.connection import MySqlConnectionSettings
-from cdc_core.mysql.offsets import BinlogOffset, file_index
 from cdc_core.mysql.server_ids import acquire_server_id
 
 logger = logging.getLogger(__name__)

@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cdc_core.events import DataChangeEvent, Op, SchemaChangeEvent
+from cdc_core.model.events import DataChangeEvent, Op, SchemaChangeEvent
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.chunk_key_order import ChunkKeyOrder
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.finished_chunk import FinishedChunk
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import TableId, TableSchema
 
 ChangeEvent = DataChangeEvent | SchemaChangeEvent
 

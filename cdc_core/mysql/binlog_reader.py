@@ -33,21 +33,21 @@ import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, WriteRowsEvent
 
-from cdc_core.events import CreateTableEvent, DataChangeEvent, DropTableEvent, Op, SchemaChangeEvent
+from cdc_core.model.events import CreateTableEvent, DataChangeEvent, DropTableEvent, Op, SchemaChangeEvent
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema_changes import SchemaChangeError, apply_schema_change
 from cdc_core.mysql.binlog_steps import BinlogStep, ChangeEvent, StreamPosition, step
 from cdc_core.mysql.binlog_values import RowImageConverter
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser, is_shadow_table
 from cdc_core.mysql.gtid import GtidState
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.purge import check_offset_available
-from cdc_core.mysql.schema_history import SchemaChangeError, apply_schema_change
 from cdc_core.mysql.server_ids import stream_server_id
 from cdc_core.mysql.startup import resolve_gtid
 from cdc_core.mysql.table_map_binding import SchemaHistoryMismatchError, has_binlog_names, remember_charsets
 from cdc_core.mysql.table_map_cache import install as install_table_map_cache
 from cdc_core.mysql.types import DorisValueConverter
-from cdc_core.schema import TableId, TableSchema
 
 log = logging.getLogger(__name__)
 install_table_map_cache()  # a repeated TableMap (one per statement) is parsed once

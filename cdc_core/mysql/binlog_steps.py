@@ -4,7 +4,7 @@ change events the event carries.
 The framing rules live here, apart from the reads built on them (``binlog_reader``):
 
 * ``ev.packet.log_pos`` is the END offset of an event, which is exactly our
-  :class:`~cdc_core.mysql.offsets.BinlogOffset` convention; the file name follows RotateEvents.
+  :class:`~cdc_core.model.offsets.BinlogOffset` convention; the file name follows RotateEvents.
 * MariaDB writes no ``BEGIN`` for DML: a transaction is ``GTID`` (not standalone), TableMap,
   Rows…, ``XID`` (or a ``COMMIT`` query for non-transactional engines). A DDL is a standalone GTID
   followed by its query. MySQL writes a GTID, then ``BEGIN`` or the DDL.
@@ -29,9 +29,9 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from cdc_core.events import DataChangeEvent, SchemaChangeEvent
+from cdc_core.model.events import DataChangeEvent, SchemaChangeEvent
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.gtid import GtidState
-from cdc_core.mysql.offsets import BinlogOffset
 
 ChangeEvent = DataChangeEvent | SchemaChangeEvent
 

@@ -25,8 +25,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from cdc_core.model.schema import Column, TableSchema
 from cdc_core.mysql.table_map_binding import SchemaHistoryMismatchError, bind_table_map, has_binlog_names
-from cdc_core.schema import Column, TableSchema
 
 _SET_VALUES = re.compile(r"'((?:[^']|'')*)'")
 

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc_core.model.schema import Column, TableId
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.types import TypeKind, kind_of, parse_tz
 from cdc_core.mysql.types.fixed_binary import sort_key
 from cdc_core.mysql.types.kinds import FIXED_BINARY_KINDS, members_of
-from cdc_core.schema import Column, TableId
 
 _TIME = re.compile(r"^(-)?(\d+):(\d{2}):(\d{2})(?:\.(\d+))?$")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 
 TARGET_CHUNK_BYTES = 16 * 2**20
 MIN_AUTO_ROWS = 1_024

@@ -37,12 +37,12 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS
 from cdc_core.mysql.connection import quote_ident, quote_table
 from cdc_core.mysql.discovery import approximate_row_count, chunk_key_column
 from cdc_core.mysql.splits import ChunkRange, KeyValue, SnapshotSplit, bound_value, key_param
 from cdc_core.mysql.types import TypeKind, kind_of
-from cdc_core.schema import Column, TableId, TableSchema
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 
 
 def _pad_space(collation: str | None) -> bool:

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import TableId, TableSchema
 
 _USE = re.compile(r"^use `((?:[^`]|``)*)`; (.*)$", re.DOTALL)
 _SKIP_HEADS = ("BEGIN", "COMMIT", "ROLLBACK", "XA ", "SAVEPOINT", "RELEASE")

@@ -19,9 +19,9 @@ from typing import Any
 import pymysql
 
 from cdc_core.config.selectors import TableSelector, parse_chunk_key_columns
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.connection import quote_ident
 from cdc_core.mysql.ddl.column_definitions import charset_of_collation
-from cdc_core.schema import Column, TableId, TableSchema
 
 SYSTEM_DATABASES = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
 CHUNK_KEY_OPTION = "scan.incremental.snapshot.chunk.key-column"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import TableId
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 
 Bound = tuple[Any, ...] | None
 

@@ -2,7 +2,7 @@
 
 MariaDB's GTID position is one ``domain-server-seq`` per replication domain (``@@gtid_binlog_pos``
 syntax, e.g. ``0-1-42,1-5-7``); MySQL's is a ``uuid:intervals`` set. We only ever *carry* it: the
-order of offsets comes from file and position (``cdc_core.mysql.offsets``).
+order of offsets comes from file and position (``cdc_core.model.offsets``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import pymysql
 from pymysqlreplication.gtid import Gtid, GtidSet
 
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.connection import MySqlConnectionSettings
-from cdc_core.mysql.offsets import BinlogOffset
 
 
 def is_mariadb_gtid(text: str) -> bool:

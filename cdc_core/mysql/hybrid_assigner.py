@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.binlog_filter import BinlogEventFilter
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.finished_chunk import FinishedChunk
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.startup import StartupPlan
-from cdc_core.schema import TableId, TableSchema
 from cdc_core.state.records import ChunkRecord
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.chunk_sizing import table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema, table_status
 from cdc_core.mysql.snapshot_assigner import SnapshotSplitAssigner
 from cdc_core.mysql.splits import SnapshotSplit
-from cdc_core.schema import TableId
 
 
 def plan_splits(source: Any, tables: list[str] | None = None) -> list[SnapshotSplit]:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pymysql
 
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.connection import MySqlConnectionSettings
-from cdc_core.mysql.offsets import BinlogOffset
 
 
 class BinlogPurgedError(RuntimeError):

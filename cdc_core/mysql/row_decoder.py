@@ -31,6 +31,7 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
 
+from cdc_core.model.schema import Column, TableSchema
 from cdc_core.mysql.binlog_values import normalizer
 from cdc_core.mysql.row_formats import (
     COMPRESSED,
@@ -45,7 +46,6 @@ from cdc_core.mysql.row_formats import (
     valid_date,
 )
 from cdc_core.mysql.types import DorisValueConverter, TypeKind, kind_of
-from cdc_core.schema import Column, TableSchema
 
 _SUPPORTED = {
     FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG, FIELD_TYPE.DOUBLE,

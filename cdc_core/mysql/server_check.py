@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables
-from cdc_core.schema import TableId
 
 
 class ServerCheckError(RuntimeError):

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.chunk_splitter import ChunkSplitter, ChunkSplitterState, SplitOptions
 from cdc_core.mysql.splits import SnapshotSplit
-from cdc_core.schema import TableId, TableSchema
 from cdc_core.state.records import ChunkRecord
 
 STATE_NAMESPACE = "snapshot"

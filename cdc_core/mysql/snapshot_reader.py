@@ -35,9 +35,12 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from cdc_core.events import DataChangeEvent
+from cdc_core.model.events import DataChangeEvent
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.backfill import KeyRange, apply_backfill
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
+from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import (
     SESSION_TIME_ZONE,
     MySqlConnectionSettings,
@@ -49,7 +52,6 @@ from cdc_core.mysql.connection import (
     session_uses_tls,
 )
 from cdc_core.mysql.discovery import chunk_key_column
-from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.mysql.server_ids import acquire_server_id
 from cdc_core.mysql.splits import SnapshotSplit, key_literal
 from cdc_core.mysql.types import (
@@ -61,7 +63,6 @@ from cdc_core.mysql.types import (
     parse_tz,
     select_expression,
 )
-from cdc_core.schema import Column, TableId, TableSchema
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from pymysql.converters import escape_string
 
+from cdc_core.model.schema import Column, TableId
 from cdc_core.mysql.types import TypeKind, kind_of
-from cdc_core.schema import Column, TableId
 
 KeyValue = int | str
 Bound = tuple[KeyValue, ...] | None

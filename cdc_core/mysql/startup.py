@@ -27,9 +27,10 @@ import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
 
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.gtid import GtidState, is_mariadb_gtid
-from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.mysql.purge import binary_logs, check_offset_available
 
 

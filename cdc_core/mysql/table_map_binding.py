@@ -27,7 +27,7 @@ from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import TableMapEvent, find_charset
 
-from cdc_core.schema import Column, TableSchema
+from cdc_core.model.schema import Column, TableSchema
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,14 @@ import time
 from typing import Any
 
 from cdc_core.doris.labels import binlog_batch_id
-from cdc_core.events import DataChangeEvent
-from cdc_core.faults import fault_point
+from cdc_core.instrumentation.faults import fault_point
+from cdc_core.model.events import DataChangeEvent
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.connection import connect
 from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.purge import ensure_offset_available
 from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.mysql.startup import StartupPlan, resolve_startup
@@ -31,7 +32,6 @@ from cdc_core.pipeline.context import BINLOG_NS, PipelineContext
 from cdc_core.pipeline.executor import PipelineExecutor
 from cdc_core.pipeline.results import BatchResult, BinlogLag
 from cdc_core.pipeline.snapshot import finished_chunks, snapshot_done
-from cdc_core.schema import TableId, TableSchema
 from cdc_core.state import BatchRecord, BatchStatus
 
 logger = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
-from cdc_core.events import DataChangeEvent, Op
+from cdc_core.model.events import DataChangeEvent, Op
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.types import doris_arrow_type
-from cdc_core.schema import TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 

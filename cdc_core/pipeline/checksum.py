@@ -50,10 +50,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.types import TypeKind, kind_of
 from cdc_core.mysql.types.kinds import base_type, fsp_of
 from cdc_core.mysql.types.values import zero_datetime_like
-from cdc_core.schema import Column, TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 

@@ -17,11 +17,12 @@ from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.sink import DorisSink
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
-from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
 from cdc_core.pipeline.snapshot_estimate import BINLOG_NS, META_NS, SNAPSHOT_NS, transform_rule_index
-from cdc_core.schema import TableId, TableSchema
 from cdc_core.state import StateStore
 
 logger = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdc_core.config import PipelineDefinition
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ChangeRow
-from cdc_core.schema import TableId, TableSchema
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_core.instrumentation.phases import phase
+from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import connect
-from cdc_core.mysql.offsets import read_current_offset
-from cdc_core.phases import phase
 from cdc_core.pipeline.checksum import ChecksumPlan, KeyRange, Segment, mysql_segment
 from cdc_core.pipeline.context import PipelineContext
 

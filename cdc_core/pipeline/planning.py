@@ -17,6 +17,7 @@ import math
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.names import DorisNameError, name_problems
 from cdc_core.doris.routing import TableRouter
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS, table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import table_status
@@ -31,7 +32,6 @@ from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext, t
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.results import PlanResult
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
-from cdc_core.schema import TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 

@@ -43,11 +43,11 @@ from typing import Any
 from cdc_core.doris.catalog import quote_ident
 from cdc_core.doris.errors import TransactionCommittedError
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
-from cdc_core.faults import fault_point
-from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.instrumentation.faults import fault_point
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 from cdc_core.pipeline.context import PipelineContext, transform_rule_index
 from cdc_core.pipeline.keys import chunk_key
-from cdc_core.schema import TableId
 from cdc_core.state import ChunkStatus
 
 logger = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ The stream stops *before* a DDL on a captured table; this job pauses it, commits
 before the DDL with the old schema, applies the derived changes to Doris with the sink's
 metadata applier, records the source's new schema, and lets the stream go on past the DDL (the
 flow in Dagster terms is in docs/ARCHITECTURE.md). The coordinator's state machine
-(:class:`cdc_core.schema_registry.SchemaRegistry`) is persisted at every step, so each step is a
+(:class:`cdc_core.schema_evolution.registry.SchemaRegistry`) is persisted at every step, so each step is a
 no-op when the registry is already past it and a re-run resumes exactly where a crash stopped.
 
 The Dagster ops (``orchestration/defs/schema_change_job.py``) and ``tidemark run --once`` call these
@@ -19,28 +19,24 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 from cdc_core.doris.errors import SchemaChangeError as DorisSchemaChangeError
-from cdc_core.events import (
-    CreateTableEvent,
-    DropTableEvent,
-    PartitionRowsEvent,
-    RenameTableEvent,
-    SchemaChangeEvent,
-)
-from cdc_core.faults import fault_point
+from cdc_core.instrumentation.faults import fault_point
+from cdc_core.model import events as ev
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema_changes import apply_schema_change
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.connection import connect
 from cdc_core.mysql.ddl_scanner import DdlScanner
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.mysql.schema_history import SchemaHistory, apply_schema_change
+from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.pipeline.context import BINLOG_NS
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.reload import request_reload
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
-from cdc_core.schema import TableId, TableSchema
-from cdc_core.schema_derivation import (
+from cdc_core.schema_evolution.derivation import (
     DerivedChange,
     SchemaChangeBehavior,
     SchemaChangeRefused,
@@ -49,7 +45,12 @@ from cdc_core.schema_derivation import (
     apply_to_schema,
     evolved_after,
 )
-from cdc_core.schema_registry import DROPPED_MARK, RequestStatus, SchemaRegistry, schema_from_history
+from cdc_core.schema_evolution.registry import (
+    DROPPED_MARK,
+    RequestStatus,
+    SchemaRegistry,
+    schema_from_history,
+)
 from cdc_core.state import ChunkRecord, ChunkStatus
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ _Step = TypeVar("_Step", bound=Callable[..., dict[str, Any]])
 
 
 def _fault_after(step: str) -> Callable[[_Step], _Step]:
-    """The step, then the fault point ``schema_change.after_<step>`` (see ``cdc_core.faults``)."""
+    """The step, then the fault point ``schema_change.after_<step>`` (see ``cdc_core.instrumentation.faults``)."""
     def wrap(func: _Step) -> _Step:
         @functools.wraps(func)
         def run(self: SchemaChangeSteps, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -73,6 +74,43 @@ def _fault_after(step: str) -> Callable[[_Step], _Step]:
     return wrap
 
 MAX_FLUSH_BATCHES = 10_000
+
+
+@dataclass(frozen=True)
+class TableEffect:
+    """What a schema change does to the set of source tables, as the steps need it: ``created``
+    (a new table: no schema before the DDL), ``renamed_to`` (the table's new name), ``enters``
+    (the name a table comes to the stream under: created or renamed into), ``removed`` (the
+    table's last schema is kept, marked dropped), ``reload`` (its rows changed without row events:
+    partition maintenance)."""
+
+    created: bool = False
+    renamed_to: TableId | None = None
+    enters: TableId | None = None
+    removed: bool = False
+    reload: bool = False
+
+
+_NO_EFFECT = TableEffect()
+
+
+def table_effect(event: ev.SchemaChangeEvent) -> TableEffect:
+    """The one dispatch of the schema-change steps over the event types."""
+    match event:
+        case ev.CreateTableEvent():
+            return TableEffect(created=True, enters=event.table_id)
+        case ev.RenameTableEvent():
+            return TableEffect(renamed_to=event.new_table_id, enters=event.new_table_id, removed=True)
+        case ev.DropTableEvent():
+            return TableEffect(removed=True)
+        case ev.PartitionRowsEvent():
+            return TableEffect(reload=True)
+        case (ev.AddColumnEvent() | ev.DropColumnEvent() | ev.RenameColumnEvent() | ev.AlterColumnTypeEvent()
+              | ev.AlterColumnPositionEvent() | ev.AlterPrimaryKeyEvent() | ev.AlterTableCharsetEvent()
+              | ev.AlterColumnCommentEvent() | ev.AlterTableCommentEvent() | ev.TruncateTableEvent()):
+            return _NO_EFFECT
+        case _:
+            assert_never(event)
 
 
 class SchemaChangeApplyError(RuntimeError):
@@ -245,7 +283,7 @@ class SchemaChangeSteps:
 
         return lookup
 
-    def _read_ddl(self, at: BinlogOffset) -> tuple[list[SchemaChangeEvent], BinlogOffset]:
+    def _read_ddl(self, at: BinlogOffset) -> tuple[list[ev.SchemaChangeEvent], BinlogOffset]:
         """The DDL right after ``at``, read with the stream's own reader and parser."""
         source = self.ctx.definition.source
         lo, hi = source.server_id_range()
@@ -357,14 +395,14 @@ class SchemaChangeSteps:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _upstream(self, at: BinlogOffset, events: Sequence[SchemaChangeEvent]) -> dict[TableId, TableSchema | None]:
+    def _upstream(self, at: BinlogOffset, events: Sequence[ev.SchemaChangeEvent]) -> dict[TableId, TableSchema | None]:
         """Every known source table's schema just before the DDL."""
         with self.ctx.store.transaction(readonly=True) as tx:
             tables = [TableId.parse(t) for t in tx.schema_tables()]
             out = {t: schema_from_history(tx.schema_at(str(t), at.sequence)) for t in tables}
         lookup = self._schema_lookup(at)
         for e in events:
-            if e.table_id not in out and not isinstance(e, CreateTableEvent):
+            if e.table_id not in out and not table_effect(e).created:
                 out[e.table_id] = lookup(e.table_id)
         return out
 
@@ -393,18 +431,17 @@ class SchemaChangeSteps:
             raise SchemaChangeApplyError(message) from exc
         return {"outcome": result.outcome, "statement": result.statement, "reason": result.reason}
 
-    def _new_stream_tables(self, events: Sequence[SchemaChangeEvent]) -> list[TableId]:
+    def _new_stream_tables(self, events: Sequence[ev.SchemaChangeEvent]) -> list[TableId]:
         selector = self.ctx.definition.source.selector
         out: list[TableId] = []
         for e in events:
-            t = e.new_table_id if isinstance(e, RenameTableEvent) else (e.table_id if isinstance(e, CreateTableEvent)
-                                                                          else None)
+            t = table_effect(e).enters
             if t is not None and selector.matches(t.database, t.table) and t not in out:
                 out.append(t)
         return out
 
     def _record_history(self, tx: Any, upstream: dict[TableId, TableSchema | None],
-                        events: Sequence[SchemaChangeEvent], ddl_offset: BinlogOffset) -> None:
+                        events: Sequence[ev.SchemaChangeEvent], ddl_offset: BinlogOffset) -> None:
         schemas = dict(upstream)
         last: dict[TableId, TableSchema | None] = {}
         touched: list[TableId] = []
@@ -416,7 +453,7 @@ class SchemaChangeSteps:
                 schemas[table_id] = schema
                 if table_id not in touched:
                     touched.append(table_id)
-            if isinstance(e, DropTableEvent | RenameTableEvent) and prior is not None:
+            if table_effect(e).removed and prior is not None:
                 last[e.table_id] = prior
         for table_id in touched:
             schema = schemas.get(table_id)
@@ -429,16 +466,17 @@ class SchemaChangeSteps:
             tx.put_schema(str(table_id), ddl_offset.sequence, ddl_offset.to_dict(), payload)
 
     def _new_schema(self, table_id: TableId, upstream: dict[TableId, TableSchema | None],
-                    events: Sequence[SchemaChangeEvent]) -> TableSchema | None:
+                    events: Sequence[ev.SchemaChangeEvent]) -> TableSchema | None:
         schemas = dict(upstream)
         for e in events:
             schemas[e.table_id] = apply_to_schema(schemas.get(e.table_id), e)
-            if isinstance(e, RenameTableEvent) and e.new_table_id is not None:
-                schemas[e.new_table_id] = schemas.pop(e.table_id)
+            renamed_to = table_effect(e).renamed_to
+            if renamed_to is not None:
+                schemas[renamed_to] = schemas.pop(e.table_id)
         return schemas.get(table_id)
 
     def _start_streaming(self, tx: Any, tables: Sequence[TableId], upstream: dict[TableId, TableSchema | None],
-                         events: Sequence[SchemaChangeEvent], flushed_to: BinlogOffset, ddl_offset: BinlogOffset) -> None:
+                         events: Sequence[ev.SchemaChangeEvent], flushed_to: BinlogOffset, ddl_offset: BinlogOffset) -> None:
         """A table new to the stream (created, or renamed into a captured name) holds, in Doris,
         everything up to the DDL (nothing, or the renamed table's rows); a finished whole-table
         "chunk" at the DDL's offset tells the stream's filter that every change after it is due."""
@@ -451,7 +489,7 @@ class SchemaChangeSteps:
             self._add_stream_chunk(tx, table_id, schema, flushed_to, ddl_offset,
                                    f"table new to the stream at {ddl_offset}")
 
-    def _request_reloads(self, tx: Any, events: Sequence[SchemaChangeEvent], ddl_offset: BinlogOffset
+    def _request_reloads(self, tx: Any, events: Sequence[ev.SchemaChangeEvent], ddl_offset: BinlogOffset
                          ) -> dict[TableId, list[str]]:
         """Tables whose rows partition maintenance changed without row events: every chunk is
         marked for reading again and the sweep that follows is recorded (``cdc_core/pipeline/reload.py``),
@@ -459,7 +497,7 @@ class SchemaChangeSteps:
         selector = self.ctx.definition.source.selector
         out: dict[TableId, list[str]] = {}
         for e in events:
-            if not isinstance(e, PartitionRowsEvent) or e.table_id in out:
+            if not table_effect(e).reload or e.table_id in out:
                 continue
             if not selector.matches(e.table_id.database, e.table_id.table):
                 continue
@@ -490,7 +528,7 @@ class SchemaChangeSteps:
         return keys
 
     def _snapshot_new_tables(self, tables: Sequence[TableId], upstream: dict[TableId, TableSchema | None],
-                             events: Sequence[SchemaChangeEvent]) -> None:
+                             events: Sequence[ev.SchemaChangeEvent]) -> None:
         """``scan.newly-added-table.enabled``: snapshot a table new to the stream first (one chunk
         over the whole table, read between watermarks on Spark), so rows it holds that the binlog
         does not carry (a table renamed into a captured name) reach Doris too."""

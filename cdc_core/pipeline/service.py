@@ -21,8 +21,8 @@ from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.sink import DorisSink
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.phases import phase
+from cdc_core.instrumentation.phases import phase
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline import (
     binlog_batch,
     parity_overlap,
@@ -49,7 +49,7 @@ from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from cdc_core.pipeline.status import PipelineStatus, pipeline_status
 from cdc_core.pipeline.stream_run import StreamRunPolicy
 from cdc_core.pipeline.targets import DorisTarget, TargetUpdate
-from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
+from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
 from cdc_core.state import ChunkStatus, StateStore
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from cdc_core.doris.labels import snapshot_batch_id
-from cdc_core.faults import fault_point
+from cdc_core.instrumentation.faults import fault_point
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
@@ -22,7 +23,6 @@ from cdc_core.pipeline.executor import ChunkTask, PipelineExecutor, TableWork
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
 from cdc_core.pipeline.planning import planned_split_options
 from cdc_core.pipeline.results import ChunkResult
-from cdc_core.schema import TableId
 from cdc_core.state import ChunkRecord, ChunkStatus
 
 logger = logging.getLogger(__name__)

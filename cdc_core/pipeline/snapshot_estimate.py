@@ -17,7 +17,7 @@ from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.config.selectors import TableSelector
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 from cdc_core.state import ChunkStatus, StateStore
 
 logger = logging.getLogger(__name__)

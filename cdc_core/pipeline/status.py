@@ -21,17 +21,17 @@ from typing import Any
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.errors import DorisConnectionError, DorisError
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.binlog_distance import EventTimeUnavailable, bytes_between, first_event_time, server_time
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.purge import binary_logs
 from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
 from cdc_core.mysql.startup import StartupPlan, resolve_startup
 from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
-from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
+from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
 from cdc_core.state import BatchStatus, ChunkRecord, ChunkStatus
 
 logger = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ from cdc_core.doris.catalog import qualified
 from cdc_core.doris.routing import TableRouter
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.doris.table_creation import TableCreator, default_type_mapper
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.context import PipelineContext, transform_rule_index
-from cdc_core.schema import TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 

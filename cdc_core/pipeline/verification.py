@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.connection import connect
 from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
@@ -52,7 +53,6 @@ from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.snapshot import chunk_records
-from cdc_core.schema import Column, TableId, TableSchema
 
 logger = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
@@ -37,7 +38,6 @@ from cdc_core.pipeline.checksum import (
 )
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.verification import is_text_key, row_sets
-from cdc_core.schema import TableId
 from cdc_core.state import ChunkRecord
 
 logger = logging.getLogger(__name__)

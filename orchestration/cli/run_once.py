@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.phases import phase
-from cdc_core.schema_registry import RequestStatus
+from cdc_core.instrumentation.phases import phase
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.schema_evolution.registry import RequestStatus
 from cdc_core.state import ChunkStatus
 from orchestration.definitions import build_definitions
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdc_core.phases import phase
+from cdc_core.instrumentation.phases import phase
 
 if TYPE_CHECKING:
     from cdc_core.config import PipelineDefinition

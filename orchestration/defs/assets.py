@@ -25,7 +25,7 @@ from dagster import (
     asset,
 )
 
-from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.results import BatchResult, ChunkResult, ResolveReport
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.stream_run import StreamRunEnd

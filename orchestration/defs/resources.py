@@ -22,7 +22,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import PrivateAttr, SecretStr
 
 from cdc_core.config import PipelineDefinition, load_pipeline
-from cdc_core.phases import phase
+from cdc_core.instrumentation.phases import phase
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.targets import DorisTarget
 from cdc_core.state import StateStore

@@ -13,7 +13,7 @@ log and metadata::
   (``cdc_core/pipeline/reload.py``);
 * **resume** moves the committed offset past the DDL and lifts the pause.
 
-The coordinator's state (``cdc_core.schema_registry``) lives in the pipeline's state store, so
+The coordinator's state (``cdc_core.schema_evolution.registry``) lives in the pipeline's state store, so
 re-executing a failed or killed run (or launching a new one) resumes exactly where it stopped;
 every op is a no-op once the registry is past it. Runs carry the pipeline's stream tag, so
 dagster.yaml never lets one overlap a ``binlog_stream`` run.
@@ -50,7 +50,7 @@ from dagster import (
     sensor,
 )
 
-from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.runs import EXECUTING_STATUSES, IN_FLIGHT_STATUSES, next_run_key, runs_in_flight

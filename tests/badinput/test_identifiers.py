@@ -145,8 +145,8 @@ def test_names_doris_cannot_take_are_refused_before_anything_is_loaded(pipeline_
 
 def test_row_count_estimate_escapes_like_wildcards(root_conn, fresh_db):
     """``SHOW TABLE STATUS LIKE 'a_b'`` also matches ``aXb``; the estimate is ``a_b``'s own."""
+    from cdc_core.model.schema import TableId
     from cdc_core.mysql.discovery import approximate_row_count
-    from cdc_core.schema import TableId
 
     sql(root_conn,
         f"CREATE TABLE `{fresh_db}`.aXb (id INT PRIMARY KEY)",

@@ -7,9 +7,10 @@ import itertools
 import pymysql
 import pytest
 
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.discovery import read_table_schema
-from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
-from cdc_core.schema import TableId, TableSchema
 
 _server_ids = itertools.count(7001)
 

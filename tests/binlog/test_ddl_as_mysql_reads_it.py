@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from cdc_core.events import (
+from cdc_core.model.events import (
     AddColumnEvent,
     AlterColumnPositionEvent,
     AlterPrimaryKeyEvent,
@@ -18,10 +18,10 @@ from cdc_core.events import (
     CreateTableEvent,
     DropColumnEvent,
 )
+from cdc_core.model.schema import Column, TableId, TableSchema
+from cdc_core.model.schema_changes import apply_schema_change
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
-from cdc_core.mysql.schema_history import apply_schema_change
 from cdc_core.mysql.types.kinds import members_of
-from cdc_core.schema import Column, TableId, TableSchema
 
 T = TableId("db", "t")
 

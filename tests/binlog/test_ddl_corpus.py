@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from cdc_core.events import AlterPrimaryKeyEvent, AlterTableCharsetEvent, SchemaChangeEvent
+from cdc_core.model.events import AlterPrimaryKeyEvent, AlterTableCharsetEvent, SchemaChangeEvent
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
-from cdc_core.schema import Column, TableId, TableSchema
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "ddl_corpus.yaml").read_text())
 

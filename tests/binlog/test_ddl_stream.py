@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_core.events import (
+from cdc_core.model.events import (
     AddColumnEvent,
     DataChangeEvent,
     DropColumnEvent,
     RenameColumnEvent,
     SchemaChangeEvent,
 )
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_filter import BinlogEventFilter
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.schema_history import SchemaHistory
-from cdc_core.schema import TableId
 from cdc_core.state import StateStore
 from tests.binlog.conftest import current_offset, next_server_id, read_schema
 

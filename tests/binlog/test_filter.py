@@ -5,13 +5,13 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from cdc_core.events import DataChangeEvent, DropColumnEvent, Op
+from cdc_core.model.events import DataChangeEvent, DropColumnEvent, Op
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.binlog_filter import BinlogEventFilter
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import BinlogSplit, HybridSplitAssigner
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import Column, TableId, TableSchema
 from cdc_core.state import ChunkRecord, ChunkStatus, StateStore
 
 T = TableId("db", "t")

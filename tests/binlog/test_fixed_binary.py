@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import random
 
-from cdc_core.events import AddColumnEvent, DataChangeEvent
+from cdc_core.model.events import AddColumnEvent, DataChangeEvent
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.chunk_key_order import ChunkKeyOrder
 from cdc_core.mysql.types import DorisValueConverter, doris_type
 from cdc_core.mysql.types.fixed_binary import sort_key
-from cdc_core.schema import TableId
 from tests.binlog.conftest import current_offset, next_server_id, read_schema
 
 

@@ -35,19 +35,19 @@ import time
 import pymysql
 import pytest
 
-from cdc_core.events import DataChangeEvent, Op
+from cdc_core.model.events import DataChangeEvent, Op
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import BinlogSplit, HybridSplitAssigner
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.startup import StartupPlan
 from cdc_core.mysql.types import DorisValueConverter
-from cdc_core.schema import TableId
 from tests.binlog.conftest import current_offset, next_server_id
 
 SEEDS = int(os.environ.get("TIDEMARK_PROPERTY_SEEDS", "16"))  # every run checks these seeds

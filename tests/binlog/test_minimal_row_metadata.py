@@ -14,12 +14,12 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import TableMapEvent
 
-from cdc_core.events import DataChangeEvent
+from cdc_core.model.events import DataChangeEvent
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.ddl import DdlParseError
 from cdc_core.mysql.table_map_binding import SchemaHistoryMismatchError
 from cdc_core.mysql.types import DorisValueConverter
-from cdc_core.schema import TableId
 from tests.binlog.conftest import current_offset, next_server_id, read_schema
 
 COLUMNS = ("id BIGINT UNSIGNED PRIMARY KEY, small TINYINT UNSIGNED, big BIGINT UNSIGNED, `period` INT, "

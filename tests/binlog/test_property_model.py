@@ -9,10 +9,10 @@ scans themselves must hand every row to exactly one chunk.
 
 from __future__ import annotations
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
-from cdc_core.schema import TableId
 from tests.binlog.test_hybrid_property import LETTERS, ServerCollation, _random_splits
 
 

@@ -7,10 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_core.events import DataChangeEvent, Op
+from cdc_core.model.events import DataChangeEvent, Op
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_reader import BinlogReadError, BinlogSplitReader
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import TableId
 from tests.binlog.conftest import current_offset, next_server_id, read_schema
 
 

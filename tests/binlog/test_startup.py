@@ -9,11 +9,11 @@ import pymysql
 import pytest
 
 from cdc_core.config.options import MySqlSourceOptions
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_reader import BinlogSplitReader, Heartbeat
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.purge import BinlogPurgedError
 from cdc_core.mysql.startup import StartupError, resolve_startup
-from cdc_core.schema import TableId
 from devstack.mysql import MariaDBServer
 from devstack.procs import free_port
 from tests.binlog.conftest import current_offset, next_server_id, read_schema

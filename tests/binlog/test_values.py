@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from cdc_core.events import DataChangeEvent
+from cdc_core.model.events import DataChangeEvent
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import DorisValueConverter
-from cdc_core.schema import TableId
 from tests.binlog.conftest import current_offset, next_server_id, read_schema
 
 COLUMNS = [

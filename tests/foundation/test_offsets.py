@@ -5,7 +5,8 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from cdc_core.mysql.offsets import BinlogOffset, read_current_offset
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.mysql.binlog_status import read_current_offset
 
 
 def test_order_follows_file_index_then_position():

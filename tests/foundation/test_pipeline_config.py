@@ -223,7 +223,7 @@ def test_the_default_values_of_honoured_pipeline_options_are_accepted():
 
 def test_table_options_become_doris_properties_of_the_matching_tables():
     from cdc_core.doris.sink import _rule_table_options
-    from cdc_core.schema import TableId
+    from cdc_core.model.schema import TableId
 
     d = parse(GOOD + TRANSFORM + "    table-options: replication_num=1;compression = zstd\n"
               "    table-options.delimiter: ';'\n")

@@ -5,10 +5,10 @@ table has no columns until Doris has it, a dropped table is gone, and nothing co
 from pathlib import Path
 
 from cdc_core.config import load_pipeline
-from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.targets import TargetColumn
-from cdc_core.schema import Column, TableId, TableSchema
 
 PIPELINE = """
 source:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.changes import ChangeRow, compact
 from cdc_core.pipeline.service import PipelineService
 from jobs.executor import spark_service

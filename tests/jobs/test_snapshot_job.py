@@ -9,9 +9,9 @@ import pytest
 
 from cdc_core import faults
 from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import read_table_schema
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import TableId
 from jobs.doris_writer import writer_spec
 from jobs.executor import spark_service
 from jobs.fused_chunks import MAX_CHUNKS_PER_TASK, run_fused, task_count

@@ -40,7 +40,7 @@ from typing import Any
 
 import pymysql
 
-from cdc_core.faults import POINTS
+from cdc_core.instrumentation.faults import POINTS
 from devstack.workload import SteadyWriter
 from tests.orchestration.test_e2e_dagster import _create_tables, write_e2e_pipeline
 

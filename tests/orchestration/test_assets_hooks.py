@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from dagster import DagsterEventType
 
-from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE
 from orchestration.defs.assets import CHUNKS_PER_RUN, MAX_PARTITIONS
 
 

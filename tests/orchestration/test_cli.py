@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.splits import SnapshotSplit
-from cdc_core.schema import TableId
 from orchestration.cli.demo import (
     CHECKSUM_COLUMNS,
     DATABASE,

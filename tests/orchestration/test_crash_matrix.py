@@ -1,5 +1,5 @@
 """The crash matrix (issue #15 item 6): ``tidemark run --once`` killed with SIGKILL at the step
-boundaries of ``cdc_core/faults.py`` and at random moments, under a concurrent write workload; plain
+boundaries of ``cdc_core/instrumentation/faults.py`` and at random moments, under a concurrent write workload; plain
 re-runs heal it and ``tidemark verify --json`` finds Doris equal to MySQL. The trial itself is
 ``tests/orchestration/crash_trials.py``.
 

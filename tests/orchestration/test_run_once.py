@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE
 from orchestration.cli.run_once import OnceRun, RunOnceError, _contiguous_ranges, summary_table
 from tests.orchestration.fakes import recording_resource
 

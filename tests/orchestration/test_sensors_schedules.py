@@ -7,7 +7,7 @@ import datetime as dt
 import dagster as dg
 from dagster._core.storage.tags import RUN_KEY_TAG
 
-from cdc_core.schema_registry import PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE
 from tests.orchestration.test_assets_hooks import all_chunks_committed
 
 

@@ -10,8 +10,8 @@ import pytest
 
 import jobs.spark
 from cdc_core.config import load_pipeline
+from cdc_core.model.schema import TableId
 from cdc_core.pipeline.snapshot_estimate import fits_in_process, needs_spark, rows_left
-from cdc_core.schema import TableId
 from cdc_core.state import ChunkRecord, ChunkStatus, StateStore
 from devstack.pipeline_file import write_pipeline
 from orchestration.cli.spark_prestart import SparkPrestart

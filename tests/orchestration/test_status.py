@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 
 from cdc_core.config import load_pipeline
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.binlog_distance import bytes_between
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.status import (
     PendingTransaction,

@@ -14,8 +14,8 @@ import pytest
 
 from cdc_core.pipeline.schema_change import SchemaChangeApplyError, SchemaChangeSteps
 from cdc_core.pipeline.service import PipelineService
-from cdc_core.schema_derivation import SchemaChangeRefused
-from cdc_core.schema_registry import RequestStatus, SchemaRegistry
+from cdc_core.schema_evolution.derivation import SchemaChangeRefused
+from cdc_core.schema_evolution.registry import RequestStatus, SchemaRegistry
 from jobs.executor import spark_service
 from tests.schema.helpers import (
     assert_rows_match,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema_changes import apply_schema_change
 from cdc_core.mysql.ddl import MySqlDdlParser
 from cdc_core.mysql.discovery import read_table_schema
-from cdc_core.mysql.schema_history import apply_schema_change
-from cdc_core.schema import TableId, TableSchema
 from tests.schema.helpers import sql
 
 

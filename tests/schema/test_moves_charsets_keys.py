@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_core.mysql.offsets import BinlogOffset
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.pipeline.schema_change import SchemaChangeApplyError, SchemaChangeSteps
-from cdc_core.schema import TableId
-from cdc_core.schema_derivation import SchemaChangeRefused
-from cdc_core.schema_registry import RequestStatus, SchemaRegistry
+from cdc_core.schema_evolution.derivation import SchemaChangeRefused
+from cdc_core.schema_evolution.registry import RequestStatus, SchemaRegistry
 from jobs.executor import spark_service
 from tests.binlog.conftest import read_schema
 from tests.schema.helpers import assert_rows_match, carry_next_ddl, catch_up, doris_columns, sql

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.events import PartitionRowsEvent
-from cdc_core.faults import InjectedFault
+from cdc_core.instrumentation.faults import InjectedFault
+from cdc_core.model.events import PartitionRowsEvent
+from cdc_core.model.schema import TableId
+from cdc_core.model.schema_change_codec import event_from_dict, event_to_dict
 from cdc_core.mysql.ddl.parser import MySqlDdlParser
 from cdc_core.pipeline import reload
 from cdc_core.pipeline.reload import pending_reloads
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
-from cdc_core.schema import TableId
-from cdc_core.schema_change_codec import event_from_dict, event_to_dict
 from devstack.pipeline_file import write_pipeline
 from jobs.executor import spark_service
 from orchestration.cli import tidemark as cli

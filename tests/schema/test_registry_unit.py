@@ -7,30 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from cdc_core.events import (
-    AddColumnEvent,
-    AlterColumnPositionEvent,
-    AlterColumnTypeEvent,
-    AlterPrimaryKeyEvent,
-    AlterTableCharsetEvent,
-    CreateTableEvent,
-    DropColumnEvent,
-    DropTableEvent,
-    RenameColumnEvent,
-    RenameTableEvent,
-    TruncateTableEvent,
-)
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import Column, TableId, TableSchema
-from cdc_core.schema_change_codec import event_from_dict, event_to_dict
-from cdc_core.schema_derivation import (
+from cdc_core.model import events as ev
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import Column, TableId, TableSchema
+from cdc_core.model.schema_change_codec import event_from_dict, event_to_dict
+from cdc_core.schema_evolution.derivation import (
     SchemaChangeBehavior,
     SchemaChangeRefused,
     SchemaChangeTypeFilter,
     SchemaDerivator,
 )
-from cdc_core.schema_merging import widest_column
-from cdc_core.schema_registry import RegistryStateError, RequestStatus, SchemaRegistry
+from cdc_core.schema_evolution.merging import widest_column
+from cdc_core.schema_evolution.registry import RegistryStateError, RequestStatus, SchemaRegistry
 from cdc_core.state import StateStore
 
 T = TableId("db", "t")
@@ -50,32 +38,32 @@ def derive(behavior: str, *events, **kw):
 
 
 def test_lenient_rewrites_as_flink_cdc_code_does():
-    add = AddColumnEvent(T, OFF, column=Column("c", "int(11)", "int", nullable=False), position="FIRST")
+    add = ev.AddColumnEvent(T, OFF, column=Column("c", "int(11)", "int", nullable=False), position="FIRST")
     (kind, col), = derive("lenient", add)
     assert kind == "add.column" and col.nullable
     # DropColumn of a NOT NULL column: kept, made nullable; of a nullable one: nothing
-    assert derive("lenient", DropColumnEvent(T, OFF, column_name="a")) == [
+    assert derive("lenient", ev.DropColumnEvent(T, OFF, column_name="a")) == [
         ("alter.column.type", Column("a", "int(11)", "int", nullable=True))]
-    assert derive("lenient", DropColumnEvent(T, OFF, column_name="b")) == []
+    assert derive("lenient", ev.DropColumnEvent(T, OFF, column_name="b")) == []
     # RenameColumn: the new name added (nullable), the old kept (made nullable if it was not)
-    got = derive("lenient", RenameColumnEvent(T, OFF, old_name="a", new_name="a2"))
+    got = derive("lenient", ev.RenameColumnEvent(T, OFF, old_name="a", new_name="a2"))
     assert [k for k, _ in got] == ["add.column", "alter.column.type"] and got[0][1].name == "a2" and got[0][1].nullable
     # AlterColumnType passes; TruncateTable and DropTable are excluded by default, unless exclude is given
-    assert [k for k, _ in derive("lenient", AlterColumnTypeEvent(T, OFF, column_name="a",
+    assert [k for k, _ in derive("lenient", ev.AlterColumnTypeEvent(T, OFF, column_name="a",
                                                                  column=Column("a", "bigint(20)", "bigint")))] == [
         "alter.column.type"]
-    assert derive("lenient", TruncateTableEvent(T, OFF), DropTableEvent(T, OFF)) == []
-    assert [k for k, _ in derive("lenient", TruncateTableEvent(T, OFF), DropTableEvent(T, OFF), exclude=[])] == [
+    assert derive("lenient", ev.TruncateTableEvent(T, OFF), ev.DropTableEvent(T, OFF)) == []
+    assert [k for k, _ in derive("lenient", ev.TruncateTableEvent(T, OFF), ev.DropTableEvent(T, OFF), exclude=[])] == [
         "truncate.table", "drop.table"]
 
 
 def test_evolve_ignore_exception_and_filters():
-    events = [AddColumnEvent(T, OFF, column=Column("c", "int(11)", "int")), DropColumnEvent(T, OFF, column_name="b"),
-              TruncateTableEvent(T, OFF)]
+    events = [ev.AddColumnEvent(T, OFF, column=Column("c", "int(11)", "int")), ev.DropColumnEvent(T, OFF, column_name="b"),
+              ev.TruncateTableEvent(T, OFF)]
     assert [k for k, _ in derive("evolve", *events)] == ["add.column", "drop.column", "truncate.table"]
     assert [k for k, _ in derive("try_evolve", *events)] == ["add.column", "drop.column", "truncate.table"]
     assert derive("ignore", *events) == []
-    create = CreateTableEvent(TableId("db", "n"), OFF, schema=SCHEMA)
+    create = ev.CreateTableEvent(TableId("db", "n"), OFF, schema=SCHEMA)
     assert [k for k, _ in derive("ignore", create)] == ["create.table"]
     assert [k for k, _ in derive("exception", create)] == ["create.table"]
     with pytest.raises(SchemaChangeRefused, match="exception"):
@@ -91,9 +79,9 @@ def test_merged_tables_widen_and_never_drop():
     base = TableSchema(t1, (Column("id", "int(11)", "int", nullable=False), Column("v", "int(11)", "int")), ("id",))
     d = derivator("evolve", route=lambda t: (target,))
     upstream = {t1: base, t2: TableSchema(t2, base.columns, ("id",))}
-    changes, before = d.derive([DropColumnEvent(t1, OFF, column_name="v")], upstream, {})
+    changes, before = d.derive([ev.DropColumnEvent(t1, OFF, column_name="v")], upstream, {})
     assert changes == [] and before[target].column_names == ("id", "v")
-    changes, _ = d.derive([AlterColumnTypeEvent(t2, OFF, column_name="v", column=Column("v", "bigint(20)", "bigint"))],
+    changes, _ = d.derive([ev.AlterColumnTypeEvent(t2, OFF, column_name="v", column=Column("v", "bigint(20)", "bigint"))],
                           upstream, {})
     assert [(c.event.type_name, c.event.column.column_type, c.merged) for c in changes] == [
         ("alter.column.type", "bigint", True)]
@@ -112,12 +100,12 @@ def test_widest_types():
 
 
 def test_codec_round_trip():
-    for e in [AddColumnEvent(T, OFF, "ddl", column=SCHEMA.columns[1], position="AFTER", after="id"),
-              RenameColumnEvent(T, OFF, old_name="a", new_name="b"), RenameTableEvent(T, OFF, new_table_id=TableId("db", "u")),
-              CreateTableEvent(T, OFF, schema=SCHEMA), TruncateTableEvent(T, None),
-              AlterColumnPositionEvent(T, OFF, "ddl", column_name="b", position="AFTER", after="id"),
-              AlterPrimaryKeyEvent(T, OFF, primary_key=("id", "a")), AlterPrimaryKeyEvent(T, OFF),
-              AlterTableCharsetEvent(T, OFF, charset="latin1")]:
+    for e in [ev.AddColumnEvent(T, OFF, "ddl", column=SCHEMA.columns[1], position="AFTER", after="id"),
+              ev.RenameColumnEvent(T, OFF, old_name="a", new_name="b"), ev.RenameTableEvent(T, OFF, new_table_id=TableId("db", "u")),
+              ev.CreateTableEvent(T, OFF, schema=SCHEMA), ev.TruncateTableEvent(T, None),
+              ev.AlterColumnPositionEvent(T, OFF, "ddl", column_name="b", position="AFTER", after="id"),
+              ev.AlterPrimaryKeyEvent(T, OFF, primary_key=("id", "a")), ev.AlterPrimaryKeyEvent(T, OFF),
+              ev.AlterTableCharsetEvent(T, OFF, charset="latin1")]:
         assert event_from_dict(event_to_dict(e)) == e
     schema = TableSchema(T, SCHEMA.columns, ("id",), "c", charset="latin2")
     assert TableSchema.from_dict(schema.to_dict()).charset == "latin2"
@@ -127,8 +115,8 @@ def test_codec_round_trip():
 def test_moves_and_table_charsets_change_no_doris_table(behavior):
     """Doris loads match columns by name and Doris has no charsets: under every behavior (even
     ``exception``) these derive nothing, so they never refuse or fail a schema change."""
-    move = AlterColumnPositionEvent(T, OFF, column_name="b", position="FIRST")
-    charset = AlterTableCharsetEvent(T, OFF, charset="latin1")
+    move = ev.AlterColumnPositionEvent(T, OFF, column_name="b", position="FIRST")
+    charset = ev.AlterTableCharsetEvent(T, OFF, charset="latin1")
     assert derive(behavior, move, charset) == []
     changes, _ = derivator(behavior).derive([move, charset], {T: SCHEMA}, {})
     assert changes == []
@@ -137,15 +125,15 @@ def test_moves_and_table_charsets_change_no_doris_table(behavior):
 def test_a_charset_only_type_change_derives_nothing_but_a_type_change_does():
     utf8 = Column("b", "varchar(10)", "varchar", char_length=10, charset="utf8mb4")
     latin1_schema = TableSchema(T, (SCHEMA.columns[0], SCHEMA.columns[1], replace(utf8, charset="latin1")), ("id",))
-    changes, _ = derivator("exception").derive([AlterColumnTypeEvent(T, OFF, column_name="b", column=utf8)],
+    changes, _ = derivator("exception").derive([ev.AlterColumnTypeEvent(T, OFF, column_name="b", column=utf8)],
                                                {T: latin1_schema}, {})
     assert changes == []
-    wider = AlterColumnTypeEvent(T, OFF, column_name="b", column=replace(utf8, column_type="varchar(20)", char_length=20))
+    wider = ev.AlterColumnTypeEvent(T, OFF, column_name="b", column=replace(utf8, column_type="varchar(20)", char_length=20))
     assert [k for k, _ in derive("evolve", wider)] == ["alter.column.type"]
 
 
 def test_primary_key_changes_are_derived_for_doris_to_refuse_or_skip():
-    pk = AlterPrimaryKeyEvent(T, OFF, primary_key=("id", "a"))
+    pk = ev.AlterPrimaryKeyEvent(T, OFF, primary_key=("id", "a"))
     for behavior in ("lenient", "evolve", "try_evolve"):
         assert [k for k, _ in derive(behavior, pk)] == ["alter.primary.key"]
     assert derive("ignore", pk) == []
@@ -156,7 +144,7 @@ def test_primary_key_changes_are_derived_for_doris_to_refuse_or_skip():
     t1, t2, target = TableId("db", "t_1"), TableId("db", "t_2"), TableId("db", "all")
     d = derivator("evolve", route=lambda t: (target,))
     upstream = {t1: replace(SCHEMA, table_id=t1), t2: replace(SCHEMA, table_id=t2)}
-    changes, _ = d.derive([AlterPrimaryKeyEvent(t1, OFF, primary_key=("id", "a"))], upstream, {})
+    changes, _ = d.derive([ev.AlterPrimaryKeyEvent(t1, OFF, primary_key=("id", "a"))], upstream, {})
     assert [(c.event.type_name, c.target, c.merged) for c in changes] == [("alter.primary.key", target, True)]
 
 
@@ -165,12 +153,12 @@ def test_state_machine_is_persisted_and_ordered(tmp_path):
     registry = SchemaRegistry(store)
     assert registry.status is RequestStatus.IDLE
     with pytest.raises(RegistryStateError):
-        registry.flushed(OFF, [AddColumnEvent(T, OFF, column=SCHEMA.columns[1])], OFF)
+        registry.flushed(OFF, [ev.AddColumnEvent(T, OFF, column=SCHEMA.columns[1])], OFF)
     registry.request(OFF, "run1")
     assert store.get("flags", "binlog_paused")
     registry.request(OFF, "run2")  # a re-run joins the request in progress
     assert SchemaRegistry(StateStore.open(tmp_path)).current()["run_ids"] == ["run1", "run2"]
-    registry.flushed(BinlogOffset("binlog.000001", 400), [AddColumnEvent(T, OFF, column=SCHEMA.columns[1])], OFF)
+    registry.flushed(BinlogOffset("binlog.000001", 400), [ev.AddColumnEvent(T, OFF, column=SCHEMA.columns[1])], OFF)
     assert registry.status is RequestStatus.APPLYING
     registry.set_derived([], SchemaChangeBehavior.LENIENT)
     with store.transaction() as tx:

@@ -14,7 +14,7 @@ import requests
 
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.sink import DorisSink
-from cdc_core.schema import Column, TableId, TableSchema
+from cdc_core.model.schema import Column, TableId, TableSchema
 from devstack.procs import free_port
 from devstack.stack import DorisStandIn
 

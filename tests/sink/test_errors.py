@@ -9,7 +9,7 @@ import pytest
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, StreamLoadError, redact
 from cdc_core.doris.sink import DorisSink
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 from tests.sink.conftest import PASSWORD, make_client, test_type_mapper, users_schema
 
 

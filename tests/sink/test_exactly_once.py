@@ -14,7 +14,7 @@ from cdc_core.doris.errors import TransactionAbortedError, TransactionCommittedE
 from cdc_core.doris.recovery import LabelRef
 from cdc_core.doris.rows import snapshot_row
 from cdc_core.doris.sink import DorisSink
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 from cdc_core.state import StateStore
 from tests.sink.conftest import ROOT, make_client, select, test_type_mapper, users_schema
 
@@ -123,7 +123,7 @@ CRASH_AFTER_PREPARE = textwrap.dedent("""
     from cdc_core.doris.client import DorisHttpClient
     from cdc_core.doris.rows import snapshot_row
     from cdc_core.doris.sink import DorisSink
-    from cdc_core.schema import TableId
+    from cdc_core.model.schema import TableId
     from cdc_core.state import StateStore
     fe, password, db, state_dir = sys.argv[1:5]
     sink = DorisSink(DorisHttpClient(fe, "root", password), "tm_test")

@@ -18,7 +18,7 @@ from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.errors import DorisConnectionError
 from cdc_core.doris.rows import snapshot_row
 from cdc_core.doris.sink import DorisSink
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 from devstack.procs import two_free_ports
 from devstack.tls import make_certificates
 from tests.sink.conftest import PASSWORD, StandIn, select, test_type_mapper, users_schema

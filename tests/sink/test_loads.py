@@ -9,9 +9,9 @@ import pytest
 
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN, event_row, snapshot_row
-from cdc_core.events import DataChangeEvent, Op
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import TableId
+from cdc_core.model.events import DataChangeEvent, Op
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
 from tests.sink.conftest import make_client, select, users_schema
 
 

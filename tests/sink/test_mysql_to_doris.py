@@ -6,9 +6,9 @@ import pyarrow as pa
 
 from cdc_core.doris.rows import snapshot_row
 from cdc_core.doris.sink import DorisSink
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.types import doris_arrow_type, rows_to_doris
-from cdc_core.schema import TableId
 from tests.sink.conftest import make_client, select
 
 DDL = """

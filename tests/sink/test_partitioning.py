@@ -8,7 +8,7 @@ import pytest
 
 from cdc_core.doris.partitioning import PartitionError
 from cdc_core.doris.sink import DorisSink
-from cdc_core.schema import Column, TableId, TableSchema
+from cdc_core.model.schema import Column, TableId, TableSchema
 from tests.sink.conftest import make_client, select
 
 

@@ -7,21 +7,8 @@ import pytest
 from cdc_core.doris.errors import SchemaChangeError, TableMismatchError
 from cdc_core.doris.metadata_applier import default_clause
 from cdc_core.doris.rows import SEQUENCE_COLUMN
-from cdc_core.events import (
-    AddColumnEvent,
-    AlterColumnCommentEvent,
-    AlterColumnPositionEvent,
-    AlterColumnTypeEvent,
-    AlterPrimaryKeyEvent,
-    AlterTableCharsetEvent,
-    AlterTableCommentEvent,
-    CreateTableEvent,
-    DropColumnEvent,
-    DropTableEvent,
-    RenameColumnEvent,
-    TruncateTableEvent,
-)
-from cdc_core.schema import Column, TableId, TableSchema
+from cdc_core.model import events as ev
+from cdc_core.model.schema import Column, TableId, TableSchema
 from tests.sink.conftest import select, users_schema
 
 
@@ -88,22 +75,22 @@ def test_routed_table_creation_and_many_to_one_merge(doris, doris_db):
         sink.commit([sink.load(target, f"chunk-0-g0-{shard.table}", [{"id": 10 * i + 1, "name": shard.table}], sequence=1)])
     assert select(sink, TableId(doris_db, "users"), "id, name") == [(1, "users_1"), (11, "users_2")]
     assert sink.router.is_merged(TableId(doris_db, "users"), shards)
-    res = sink.apply_schema_change(TruncateTableEvent(shards[0]), merged=True)
+    res = sink.apply_schema_change(ev.TruncateTableEvent(shards[0]), merged=True)
     assert res.outcome == "ignored" and len(select(sink, TableId(doris_db, "users"))) == 2
     sink.close()
 
 
 def test_schema_changes_apply_and_reapply_idempotently(sink, doris_db):
     src = TableId(doris_db, "users")
-    sink.apply_schema_change(CreateTableEvent(src, schema=users_schema(doris_db)))
+    sink.apply_schema_change(ev.CreateTableEvent(src, schema=users_schema(doris_db)))
     sink.commit([sink.load(src, "chunk-0-g0", [{"id": 1, "name": "a", "score": "1.5"}], sequence=1)])
     events = [
-        AddColumnEvent(src, column=Column("age", "int(11)", "int", comment="years")),
-        AlterColumnTypeEvent(src, column_name="age", column=Column("age", "bigint(20)", "bigint", comment="years")),
-        RenameColumnEvent(src, old_name="score", new_name="points"),
-        AlterColumnCommentEvent(src, column_name="name", comment="the name"),
-        AlterTableCommentEvent(src, comment="people v2"),
-        DropColumnEvent(src, column_name="age"),
+        ev.AddColumnEvent(src, column=Column("age", "int(11)", "int", comment="years")),
+        ev.AlterColumnTypeEvent(src, column_name="age", column=Column("age", "bigint(20)", "bigint", comment="years")),
+        ev.RenameColumnEvent(src, old_name="score", new_name="points"),
+        ev.AlterColumnCommentEvent(src, column_name="name", comment="the name"),
+        ev.AlterTableCommentEvent(src, comment="people v2"),
+        ev.DropColumnEvent(src, column_name="age"),
     ]
     outcomes = []
     for e in events:
@@ -119,19 +106,19 @@ def test_schema_changes_apply_and_reapply_idempotently(sink, doris_db):
     # the layout cache follows the change: a load after the rename uses the new column
     sink.commit([sink.load(src, "binlog-1-2", [{"id": 2, "name": "b", "points": "2"}], sequence=2, fmt="csv")])
     assert select(sink, src, "id, points") == [(1, 1.5), (2, 2.0)]
-    assert sink.apply_schema_change(TruncateTableEvent(src)).outcome == "applied"
+    assert sink.apply_schema_change(ev.TruncateTableEvent(src)).outcome == "applied"
     assert select(sink, src) == []
-    assert sink.apply_schema_change(DropTableEvent(src)).outcome == "applied"
-    assert sink.apply_schema_change(DropTableEvent(src)).outcome == "applied"  # IF EXISTS
+    assert sink.apply_schema_change(ev.DropTableEvent(src)).outcome == "applied"
+    assert sink.apply_schema_change(ev.DropTableEvent(src)).outcome == "applied"  # IF EXISTS
     assert sink.catalog.table_info(doris_db, "users") is None
-    assert sink.apply_schema_change(TruncateTableEvent(src)).outcome == "skipped"
+    assert sink.apply_schema_change(ev.TruncateTableEvent(src)).outcome == "skipped"
 
 
 def test_dropping_a_key_column_is_refused_by_the_light_schema_change_check(sink, doris_db):
     src = TableId(doris_db, "users")
     sink.create_table(users_schema(doris_db))
     with pytest.raises(SchemaChangeError, match="light schema change"):
-        sink.apply_schema_change(DropColumnEvent(src, column_name="id"))
+        sink.apply_schema_change(ev.DropColumnEvent(src, column_name="id"))
 
 
 def test_widening_a_key_column(sink, doris_db):
@@ -140,7 +127,7 @@ def test_widening_a_key_column(sink, doris_db):
                                Column("n", "int(11)", "int")), primary_key=("code",))
     sink.create_table(schema)
     wider = Column("code", "varchar(8)", "varchar", False, char_length=8)
-    event = AlterColumnTypeEvent(src, column_name="code", column=wider)
+    event = ev.AlterColumnTypeEvent(src, column_name="code", column=wider)
     assert sink.apply_schema_change(event).outcome == "applied"
     assert sink.apply_schema_change(event).outcome == "skipped"
     assert sink.catalog.table_info(doris_db, "codes").column("code").is_key
@@ -184,7 +171,7 @@ def test_a_transform_rules_table_options_are_properties_of_the_tables_it_creates
     created = _show_create(sink, TableId(doris_db, "users"))
     assert '"bloom_filter_columns" = "name"' in created
     assert '"bloom_filter_columns"' not in _show_create(sink, TableId(doris_db, "others"))
-    event = CreateTableEvent(TableId(doris_db, "users2"), schema=users_schema(doris_db, "users2"))
+    event = ev.CreateTableEvent(TableId(doris_db, "users2"), schema=users_schema(doris_db, "users2"))
     sink.table_options = lambda source: {"bloom_filter_columns": "score"}
     sink.apply_schema_change(event)
     assert '"bloom_filter_columns" = "score"' in _show_create(sink, TableId(doris_db, "users2"))
@@ -194,9 +181,9 @@ def test_moves_and_table_charsets_need_no_doris_change(sink, doris_db):
     src = TableId(doris_db, "users")
     sink.create_table(users_schema(doris_db))
     before = sink.catalog.table_info(doris_db, "users").column_names
-    for event in (AlterColumnPositionEvent(src, column_name="score", position="FIRST"),
-                  AlterColumnPositionEvent(src, column_name="id", position="AFTER", after="name"),
-                  AlterTableCharsetEvent(src, charset="latin1")):
+    for event in (ev.AlterColumnPositionEvent(src, column_name="score", position="FIRST"),
+                  ev.AlterColumnPositionEvent(src, column_name="id", position="AFTER", after="name"),
+                  ev.AlterTableCharsetEvent(src, charset="latin1")):
         assert sink.apply_schema_change(event).outcome == "skipped"
     assert sink.catalog.table_info(doris_db, "users").column_names == before
     # loads match by name, so rows keep landing in the right columns
@@ -207,10 +194,10 @@ def test_moves_and_table_charsets_need_no_doris_change(sink, doris_db):
 def test_a_primary_key_change_is_refused_with_the_table_and_the_fix(sink, doris_db):
     src = TableId(doris_db, "users")
     sink.create_table(users_schema(doris_db))  # UNIQUE KEY(id)
-    assert sink.apply_schema_change(AlterPrimaryKeyEvent(src, primary_key=("ID",))).outcome == "skipped"
+    assert sink.apply_schema_change(ev.AlterPrimaryKeyEvent(src, primary_key=("ID",))).outcome == "skipped"
     for key in (("id", "name"), ()):
         with pytest.raises(SchemaChangeError) as info:
-            sink.apply_schema_change(AlterPrimaryKeyEvent(src, primary_key=key))
+            sink.apply_schema_change(ev.AlterPrimaryKeyEvent(src, primary_key=key))
         message = str(info.value)
         assert f"{doris_db}.users" in message and "keyed on (id)" in message
         assert "re-snapshot" in message and "exclude.schema.changes" in message

@@ -16,7 +16,7 @@ from cdc_core.doris.payloads import PayloadBuilder
 from cdc_core.doris.routing import TableRouter
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.doris.sink import DorisSink
-from cdc_core.schema import TableId
+from cdc_core.model.schema import TableId
 
 
 def test_labels_are_deterministic_valid_and_bounded():
@@ -128,7 +128,7 @@ def test_payloads_json_csv_arrow_and_gzip():
 
 
 def test_schema_change_filters_follow_include_and_exclude():
-    from cdc_core.events import AddColumnEvent, DropColumnEvent, DropTableEvent, TruncateTableEvent
+    from cdc_core.model.events import AddColumnEvent, DropColumnEvent, DropTableEvent, TruncateTableEvent
 
     t = TableId("d", "t")
     sink = DorisSink.from_pipeline(_pipeline(), type_mapper=str, exclude_schema_changes=["drop"])
@@ -143,7 +143,7 @@ def test_partitioning_from_partition_keys_and_auto_partition_properties():
     """The sink's choice per (source, target): a transform's partition-keys first, then the
     auto-partition properties as Flink CDC reads them; the clause the table creator writes."""
     from cdc_core.doris.partitioning import PartitionError, auto_partition_spec, partition_clause
-    from cdc_core.schema import Column, TableSchema
+    from cdc_core.model.schema import Column, TableSchema
 
     text = """
 source: {type: mysql, hostname: h, port: 3306, username: u, password: p, tables: db.\\\\.*}

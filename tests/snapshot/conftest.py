@@ -6,12 +6,12 @@ import itertools
 
 import pytest
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.snapshot_assigner import SnapshotSplitAssigner
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
-from cdc_core.schema import TableId
 
 _server_id_ranges = itertools.count(0)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cdc_core.config.selectors import TableSelector
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
 from cdc_core.mysql.snapshot_assigner import (
@@ -12,7 +13,6 @@ from cdc_core.mysql.snapshot_assigner import (
     SnapshotSplitAssigner,
     assign_into_store,
 )
-from cdc_core.schema import TableId
 from cdc_core.state import StateStore
 from tests.snapshot.conftest import analyze, run
 

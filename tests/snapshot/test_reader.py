@@ -7,14 +7,14 @@ import threading
 import pyarrow as pa
 import pytest
 
-from cdc_core.events import DataChangeEvent, Op
+from cdc_core.model.events import DataChangeEvent, Op
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import Column, TableId
 from cdc_core.mysql.backfill import KeyRange, apply_backfill
 from cdc_core.mysql.discovery import read_table_schema
-from cdc_core.mysql.offsets import BinlogOffset
 from cdc_core.mysql.server_ids import acquire_server_id
 from cdc_core.mysql.snapshot_reader import build_scan_query
 from cdc_core.mysql.splits import SnapshotSplit
-from cdc_core.schema import Column, TableId
 from tests.snapshot.conftest import reader, run
 
 T = TableId("db", "t")
@@ -70,7 +70,7 @@ def test_key_range_is_half_open_and_nulls_belong_to_the_first_chunk():
 
 
 def test_scan_query_is_flinks_half_open_condition():
-    from cdc_core.schema import TableSchema
+    from cdc_core.model.schema import TableSchema
 
     schema = TableSchema(T, (Column("id", "decimal(10,2)", "decimal", nullable=False, numeric_precision=10,
                                     numeric_scale=2),), ("id",))

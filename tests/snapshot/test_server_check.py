@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.server_check import ColumnNames, ServerCheckError, check_server
-from cdc_core.schema import TableId
 from tests.snapshot.conftest import run
 
 

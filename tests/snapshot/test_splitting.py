@@ -12,6 +12,7 @@ import random
 
 import pytest
 
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.chunk_splitter import (
     ChunkSplitterState,
     SplitOptions,
@@ -20,7 +21,6 @@ from cdc_core.mysql.chunk_splitter import (
 )
 from cdc_core.mysql.discovery import DiscoveryError, approximate_row_count, read_table_schema
 from cdc_core.mysql.snapshot_assigner import AssignerState, SnapshotSplitAssigner
-from cdc_core.schema import TableId
 from tests.snapshot.conftest import analyze, bounds, plan, reader, run
 
 

@@ -11,13 +11,13 @@ import datetime as dt
 
 import pytest
 
+from cdc_core.model.schema import Column, TableId
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
+from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.binlog_values import RowImageConverter
 from cdc_core.mysql.discovery import read_table_schema
-from cdc_core.mysql.offsets import read_current_offset
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import DorisValueConverter, doris_type, to_doris_value
-from cdc_core.schema import Column, TableId
 from tests.snapshot.conftest import reader, run, server_id_range
 
 COLUMNS = """

@@ -47,10 +47,10 @@ sys.path.insert(0, str(ROOT))
 
 import pymysql  # noqa: E402
 
+from cdc_core.model.schema import Column, TableId, TableSchema  # noqa: E402
+from cdc_core.model.schema_changes import apply_schema_change  # noqa: E402
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser  # noqa: E402
 from cdc_core.mysql.discovery import SYSTEM_DATABASES  # noqa: E402
-from cdc_core.mysql.schema_history import apply_schema_change  # noqa: E402
-from cdc_core.schema import Column, TableId, TableSchema  # noqa: E402
 from devstack.mysql import MariaDBServer  # noqa: E402
 from devstack.procs import free_port  # noqa: E402
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cdc_core.events import (
+from cdc_core.model.events import (
     AddColumnEvent,
     AlterColumnCommentEvent,
     AlterColumnPositionEvent,
@@ -33,6 +33,7 @@ from cdc_core.events import (
     RenameTableEvent,
     SchemaChangeEvent,
 )
+from cdc_core.model.schema import Column, TableId
 from cdc_core.mysql.ddl.column_definitions import (
     ColumnDef,
     charset_name,
@@ -43,7 +44,6 @@ from cdc_core.mysql.ddl.column_types import STRING_TYPES, converted_column
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.statement import Statement
 from cdc_core.mysql.ddl.tokens import Cursor
-from cdc_core.schema import Column, TableId
 
 # Table options: a run of them (up to the next ',') is read by ``_table_options``, which keeps the
 # default charset and the comment; the others change no column of a captured table.

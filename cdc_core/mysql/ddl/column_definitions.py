@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from cdc_core.model.schema import Column
 from cdc_core.mysql.ddl.column_types import STRING_TYPES, canonical_type
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.tokens import Cursor
-from cdc_core.schema import Column
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from cdc_core.model.schema import Column
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
-from cdc_core.schema import Column
 
 _TYPE_ALIASES = {
     "integer": "int", "int4": "int", "int8": "bigint", "int1": "tinyint", "int2": "smallint",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cdc_core.events import CreateTableEvent, DropTableEvent, SchemaChangeEvent
+from cdc_core.model.events import CreateTableEvent, DropTableEvent, SchemaChangeEvent
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.ddl.column_definitions import charset_name, charset_of_collation, is_period_definition
 from cdc_core.mysql.ddl.column_types import STRING_TYPES
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.statement import Statement
-from cdc_core.schema import Column, TableId, TableSchema
 
 # Words that start a key or constraint item: all reserved, so a bare one is never a column name.
 _KEY_ITEMS = ("CONSTRAINT", "PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK")

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cdc_core.events import CreateTableEvent, SchemaChangeEvent
+from cdc_core.model.events import CreateTableEvent, SchemaChangeEvent
+from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
-from cdc_core.schema import TableId, TableSchema
 
 _SHADOW = re.compile(r"^_(?P<orig>.+)_(?P<kind>gho|ghc|del|new|old)$")
 _GHOST_OR_NEW = ("gho", "new")  # the shadow that receives the ALTERs and replaces the original

@@ -26,7 +26,8 @@ from dataclasses import replace
 
 from sqlglot.errors import TokenError
 
-from cdc_core.events import RenameTableEvent, SchemaChangeEvent
+from cdc_core.model.events import RenameTableEvent, SchemaChangeEvent
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.ddl.alter import parse_alter
 from cdc_core.mysql.ddl.create import parse_create
 from cdc_core.mysql.ddl.errors import DdlParseError, DdlSyntaxError
@@ -34,7 +35,6 @@ from cdc_core.mysql.ddl.online_schema_change import ShadowTables, is_shadow_tabl
 from cdc_core.mysql.ddl.statement import IsCaptured, SchemaOf, Statement
 from cdc_core.mysql.ddl.table_statements import parse_drop, parse_rename, parse_truncate
 from cdc_core.mysql.ddl.tokens import Cursor, Tok, strip_executable_comments, tokenize
-from cdc_core.schema import TableId
 
 # Any other statement (DML, SET, GRANT, views, routines, ...) changes no table columns: no events.
 _STATEMENTS: dict[str, Callable[[Statement], list[SchemaChangeEvent]]] = {

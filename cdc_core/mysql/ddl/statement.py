@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cdc_core.events import SchemaChangeEvent
+from cdc_core.model.events import SchemaChangeEvent
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema_changes import apply_schema_change
 from cdc_core.mysql.ddl.column_definitions import ColumnParser
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.online_schema_change import ShadowTables
 from cdc_core.mysql.ddl.tokens import Cursor
-from cdc_core.mysql.schema_history import apply_schema_change
-from cdc_core.schema import TableId, TableSchema
 
 SchemaOf = Callable[[TableId], TableSchema | None]
 IsCaptured = Callable[[TableId], bool]

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cdc_core.events import (
+from cdc_core.model.events import (
     CreateTableEvent,
     DropTableEvent,
     RenameTableEvent,
     SchemaChangeEvent,
     TruncateTableEvent,
 )
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.online_schema_change import is_shadow_table
 from cdc_core.mysql.ddl.statement import Statement
-from cdc_core.schema import TableId
 
 
 def parse_drop(stmt: Statement) -> list[SchemaChangeEvent]:

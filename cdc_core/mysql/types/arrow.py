@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_core.model.schema import Column
 from cdc_core.mysql.types.doris_mapping import doris_arrow_type
 from cdc_core.mysql.types.kinds import (
     FIXED_BINARY_KINDS,
@@ -28,7 +29,6 @@ from cdc_core.mysql.types.kinds import (
 from cdc_core.mysql.types.spatial import wkb_to_wkt
 from cdc_core.mysql.types.time_zones import is_utc, offset_name, parse_tz
 from cdc_core.mysql.types.values import INVALID_DATE, from_text, zero_datetime_like
-from cdc_core.schema import Column
 
 
 def _q(name: str) -> str:

@@ -6,7 +6,7 @@ decoder; ``ucs2``/``utf16``/``utf32`` are big-endian.
 
 from __future__ import annotations
 
-from cdc_core.schema import Column
+from cdc_core.model.schema import Column
 
 _PYTHON_CODEC = {
     "utf8mb4": "utf-8", "utf8mb3": "utf-8", "utf8": "utf-8", "latin1": "cp1252", "binary": "latin-1",

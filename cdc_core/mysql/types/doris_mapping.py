@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from cdc_core.model.schema import Column
 from cdc_core.mysql.types.fixed_binary import TEXT_WIDTH
 from cdc_core.mysql.types.kinds import (
     FIXED_BINARY_KINDS,
@@ -19,7 +20,6 @@ from cdc_core.mysql.types.kinds import (
     kind_of,
     precision_scale,
 )
-from cdc_core.schema import Column
 
 
 def doris_type(column: Column, *, tinyint1_as_boolean: bool = True) -> str:

@@ -11,7 +11,7 @@ import re
 from enum import StrEnum
 from functools import lru_cache
 
-from cdc_core.schema import Column
+from cdc_core.model.schema import Column
 
 
 class TypeKind(StrEnum):

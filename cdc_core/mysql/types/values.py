@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from cdc_core.model.schema import Column, TableSchema
 from cdc_core.mysql.types.charsets import decode_text
 from cdc_core.mysql.types.fixed_binary import binlog_to_text
 from cdc_core.mysql.types.kinds import (
@@ -33,7 +34,6 @@ from cdc_core.mysql.types.kinds import (
 )
 from cdc_core.mysql.types.spatial import wkb_to_wkt
 from cdc_core.mysql.types.time_zones import is_utc, parse_tz
-from cdc_core.schema import Column, TableSchema
 
 _EPOCH_DATE = "1970-01-01"
 

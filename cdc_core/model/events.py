@@ -2,7 +2,7 @@
 
 Row values are already converted to what the Doris sink sends (``cdc_core.mysql.types``), so a
 row reads the same whether it came from a snapshot chunk or from the binlog. ``offset`` is the
-event's end position in the binlog (see ``cdc_core.mysql.offsets``); ``offset.sequence`` feeds
+event's end position in the binlog (see ``cdc_core.model.offsets``); ``offset.sequence`` feeds
 Doris's sequence column.
 
 Schema-change events follow Flink CDC's ``SchemaChangeEventType`` names (``type_name``), which
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeAlias, get_args
 
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import Column, TableId, TableSchema
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import Column, TableId, TableSchema
 
 
 class Op(StrEnum):
@@ -52,8 +52,9 @@ class DataChangeEvent:
 
 
 @dataclass(frozen=True)
-class SchemaChangeEvent:
-    """Base for DDL on one captured table, read from the binlog at ``offset``."""
+class SchemaChangeBase:
+    """The fields every schema change has: DDL on one captured table, read from the binlog at
+    ``offset``. Not an event of its own: annotate with :data:`SchemaChangeEvent`, the closed union."""
 
     table_id: TableId
     offset: BinlogOffset | None = None
@@ -61,15 +62,19 @@ class SchemaChangeEvent:
 
     type_name = "schema.change"
 
+    def __post_init__(self) -> None:
+        if type(self) is SchemaChangeBase:
+            raise TypeError("SchemaChangeBase is no event: build one of SCHEMA_CHANGE_EVENTS")
+
 
 @dataclass(frozen=True)
-class CreateTableEvent(SchemaChangeEvent):
+class CreateTableEvent(SchemaChangeBase):
     schema: TableSchema | None = None
     type_name = "create.table"
 
 
 @dataclass(frozen=True)
-class AddColumnEvent(SchemaChangeEvent):
+class AddColumnEvent(SchemaChangeBase):
     """``position`` is ``"FIRST"``, ``"AFTER"`` (with ``after``) or ``"LAST"``."""
 
     column: Column | None = None
@@ -79,20 +84,20 @@ class AddColumnEvent(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
-class DropColumnEvent(SchemaChangeEvent):
+class DropColumnEvent(SchemaChangeBase):
     column_name: str = ""
     type_name = "drop.column"
 
 
 @dataclass(frozen=True)
-class RenameColumnEvent(SchemaChangeEvent):
+class RenameColumnEvent(SchemaChangeBase):
     old_name: str = ""
     new_name: str = ""
     type_name = "rename.column"
 
 
 @dataclass(frozen=True)
-class AlterColumnTypeEvent(SchemaChangeEvent):
+class AlterColumnTypeEvent(SchemaChangeBase):
     """A column's type (and nullability/default/comment) changed; ``column`` is the new definition."""
 
     column_name: str = ""
@@ -101,7 +106,7 @@ class AlterColumnTypeEvent(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
-class AlterColumnPositionEvent(SchemaChangeEvent):
+class AlterColumnPositionEvent(SchemaChangeBase):
     """A column moved (``MODIFY``/``CHANGE ... FIRST | AFTER x``): ``position`` is ``"FIRST"`` or
     ``"AFTER"`` (with ``after``, a column's name after the statement). The source's column order
     changes; Doris loads match columns by name, so it needs no Doris DDL."""
@@ -113,7 +118,7 @@ class AlterColumnPositionEvent(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
-class AlterPrimaryKeyEvent(SchemaChangeEvent):
+class AlterPrimaryKeyEvent(SchemaChangeBase):
     """The primary key became ``primary_key`` (empty: dropped). One event per statement, with the
     key as it is after the statement (``DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)`` is one change)."""
 
@@ -122,7 +127,7 @@ class AlterPrimaryKeyEvent(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
-class AlterTableCharsetEvent(SchemaChangeEvent):
+class AlterTableCharsetEvent(SchemaChangeBase):
     """The table's default character set (``ALTER TABLE t [DEFAULT] CHARACTER SET x``), which
     string columns added later without their own charset take. Existing columns keep theirs
     (``CONVERT TO CHARACTER SET`` changes them with :class:`AlterColumnTypeEvent`\\ s)."""
@@ -132,25 +137,25 @@ class AlterTableCharsetEvent(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
-class AlterColumnCommentEvent(SchemaChangeEvent):
+class AlterColumnCommentEvent(SchemaChangeBase):
     column_name: str = ""
     comment: str = ""
     type_name = "alter.column.comment"
 
 
 @dataclass(frozen=True)
-class AlterTableCommentEvent(SchemaChangeEvent):
+class AlterTableCommentEvent(SchemaChangeBase):
     comment: str = ""
     type_name = "alter.table.comment"
 
 
 @dataclass(frozen=True)
-class TruncateTableEvent(SchemaChangeEvent):
+class TruncateTableEvent(SchemaChangeBase):
     type_name = "truncate.table"
 
 
 @dataclass(frozen=True)
-class PartitionRowsEvent(SchemaChangeEvent):
+class PartitionRowsEvent(SchemaChangeBase):
     """Partition maintenance that removed or replaced the table's rows without a row event in
     the binlog: ``TRUNCATE PARTITION``, ``DROP PARTITION``, ``EXCHANGE PARTITION`` (both tables),
     MariaDB's ``CONVERT PARTITION``/``CONVERT TABLE``, ``IMPORT [PARTITION] TABLESPACE``.
@@ -165,11 +170,35 @@ class PartitionRowsEvent(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
-class DropTableEvent(SchemaChangeEvent):
+class DropTableEvent(SchemaChangeBase):
     type_name = "drop.table"
 
 
 @dataclass(frozen=True)
-class RenameTableEvent(SchemaChangeEvent):
+class RenameTableEvent(SchemaChangeBase):
     new_table_id: TableId | None = None
     type_name = "rename.table"
+
+
+# The closed set of schema changes: a new event class is added here (and to nothing else in this
+# package); every consumer dispatches with a ``match`` ending in ``assert_never`` and
+# tests/foundation/test_schema_change_dispatch.py fails for each consumer that forgets the new class.
+SchemaChangeEvent: TypeAlias = (
+    CreateTableEvent
+    | AddColumnEvent
+    | DropColumnEvent
+    | RenameColumnEvent
+    | AlterColumnTypeEvent
+    | AlterColumnPositionEvent
+    | AlterPrimaryKeyEvent
+    | AlterTableCharsetEvent
+    | AlterColumnCommentEvent
+    | AlterTableCommentEvent
+    | TruncateTableEvent
+    | PartitionRowsEvent
+    | DropTableEvent
+    | RenameTableEvent
+)
+
+SCHEMA_CHANGE_EVENTS: tuple[type[SchemaChangeBase], ...] = get_args(SchemaChangeEvent)
+"""Every schema-change event class, once: the union's members in its order."""

@@ -22,7 +22,7 @@ change reloads (``cdc_core/pipeline/reload.py``) whatever the behavior. A primar
 merged table too); the metadata applier refuses it unless Doris is keyed so already.
 
 Several source tables routed to one Doris table evolve it to the widest schema of all of them
-(``cdc_core.schema_merging``), never dropping a column.
+(``cdc_core.schema_evolution.merging``), never dropping a column.
 """
 
 from __future__ import annotations
@@ -30,40 +30,30 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, assert_never
 
-from cdc_core.events import (
-    AddColumnEvent,
-    AlterColumnPositionEvent,
-    AlterColumnTypeEvent,
-    AlterPrimaryKeyEvent,
-    AlterTableCharsetEvent,
-    CreateTableEvent,
-    DropColumnEvent,
-    DropTableEvent,
-    PartitionRowsEvent,
-    RenameColumnEvent,
-    RenameTableEvent,
-    SchemaChangeEvent,
-    TruncateTableEvent,
-)
-from cdc_core.mysql.schema_history import apply_schema_change
-from cdc_core.schema import TableId, TableSchema
-from cdc_core.schema_change_codec import event_from_dict, event_to_dict
-from cdc_core.schema_merging import least_common_schema, schema_difference
-
-# Changes of the source's schema that no Doris table needs (see the module docstring).
-_SOURCE_ONLY = (AlterColumnPositionEvent, AlterTableCharsetEvent, PartitionRowsEvent)
+from cdc_core.model import events as ev
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema_change_codec import event_from_dict, event_to_dict
+from cdc_core.model.schema_changes import apply_schema_change
+from cdc_core.schema_evolution.merging import least_common_schema, schema_difference
 
 
-def _charset_only(event: SchemaChangeEvent, before: TableSchema | None) -> bool:
+def _charset_only(event: ev.AlterColumnTypeEvent, before: TableSchema | None) -> bool:
     """An AlterColumnType that changes only the column's charset (``CONVERT TO CHARACTER SET`` of a
     VARCHAR, say): Doris has no charsets, so there is nothing to derive."""
-    if not isinstance(event, AlterColumnTypeEvent) or event.column is None or before is None \
-            or not before.has_column(event.column_name):
+    if event.column is None or before is None or not before.has_column(event.column_name):
         return False
     old = before.column(event.column_name)
     return replace(old, charset=None) == replace(event.column, name=old.name, charset=None)
+
+
+class _WhenMerged(StrEnum):
+    """What a change becomes for a Doris table that merges several source tables."""
+
+    AS_IS = "as_is"  # table-wide: truncate, drop, primary key (the applier decides)
+    WIDEN = "widen"  # column changes: the merged table widens to all its sources, if known
+    WIDEN_OR_CREATE = "widen_or_create"  # create.table: widen a known table, else create it
 
 
 class SchemaChangeBehavior(StrEnum):
@@ -125,7 +115,7 @@ class SchemaChangeTypeFilter:
 class DerivedChange:
     """One change for one Doris table. ``merged``: the table receives several source tables."""
 
-    event: SchemaChangeEvent
+    event: ev.SchemaChangeEvent
     target: TableId
     merged: bool = False
 
@@ -140,10 +130,10 @@ class DerivedChange:
         return f"{self.event.type_name} → {self.target}" + (" (merged)" if self.merged else "")
 
 
-def apply_to_schema(schema: TableSchema | None, event: SchemaChangeEvent) -> TableSchema | None:
+def apply_to_schema(schema: TableSchema | None, event: ev.SchemaChangeEvent) -> TableSchema | None:
     """``event`` applied to one schema, leniently (the result for the event's own table)."""
     out = apply_schema_change(schema, event, strict=False)
-    if isinstance(event, RenameTableEvent):
+    if isinstance(event, ev.RenameTableEvent):
         return out.get(event.new_table_id) if event.new_table_id is not None else None
     return out.get(event.table_id)
 
@@ -163,7 +153,7 @@ class SchemaDerivator:
         self.type_filter = type_filter
         self.captured = captured
 
-    def derive(self, events: Sequence[SchemaChangeEvent], upstream: Mapping[TableId, TableSchema | None],
+    def derive(self, events: Sequence[ev.SchemaChangeEvent], upstream: Mapping[TableId, TableSchema | None],
                evolved: Mapping[TableId, TableSchema | None]) -> tuple[list[DerivedChange], dict[TableId, TableSchema | None]]:
         """The derived changes, and the Doris schemas they start from (bootstrapped from the
         sources where Tidemark has not evolved a table yet).
@@ -181,14 +171,14 @@ class SchemaDerivator:
         for event in events:
             before = dict(upstream)
             upstream[event.table_id] = apply_to_schema(upstream.get(event.table_id), event)
-            if isinstance(event, RenameTableEvent) and event.new_table_id is not None:
+            if isinstance(event, ev.RenameTableEvent) and event.new_table_id is not None:
                 upstream[event.new_table_id] = upstream.pop(event.table_id)
                 upstream[event.table_id] = None
             for change in self._derive_one(event, before, upstream, evolved):
                 out.append(change)
                 evolved = evolved_after(evolved, [change])
         if self.behavior is SchemaChangeBehavior.EXCEPTION:
-            refused = [c for c in out if not isinstance(c.event, CreateTableEvent)]
+            refused = [c for c in out if not isinstance(c.event, ev.CreateTableEvent)]
             if refused:
                 first = refused[0].event
                 raise SchemaChangeRefused(
@@ -212,30 +202,25 @@ class SchemaDerivator:
         evolved[target] = None if merged is None else replace(merged, table_id=target)
         return evolved[target]
 
-    def _derive_one(self, event: SchemaChangeEvent, before: Mapping[TableId, TableSchema | None],
+    def _derive_one(self, event: ev.SchemaChangeEvent, before: Mapping[TableId, TableSchema | None],
                     after: Mapping[TableId, TableSchema | None], evolved: dict[TableId, TableSchema | None]
                     ) -> list[DerivedChange]:
-        raw: list[DerivedChange] = []
-        if isinstance(event, _SOURCE_ONLY) or _charset_only(event, before.get(event.table_id)):
-            return []
-        if isinstance(event, RenameTableEvent):
-            raw = self._rename_table(event, before, after, evolved)
-        else:
-            for target in self.route(event.table_id):
-                current = self._bootstrap(target, before, evolved)
-                deps = set(self.sources_of(target, after)) | set(self.sources_of(target, before))
-                merged = len(deps) > 1
-                if isinstance(event, CreateTableEvent):
-                    if merged and current is not None:
-                        widest = self._widest(target, current, after)
-                        raw += [DerivedChange(e, target, True) for e in schema_difference(event.table_id, current, widest)]
-                    else:
-                        raw.append(DerivedChange(event, target, merged))
-                elif isinstance(event, TruncateTableEvent | DropTableEvent | AlterPrimaryKeyEvent) or not merged:
-                    raw.append(DerivedChange(event, target, merged))
-                elif current is not None:
-                    widest = self._widest(target, current, after)
-                    raw += [DerivedChange(e, target, True) for e in schema_difference(event.table_id, current, widest)]
+        match event:
+            case ev.AlterColumnPositionEvent() | ev.AlterTableCharsetEvent() | ev.PartitionRowsEvent():
+                return []  # the source's schema only (see the module docstring)
+            case ev.AlterColumnTypeEvent() if _charset_only(event, before.get(event.table_id)):
+                return []
+            case ev.RenameTableEvent():
+                raw = self._rename_table(event, before, after, evolved)
+            case ev.CreateTableEvent():
+                raw = self._to_targets(event, before, after, evolved, _WhenMerged.WIDEN_OR_CREATE)
+            case ev.TruncateTableEvent() | ev.DropTableEvent() | ev.AlterPrimaryKeyEvent():
+                raw = self._to_targets(event, before, after, evolved, _WhenMerged.AS_IS)
+            case (ev.AddColumnEvent() | ev.DropColumnEvent() | ev.RenameColumnEvent() | ev.AlterColumnTypeEvent()
+                  | ev.AlterColumnCommentEvent() | ev.AlterTableCommentEvent()):
+                raw = self._to_targets(event, before, after, evolved, _WhenMerged.WIDEN)
+            case _:
+                assert_never(event)
         out: list[DerivedChange] = []
         for change in raw:
             for rewritten in self._rewrite(change, evolved.get(change.target)):
@@ -243,13 +228,30 @@ class SchemaDerivator:
                     out.append(rewritten)
         return out
 
+    def _to_targets(self, event: ev.SchemaChangeEvent, before: Mapping[TableId, TableSchema | None],
+                    after: Mapping[TableId, TableSchema | None], evolved: dict[TableId, TableSchema | None],
+                    when_merged: _WhenMerged) -> list[DerivedChange]:
+        """``event`` for each Doris table its source routes to (widened where that table is merged)."""
+        raw: list[DerivedChange] = []
+        for target in self.route(event.table_id):
+            current = self._bootstrap(target, before, evolved)
+            deps = set(self.sources_of(target, after)) | set(self.sources_of(target, before))
+            merged = len(deps) > 1
+            if not merged or when_merged is _WhenMerged.AS_IS \
+                    or (when_merged is _WhenMerged.WIDEN_OR_CREATE and current is None):
+                raw.append(DerivedChange(event, target, merged))
+            elif current is not None:
+                widest = self._widest(target, current, after)
+                raw += [DerivedChange(e, target, True) for e in schema_difference(event.table_id, current, widest)]
+        return raw
+
     def _widest(self, target: TableId, current: TableSchema, after: Mapping[TableId, TableSchema | None]) -> TableSchema:
         merged = current
         for t in self.sources_of(target, after):
             merged = least_common_schema(merged, after[t])  # type: ignore[arg-type]
         return merged
 
-    def _rename_table(self, event: RenameTableEvent, before: Mapping[TableId, TableSchema | None],
+    def _rename_table(self, event: ev.RenameTableEvent, before: Mapping[TableId, TableSchema | None],
                       after: Mapping[TableId, TableSchema | None], evolved: dict[TableId, TableSchema | None]
                       ) -> list[DerivedChange]:
         new = event.new_table_id
@@ -263,16 +265,16 @@ class SchemaDerivator:
             if len(new_targets) == 1 and not merged and new_targets[0].database == old_target.database:
                 out.append(DerivedChange(replace(event, new_table_id=new_targets[0]), old_target, False))
                 continue
-            out.append(DerivedChange(DropTableEvent(event.table_id, offset=event.offset, ddl=event.ddl),
+            out.append(DerivedChange(ev.DropTableEvent(event.table_id, offset=event.offset, ddl=event.ddl),
                                      old_target, merged))
         for new_target in new_targets:
-            if any(c.event.new_table_id == new_target for c in out if isinstance(c.event, RenameTableEvent)):
+            if any(c.event.new_table_id == new_target for c in out if isinstance(c.event, ev.RenameTableEvent)):
                 continue
             if new_target in self.route(event.table_id):
                 continue
             schema = after.get(new)  # type: ignore[arg-type]
             if schema is not None:
-                out.append(DerivedChange(CreateTableEvent(new, offset=event.offset, ddl=event.ddl, schema=schema),
+                out.append(DerivedChange(ev.CreateTableEvent(new, offset=event.offset, ddl=event.ddl, schema=schema),
                                          new_target, False))
         return out
 
@@ -280,41 +282,56 @@ class SchemaDerivator:
         b = self.behavior
         e = change.event
         if b is SchemaChangeBehavior.IGNORE:
-            return [change] if isinstance(e, CreateTableEvent) else []
+            return [change] if isinstance(e, ev.CreateTableEvent) else []
         if b is not SchemaChangeBehavior.LENIENT:
             return [change]
-        if isinstance(e, AddColumnEvent) and e.column is not None:
-            return [replace(change, event=replace(e, column=replace(e.column, nullable=True), position="LAST",
-                                                  after=None))]
-        if isinstance(e, DropColumnEvent):
-            old = current.column(e.column_name) if current is not None and current.has_column(e.column_name) else None
-            if old is None or old.nullable:
-                return []
-            return [replace(change, event=AlterColumnTypeEvent(e.table_id, e.offset, e.ddl, column_name=old.name,
-                                                               column=replace(old, nullable=True)))]
-        if isinstance(e, RenameColumnEvent):
-            old = current.column(e.old_name) if current is not None and current.has_column(e.old_name) else None
-            if old is None:
-                return []
-            out = [replace(change, event=AddColumnEvent(e.table_id, e.offset, e.ddl,
-                                                        column=replace(old, name=e.new_name, nullable=True)))]
-            if not old.nullable:
-                out.append(replace(change, event=AlterColumnTypeEvent(e.table_id, e.offset, e.ddl, column_name=old.name,
-                                                                      column=replace(old, nullable=True))))
-            return out
-        return [change]
+        match e:
+            case ev.AddColumnEvent():
+                if e.column is None:
+                    return [change]
+                return [replace(change, event=replace(e, column=replace(e.column, nullable=True), position="LAST",
+                                                      after=None))]
+            case ev.DropColumnEvent():
+                old = current.column(e.column_name) if current is not None and current.has_column(e.column_name) \
+                    else None
+                if old is None or old.nullable:
+                    return []
+                return [replace(change, event=ev.AlterColumnTypeEvent(e.table_id, e.offset, e.ddl, column_name=old.name,
+                                                                      column=replace(old, nullable=True)))]
+            case ev.RenameColumnEvent():
+                old = current.column(e.old_name) if current is not None and current.has_column(e.old_name) else None
+                if old is None:
+                    return []
+                out = [replace(change, event=ev.AddColumnEvent(e.table_id, e.offset, e.ddl,
+                                                               column=replace(old, name=e.new_name, nullable=True)))]
+                if not old.nullable:
+                    out.append(replace(change, event=ev.AlterColumnTypeEvent(
+                        e.table_id, e.offset, e.ddl, column_name=old.name, column=replace(old, nullable=True))))
+                return out
+            case (ev.CreateTableEvent() | ev.AlterColumnTypeEvent() | ev.AlterColumnPositionEvent()
+                  | ev.AlterPrimaryKeyEvent() | ev.AlterTableCharsetEvent() | ev.AlterColumnCommentEvent()
+                  | ev.AlterTableCommentEvent() | ev.TruncateTableEvent() | ev.PartitionRowsEvent()
+                  | ev.DropTableEvent() | ev.RenameTableEvent()):
+                return [change]  # lenient passes these as they are (truncate/drop: by the type filter)
+            case _:
+                assert_never(e)
 
 
-def _retarget(change: DerivedChange) -> SchemaChangeEvent:
+def _retarget(change: DerivedChange) -> ev.SchemaChangeEvent:
     """The derived event as a change of the Doris table's own schema."""
     e = change.event
-    if isinstance(e, RenameTableEvent):
-        return replace(e, table_id=change.target)
-    if change.merged and isinstance(e, TruncateTableEvent | DropTableEvent):
-        return TruncateTableEvent(change.target)  # a merged table is neither truncated nor dropped
-    if isinstance(e, CreateTableEvent) and e.schema is not None:
-        return replace(e, table_id=change.target, schema=replace(e.schema, table_id=change.target))
-    return replace(e, table_id=change.target)
+    match e:
+        case ev.TruncateTableEvent() | ev.DropTableEvent() if change.merged:
+            return ev.TruncateTableEvent(change.target)  # a merged table is neither truncated nor dropped
+        case ev.CreateTableEvent() if e.schema is not None:
+            return replace(e, table_id=change.target, schema=replace(e.schema, table_id=change.target))
+        case (ev.CreateTableEvent() | ev.AddColumnEvent() | ev.DropColumnEvent() | ev.RenameColumnEvent()
+              | ev.AlterColumnTypeEvent() | ev.AlterColumnPositionEvent() | ev.AlterPrimaryKeyEvent()
+              | ev.AlterTableCharsetEvent() | ev.AlterColumnCommentEvent() | ev.AlterTableCommentEvent()
+              | ev.TruncateTableEvent() | ev.PartitionRowsEvent() | ev.DropTableEvent() | ev.RenameTableEvent()):
+            return replace(e, table_id=change.target)
+        case _:
+            assert_never(e)
 
 
 def evolved_after(evolved: Mapping[TableId, TableSchema | None], changes: Iterable[DerivedChange]
@@ -322,7 +339,7 @@ def evolved_after(evolved: Mapping[TableId, TableSchema | None], changes: Iterab
     """The Doris schemas after the changes that were really applied (in order)."""
     out = dict(evolved)
     for change in changes:
-        if isinstance(change.event, RenameTableEvent) and change.event.new_table_id is not None:
+        if isinstance(change.event, ev.RenameTableEvent) and change.event.new_table_id is not None:
             out[change.event.new_table_id] = None if out.get(change.target) is None else replace(
                 out[change.target], table_id=change.event.new_table_id)  # type: ignore[arg-type]
             out[change.target] = None

@@ -19,7 +19,7 @@ Every state and every applied change is in the pipeline's state store, so a cras
 step resumes exactly where it stopped and a change is never applied twice. This module holds no
 I/O of its own beyond the state store: the job (``cdc_core/pipeline/schema_change.py``) drives it.
 
-How the changes for Doris are derived from a DDL's events is :mod:`cdc_core.schema_derivation`.
+How the changes for Doris are derived from a DDL's events is :mod:`cdc_core.schema_evolution.derivation`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from cdc_core.events import SchemaChangeEvent
-from cdc_core.mysql.offsets import BinlogOffset
-from cdc_core.schema import TableId, TableSchema
-from cdc_core.schema_change_codec import event_from_dict, event_to_dict
-from cdc_core.schema_derivation import DerivedChange, SchemaChangeBehavior
+from cdc_core.model.events import SchemaChangeEvent
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema_change_codec import event_from_dict, event_to_dict
+from cdc_core.schema_evolution.derivation import DerivedChange, SchemaChangeBehavior
 
 NAMESPACE = "schema_registry"
 EVOLVED_NAMESPACE = "schema_registry.evolved"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from cdc_core.events import AddColumnEvent, AlterColumnTypeEvent, SchemaChangeEvent
-from cdc_core.schema import Column, TableId, TableSchema
+from cdc_core.model.events import AddColumnEvent, AlterColumnTypeEvent, SchemaChangeEvent
+from cdc_core.model.schema import Column, TableId, TableSchema
 
 _INTS = ["tinyint", "smallint", "mediumint", "int", "bigint"]
 _INT_DIGITS = {"tinyint": 3, "smallint": 5, "mediumint": 8, "int": 10, "bigint": 20}
