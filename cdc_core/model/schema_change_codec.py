@@ -1,8 +1,9 @@
 """Schema-change events to and from JSON-able dicts, so the schema registry can persist them.
 
 The event classes in ``cdc_core.model.events`` (every one of ``SCHEMA_CHANGE_EVENTS``) are frozen
-dataclasses without serialization of their own; the registry stores the events of a DDL (and the changes derived from them) in the state
-store so that a crashed ``schema_change`` job resumes with exactly the same work.
+dataclasses without serialization of their own; the registry stores the events of a DDL (and the
+changes derived from them) in the state store so that a crashed ``schema_change`` job resumes
+with exactly the same work. One class per ``type_name``, taken from the model's registry.
 """
 
 from __future__ import annotations
