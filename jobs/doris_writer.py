@@ -29,11 +29,11 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from cdc_core import faults
 from cdc_core.config.options import DorisSinkOptions
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.doris.sink import DorisSink
+from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId
 from cdc_core.state import StateStore
 from jobs.snapshot_source import CHUNK, META

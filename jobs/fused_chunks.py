@@ -39,9 +39,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_core import faults
 from cdc_core.config.durations import parse_duration
 from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId
 from jobs.doris_writer import discard_sink, load_chunk, make_sink
 from jobs.snapshot_source import read_chunk

@@ -16,9 +16,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from cdc_core import faults
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.errors import TableMismatchError
+from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.pipeline.snapshot_estimate import fits_in_process

@@ -27,7 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from cdc_core import faults
+from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.connection import MySqlConnectionSettings, MySqlTls
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader

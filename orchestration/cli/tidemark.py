@@ -168,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from cdc_core import phases
+    from cdc_core.instrumentation import phases
     from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
     from orchestration.cli.instance import dagster_home_for, prepare_home
     from orchestration.cli.run_once import OnceRun, RunOnceError, summary_table

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cdc_core import faults
+from cdc_core.instrumentation import faults
 
 
 def configure(monkeypatch, config: dict) -> None:
@@ -63,7 +63,7 @@ def test_the_setting_travels_with_a_task_spec(monkeypatch):
 
 
 def test_kill_ends_the_process_as_a_crash_would(tmp_path):
-    code = "from cdc_core import faults; faults.fault_point('binlog.after_loads', batch='b'); print('survived')"
+    code = "from cdc_core.instrumentation import faults; faults.fault_point('binlog.after_loads', batch='b'); print('survived')"
     env = {faults.ENV: json.dumps({"binlog.after_loads": {"action": "kill"}})}
     result = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
                             check=False)

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_core import faults
 from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.instrumentation import faults
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import read_table_schema
