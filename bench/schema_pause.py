@@ -127,7 +127,7 @@ def measure(ddls: int = 3, rate: float = 20.0, behavior: str = "lenient", keep: 
 
     from cdc_core.config import load_pipeline
     from devstack.workload import SteadyWriter
-    from jobs.executor import spark_service
+    from jobs.spark_executor import spark_service
     from orchestration.cli.dev import DagsterServices
     from orchestration.cli.instance import prepare_home
     from orchestration.defs.pipelines import PipelineHandle

@@ -108,7 +108,7 @@ def main() -> None:
     from devstack.mysql import MariaDBServer
     from devstack.procs import free_port
     from devstack.stack import DorisStandIn
-    from jobs.executor import spark_service
+    from jobs.spark_executor import spark_service
 
     work = Path(tempfile.mkdtemp(prefix="tidemark-bench-"))
     mysql = MariaDBServer(work / "mysql", port=free_port())

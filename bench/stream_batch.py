@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from cdc_core.config.pipeline import load_pipeline
     from cdc_core.pipeline.service import PipelineService
-    from jobs.executor import SparkExecutor
+    from jobs.spark_executor import SparkExecutor
 
     work = Path(tempfile.mkdtemp(prefix="tidemark-stream-batch-"))
     mysql = MariaDBServer(work / "mysql", port=free_port())

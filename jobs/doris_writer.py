@@ -29,7 +29,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from cdc_core.config.options import DorisSinkOptions
+from cdc_core.config.sink_options import DorisSinkOptions
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.doris.sink import DorisSink

@@ -3,7 +3,7 @@
 The session itself is owned by the Dagster resource (``TidemarkPySparkResource`` in
 ``orchestration/defs/resources.py``, dagster-pyspark), which starts it only when a step asks for it
 (a session costs ~10 s to start); the pipeline service reaches it through the executor's lazy
-session provider (``jobs/executor.py``). ``build_session`` is the same builder for tests and
+session provider (``jobs/spark_executor.py``). ``build_session`` is the same builder for tests and
 benchmarks that run without Dagster. ``local[N]`` is the default (N = the pipeline's
 parallelism, at least 1, at most the cores; its JVM compiles with C1 only, see
 ``session_settings``); ``tidemark.spark.master`` points at a cluster

@@ -17,15 +17,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from cdc_core.config.options import (
-    PREFIXED_OPTIONS,
-    SECRET_KEYS,
-    DorisSinkOptions,
-    MySqlSourceOptions,
-    PipelineOptions,
-    RouteRule,
-    TransformRule,
-)
+from cdc_core.config.options import PREFIXED_OPTIONS, SECRET_KEYS
+from cdc_core.config.pipeline_options import PipelineOptions
+from cdc_core.config.rule_options import RouteRule, TransformRule
+from cdc_core.config.sink_options import DorisSinkOptions
+from cdc_core.config.source_options import MySqlSourceOptions
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _BLOCKS = ("source", "sink", "route", "transform", "pipeline")

@@ -22,11 +22,11 @@ from cdc_core.doris.errors import (
 )
 from cdc_core.doris.labels import binlog_batch_id, chunk_batch_id, make_label
 from cdc_core.doris.metadata_applier import AppliedChange
-from cdc_core.doris.recovery import LabelRef, RecoveryReport
 from cdc_core.doris.routing import TableRouter
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN, event_row, snapshot_row
 from cdc_core.doris.sink import DorisSink
 from cdc_core.doris.table_creation import DorisTable
+from cdc_core.doris.transaction_recovery import LabelRef, RecoveryReport
 
 __all__ = [
     "DELETE_SIGN",

@@ -31,11 +31,11 @@ from cdc_core.doris.errors import StreamLoadError, TableMismatchError, Transacti
 from cdc_core.doris.labels import make_label
 from cdc_core.doris.metadata_applier import AppliedChange, DorisMetadataApplier
 from cdc_core.doris.partitioning import PartitionSpec, auto_partition_spec, partition_unit
-from cdc_core.doris.recovery import LabelRef, RecoveryReport, TransactionRecovery
 from cdc_core.doris.routing import TableRouter
 from cdc_core.doris.rows import DELETE_SIGN
 from cdc_core.doris.stream_load import StreamLoader
 from cdc_core.doris.table_creation import DorisTable, TableCreator, TypeMapper, default_type_mapper
+from cdc_core.doris.transaction_recovery import LabelRef, RecoveryReport, TransactionRecovery
 from cdc_core.doris.transactions import TwoPhaseCommitter
 from cdc_core.model.events import SchemaChangeEvent
 from cdc_core.model.schema import TableId, TableSchema

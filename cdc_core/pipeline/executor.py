@@ -2,7 +2,7 @@
 
 The exactly-once protocol needs neither Spark nor Dagster: it decides what to read, records what
 was prepared and commits or aborts it. Reading many chunks in parallel and compacting a large
-binlog batch are what Spark is for; ``jobs/executor.py`` implements this protocol with Spark,
+binlog batch are what Spark is for; ``jobs/spark_executor.py`` implements this protocol with Spark,
 and the service receives it (with a lazy session, so a run that needs no Spark starts none).
 Tests of the service's own logic can pass any object with these two methods.
 """
@@ -73,9 +73,9 @@ class NoExecutor:
 
     def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork]) -> list[ChunkOutcome]:
         raise RuntimeError("this pipeline service has no executor: reading snapshot chunks needs Spark "
-                           "(give the service jobs.executor.SparkExecutor)")
+                           "(give the service jobs.spark_executor.SparkExecutor)")
 
     def load_binlog_changes(self, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
                             batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
         raise RuntimeError("this pipeline service has no executor: a large binlog batch or a table with a transform "
-                           "is loaded with Spark (give the service jobs.executor.SparkExecutor)")
+                           "is loaded with Spark (give the service jobs.spark_executor.SparkExecutor)")

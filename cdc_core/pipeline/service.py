@@ -3,7 +3,7 @@
 Dagster assets, hooks, sensors, checks and ``tidemark run --once`` go through this facade and
 nothing else — they never open the state store — so the orchestration never needs to know how
 a chunk is read or a load is committed. Creating a service is cheap: it opens the state store
-and starts no Spark session; the executor it is given (``jobs/executor.py``) starts one only
+and starts no Spark session; the executor it is given (``jobs/spark_executor.py``) starts one only
 when a step needs Spark (reading chunks, a large binlog batch).
 
 The exactly-once protocol (docs/ARCHITECTURE.md, three rules) lives behind these methods:

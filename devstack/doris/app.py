@@ -14,7 +14,7 @@ from .faults import FaultRegistry
 from .query import QueryExecutor
 from .server import make_servers
 from .storage import Storage
-from .stream_load import StreamLoader
+from .stream_load_execution import StreamLoader
 from .transactions import Ticker, TxnManager
 
 

@@ -26,8 +26,8 @@ from cdc_core.instrumentation.phases import phase
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.targets import DorisTarget
 from cdc_core.state import StateStore
-from jobs.executor import SparkExecutor
 from jobs.spark import prepare_environment, session_config
+from jobs.spark_executor import SparkExecutor
 from orchestration.defs.env_overrides import env_prefix as default_env_prefix
 from orchestration.defs.runs import record_run_process
 

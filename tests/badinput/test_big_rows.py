@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.badinput.test_identifiers import IN_PROCESS, catch_up, sql
 from tests.jobs.conftest import doris_query
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from cdc_core.pipeline.service import PipelineService
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.jobs.conftest import doris_query
 
 LONG_TABLE = "t" + "x" * 62 + "z"  # 64 characters, MySQL's and Doris's limit

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.badinput.test_identifiers import IN_PROCESS, catch_up, sql
 from tests.jobs.conftest import doris_query
 from tests.schema.helpers import doris as doris_query_raw

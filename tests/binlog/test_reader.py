@@ -166,7 +166,7 @@ def test_resume_offset_gtid_matches_server(settings, schema_lookup, root_conn, f
 
 
 def test_from_source_options(mysql_server, root_conn, fresh_db):
-    from cdc_core.config.options import MySqlSourceOptions
+    from cdc_core.config.source_options import MySqlSourceOptions
     from cdc_core.mysql.server_ids import stream_server_id
 
     ep = mysql_server.endpoint

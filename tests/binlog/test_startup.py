@@ -8,7 +8,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from cdc_core.config.options import MySqlSourceOptions
+from cdc_core.config.source_options import MySqlSourceOptions
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.binlog_reader import BinlogSplitReader, Heartbeat

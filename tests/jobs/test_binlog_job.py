@@ -7,7 +7,7 @@ import pytest
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.changes import ChangeRow, compact
 from cdc_core.pipeline.service import PipelineService
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.jobs.conftest import doris_query
 
 

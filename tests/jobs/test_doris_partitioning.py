@@ -7,7 +7,7 @@ no Spark), and a transform rule's ``partition-keys`` (the Spark path).
 
 from __future__ import annotations
 
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.jobs.conftest import doris_query
 from tests.jobs.test_binlog_job import mysql_rows, snapshot
 

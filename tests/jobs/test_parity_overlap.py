@@ -14,7 +14,7 @@ from tests.jobs.test_verify import write_pipeline
 
 def snapshot_prepared(path: str):
     from cdc_core.config import load_pipeline
-    from jobs.executor import spark_service
+    from jobs.spark_executor import spark_service
 
     service = spark_service(load_pipeline(path))
     keys = list(service.plan_splits().chunk_keys)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cdc_core.state import ChunkStatus
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.jobs.conftest import doris_query
 
 

@@ -13,9 +13,9 @@ from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import read_table_schema
 from jobs.doris_writer import writer_spec
-from jobs.executor import spark_service
 from jobs.fused_chunks import MAX_CHUNKS_PER_TASK, run_fused, task_count
 from jobs.snapshot_job import source_spec
+from jobs.spark_executor import spark_service
 from tests.jobs.conftest import doris_load_state, doris_query
 
 
@@ -145,7 +145,7 @@ def _no_spark():
 def _pay_service(pipeline_factory, root_conn, fresh_db):
     """1,000 rows in ~100-row chunks, under an in-process limit of 5,000 rows; Spark refused."""
     from cdc_core.pipeline.service import PipelineService
-    from jobs.executor import SparkExecutor
+    from jobs.spark_executor import SparkExecutor
 
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.pay (id INT PRIMARY KEY, amount INT)")

@@ -8,7 +8,7 @@ column still orders them, so a re-insert of a soft-deleted key wins.
 
 from __future__ import annotations
 
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.jobs.conftest import doris_query
 from tests.jobs.test_binlog_job import snapshot
 

@@ -14,7 +14,7 @@ from tests.jobs.conftest import doris_query
 SCRIPT = textwrap.dedent("""
     import json, sys
     from cdc_core.config import load_pipeline
-    from jobs.executor import spark_service
+    from jobs.spark_executor import spark_service
 
     runner = spark_service(load_pipeline(sys.argv[1], env={}))
     keys = list(runner.plan_splits().chunk_keys)

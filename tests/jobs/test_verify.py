@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from devstack.pipeline_file import write_pipeline as write_pipeline_file
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from orchestration.cli.tidemark import main
 
 TYPES_TABLE = """CREATE TABLE `{db}`.typed (

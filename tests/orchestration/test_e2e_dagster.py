@@ -28,7 +28,7 @@ from devstack.pipeline_file import write_pipeline
 from devstack.procs import free_port, pid_alive
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from orchestration.cli.dev import DagsterServices
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.runs import runs_in_flight

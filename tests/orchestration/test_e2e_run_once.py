@@ -14,7 +14,7 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from cdc_core.config import load_pipeline
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.orchestration.test_e2e_dagster import (  # noqa: F401
     _create_tables,
     _doris_count,

@@ -133,7 +133,7 @@ def test_precommitted_loads_doris_aborted_by_timeout_are_read_again(point, mysql
     """The run dies with its loads precommitted and recorded PREPARED; Doris aborts them by its
     precommit timeout before anyone commits them; the plain re-run reads them again."""
     from cdc_core.config import load_pipeline
-    from jobs.executor import spark_service
+    from jobs.spark_executor import spark_service
 
     pipeline = CrashPipeline(mysql_server, root_conn, timeout_standin, tmp_path, _db())
     try:

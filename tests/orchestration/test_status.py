@@ -24,7 +24,7 @@ from cdc_core.pipeline.status import (
     TableProgress,
 )
 from devstack.pipeline_file import write_pipeline
-from jobs.executor import SparkExecutor
+from jobs.spark_executor import SparkExecutor
 from orchestration.cli.instance import prepare_home
 from orchestration.cli.status import FailedRun, StatusReport, instance_exists, last_failed_run, status_table
 from orchestration.cli.tidemark import main

@@ -17,7 +17,7 @@ from devstack.pipeline_file import write_pipeline
 from devstack.procs import two_free_ports
 from devstack.stack import DorisStandIn
 from devstack.workload import SteadyWriter
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from orchestration.cli.dev import DagsterServices
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.schema_change_job import ddl_sensor_name

@@ -15,7 +15,7 @@ import yaml
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from cdc_core.schema_evolution.registry import RequestStatus, SchemaRegistry
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from orchestration.definitions import build_definitions
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.schema_change_job import (

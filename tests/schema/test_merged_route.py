@@ -3,7 +3,7 @@ as Flink CDC does: columns are added (never dropped), types widened to hold ever
 
 from __future__ import annotations
 
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.schema.helpers import carry_next_ddl, catch_up, doris_columns, doris_rows, mysql_rows, sql
 
 

@@ -16,7 +16,7 @@ from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.pipeline.schema_change import SchemaChangeApplyError, SchemaChangeSteps
 from cdc_core.schema_evolution.derivation import SchemaChangeRefused
 from cdc_core.schema_evolution.registry import RequestStatus, SchemaRegistry
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.binlog.conftest import read_schema
 from tests.schema.helpers import assert_rows_match, carry_next_ddl, catch_up, doris_columns, sql
 

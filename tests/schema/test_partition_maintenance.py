@@ -27,7 +27,7 @@ from cdc_core.pipeline import reload
 from cdc_core.pipeline.reload import pending_reloads
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from devstack.pipeline_file import write_pipeline
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from orchestration.cli import tidemark as cli
 from tests.orchestration.test_e2e_dagster import _doris_count, doris_standin  # noqa: F401
 from tests.schema.helpers import assert_rows_match, carry_next_ddl, catch_up, doris_rows, mysql_rows, sql

@@ -11,9 +11,9 @@ import pytest
 
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import TransactionAbortedError, TransactionCommittedError
-from cdc_core.doris.recovery import LabelRef
 from cdc_core.doris.rows import snapshot_row
 from cdc_core.doris.sink import DorisSink
+from cdc_core.doris.transaction_recovery import LabelRef
 from cdc_core.model.schema import TableId
 from cdc_core.state import StateStore
 from tests.sink.conftest import ROOT, make_client, select, test_type_mapper, users_schema
@@ -105,7 +105,7 @@ def test_recovery_aborts_lingering_labels_no_record_names(doris, sink, users):
     assert fresh.committer.states.state(users.database, lingering.label) == "ABORTED"
     # the same via the connector's empty-body probe (no get_load_state)
     lingering2 = sink.load(users, "chunk-10-g0", _rows([10]))
-    from cdc_core.doris.recovery import TransactionRecovery
+    from cdc_core.doris.transaction_recovery import TransactionRecovery
 
     rec = TransactionRecovery(fresh.committer, fresh.loader, use_load_state=False)
     ref = LabelRef(users.database, users.table, lingering2.label)

@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 import requests
 
-from cdc_core.config.options import DorisSinkOptions
+from cdc_core.config.sink_options import DorisSinkOptions
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.errors import DorisConnectionError
 from cdc_core.doris.rows import snapshot_row

@@ -58,7 +58,7 @@ def test_existing_table_that_does_not_fit_is_refused_with_every_reason(sink, dor
 
 
 def test_routed_table_creation_and_many_to_one_merge(doris, doris_db):
-    from cdc_core.config.options import RouteRule
+    from cdc_core.config.rule_options import RouteRule
     from cdc_core.doris.routing import Route, TableRouter
     from cdc_core.doris.sink import DorisSink
     from tests.sink.conftest import make_client, test_type_mapper

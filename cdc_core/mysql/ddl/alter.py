@@ -3,6 +3,13 @@
 :data:`_SPECS` maps a spec's first word to its function; table options and the like change no
 column and are skipped whole. A new spec kind is one more function and one more entry.
 
+Why one module of ~600 lines: the spec functions are one statement's grammar over one shared state,
+:class:`_Alter` (the original-name map, the renames parked under temporary names, the primary key
+after the statement), and they call one another: a ``CHANGE`` is a rename, a definition change and
+a move, and ``_Alter.finish`` calls back into the last two for the parked columns. Split by spec
+kind, each part would import the others' private helpers and the state class both ways; kept
+together, an ALTER reads top to bottom, as ``create.py`` does for CREATE TABLE.
+
 Partition maintenance changes no column either, but some of it removes or replaces rows with no
 row event in the binlog (``TRUNCATE``/``DROP``/``EXCHANGE``/``CONVERT PARTITION``, ``IMPORT
 TABLESPACE``): those give a :class:`PartitionRowsEvent` per table whose rows changed, so the

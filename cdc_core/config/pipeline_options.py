@@ -1,0 +1,120 @@
+"""``pipeline:``: Flink CDC's ``PipelineOptions`` and Tidemark's own under ``tidemark.``.
+
+Flink options whose work Tidemark does another way (runtime mode, partitioning strategy, the
+transform expressions' time zone and decimal mode) are refused by name with what to do instead.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, SecretStr, field_validator
+
+from cdc_core.config.options import OptionBlock, Seconds, lowercased, uppercased
+
+
+class PipelineOptions(OptionBlock):
+    """``pipeline:`` — Flink CDC's options plus Tidemark's own under ``tidemark.``."""
+
+    name: str
+    parallelism: int = Field(1, ge=1)
+    runtime_mode: Annotated[Literal["STREAMING", "BATCH"], BeforeValidator(uppercased)] = Field(
+        "STREAMING", alias="execution.runtime-mode"
+    )
+    schema_change_behavior: Annotated[
+        Literal["exception", "evolve", "try_evolve", "lenient", "ignore"], BeforeValidator(lowercased)
+    ] = Field("lenient", alias="schema.change.behavior")
+    route_mode: Annotated[Literal["ALL_MATCH", "FIRST_MATCH"], BeforeValidator(uppercased)] = Field(
+        "ALL_MATCH", alias="route-mode"
+    )
+    local_time_zone: str | None = Field(None, alias="local-time-zone")
+    operator_uid_prefix: str | None = Field(None, alias="operator.uid.prefix")
+    schema_operator_rpc_timeout: Seconds = Field(180.0, alias="schema-operator.rpc-timeout")
+    partitioning_strategy: Annotated[
+        Literal["SINK_DEFINED", "PRIMARY_KEY", "TABLE_ID"], BeforeValidator(uppercased)
+    ] = Field("SINK_DEFINED", alias="sink.partitioning.strategy")
+    decimal_precision_mode: Annotated[Literal["UP_TO_19", "UP_TO_38"] | None, BeforeValidator(uppercased)] = Field(
+        None, alias="transform.decimal.precision.mode"
+    )
+    state_dir: str | None = Field(None, alias="tidemark.state.dir")
+
+    @field_validator("runtime_mode")
+    @classmethod
+    def _runtime_mode(cls, v: str) -> str:
+        if v != "STREAMING":
+            raise ValueError(
+                "Tidemark runs pipelines as streams only; for a one-off copy that ends after the snapshot "
+                "use source option scan.startup.mode: snapshot and remove this option"
+            )
+        return v
+
+    @field_validator("partitioning_strategy")
+    @classmethod
+    def _partitioning(cls, v: str) -> str:
+        if v != "SINK_DEFINED":
+            raise ValueError(
+                "Tidemark loads each Doris table in one exactly-once stream load per batch (what "
+                "SINK_DEFINED means for the Doris sink); remove the option"
+            )
+        return v
+
+    # Flink CDC uses the next two only for transform expressions; Tidemark evaluates those in
+    # Spark SQL, whose own rules apply, so a value set here would be ignored: refused instead.
+    @field_validator("local_time_zone")
+    @classmethod
+    def _local_time_zone(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                "Tidemark evaluates transform expressions in Spark SQL and does not apply this option; remove "
+                "it and set tidemark.spark.conf.spark.sql.session.timeZone for the expressions' time zone"
+            )
+        return v
+
+    @field_validator("decimal_precision_mode")
+    @classmethod
+    def _decimal_precision_mode(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                "Tidemark evaluates transform expressions in Spark SQL, whose DECIMAL arithmetic keeps up to "
+                "38 digits, and does not apply this option; remove it"
+            )
+        return v
+    state_url: SecretStr | None = Field(None, alias="tidemark.state.url")
+    spark_master: str | None = Field(None, alias="tidemark.spark.master")
+    spark_remote: str | None = Field(None, alias="tidemark.spark.remote")
+    spark_conf: dict[str, str] = Field(default_factory=dict, alias="tidemark.spark.conf.*")
+    # A snapshot chunk of a table without a transform is read and loaded in one Spark task, its
+    # rows never entering the JVM (``jobs.fused_chunks``); false sends them through the DataFrame.
+    spark_fused_chunk_tasks: bool = Field(True, alias="tidemark.spark.fused-chunk-tasks")
+    # A snapshot run of at most this many rows (its chunks × the chunk size), all of tables without
+    # a transform, reads and loads its chunks in the driver, one after the other: starting Spark
+    # costs ~10 s, more than such a run's work. 0: always Spark.
+    snapshot_in_process_rows: int = Field(50_000, ge=0, alias="tidemark.snapshot.in-process-rows")
+    # A binlog batch with fewer changes than this (and no transform) is compacted and loaded in the
+    # driver: a Spark job costs seconds, which freshness cannot afford. Above the default batch size
+    # (``binlog_max_events``), so a batch goes to Spark only when the user raises that: each
+    # sensor-launched run is a new process, where Spark would start anew (~10 s) for a batch the
+    # driver loads in a fraction of that, and a stream that falls behind would fall further.
+    binlog_spark_min_events: int = Field(250_000, ge=0, alias="tidemark.binlog.spark-min-events")
+    binlog_max_events: int = Field(200_000, gt=0, alias="tidemark.binlog.max-events")
+    # One binlog_stream run applies batch after batch, each committed before the next is read,
+    # while the binlog has moved on, for up to this long (``cdc_core/pipeline/stream_run.py``):
+    # a run's start (a new process, ~4 s) is paid once, not per batch. Between two runs the rows
+    # wait ~5-8 s (sensor tick, run start); 300 s keeps that under 1 % of a steady stream's rows,
+    # where 60 s put 3-4 % of them past the single-batch runs' p99 (bench/freshness.py, 200 rows/s).
+    # 0: one batch per run.
+    binlog_run_seconds: float = Field(300.0, ge=0, alias="tidemark.binlog.run-seconds")
+    # Within a run, a batch starts at least this long after the previous one started, so a quiet
+    # stream sends Doris at most one load per table and interval (each is a new version to compact).
+    binlog_batch_interval_s: float = Field(1.0, ge=0, alias="tidemark.binlog.batch-interval-s")
+    # A run that has caught up commits its batch and waits this long for the binlog to move before
+    # it ends: a stream whose commits come a fraction of a second apart stays in one run instead
+    # of a run per burst, each started anew by the sensor (~5 s between runs; at 200 rows/s in 4
+    # commits a second that put p99 at 6.4 s, bench/freshness.py). 0: a caught-up run ends at once.
+    binlog_idle_wait_s: float = Field(10.0, ge=0, alias="tidemark.binlog.idle-wait-s")
+
+    @property
+    def slug(self) -> str:
+        """The name as a directory and Dagster-key friendly identifier."""
+        return re.sub(r"[^A-Za-z0-9_]+", "_", self.name).strip("_").lower() or "pipeline"
