@@ -11,11 +11,15 @@ import threading
 from pathlib import Path
 
 from .faults import FaultRegistry
+from .http_base import PortServer
 from .query import QueryExecutor
-from .server import make_servers
+from .restarts import Node, Restarts
+from .server import make_server
 from .storage import Storage
 from .stream_load_execution import StreamLoader
-from .transactions import Ticker, TxnManager
+from .transactions import DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB, Ticker, TxnManager
+
+TXN_LIMIT_ENV = "DORIS_STANDIN_MAX_RUNNING_TXN_NUM_PER_DB"
 
 
 class StandIn:
@@ -24,7 +28,8 @@ class StandIn:
     def __init__(self, host: str, fe_port: int, be_port: int, data_dir: Path, user: str = "root",
                  password: str = "", txn_timeout_s: float = 3600.0, label_keep_s: float = 43200.0,
                  label_num_threshold: int = 2000, verbose: bool = False, tls_cert: Path | None = None,
-                 tls_key: Path | None = None) -> None:
+                 tls_key: Path | None = None,
+                 max_running_txn_num_per_db: int = DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB) -> None:
         self.host = host
         # HTTPS on both ports when given a certificate and key, as Doris with ``enable_https``: the
         # FE's redirects then name the BE's https address.
@@ -39,27 +44,56 @@ class StandIn:
         self.password = password
         self.verbose = verbose
         self.storage = Storage(data_dir)
-        self.txns = TxnManager(self.storage, txn_timeout_s, label_keep_s, label_num_threshold)
+        self.txns = TxnManager(self.storage, txn_timeout_s, label_keep_s, label_num_threshold,
+                               max_running_txn_num_per_db)
         self.loader = StreamLoader(self.storage, self.txns, data_dir / "error_log")
         self.executor = QueryExecutor(self.storage)
         self.faults = FaultRegistry()
         self.ticker = Ticker(self.txns, min(1.0, max(0.05, txn_timeout_s / 10)))
-        self.fe, self.be = make_servers(self)
+        self.restarts = Restarts(self)
+        self.fe = make_server(self, "fe")
+        self.be = make_server(self, "be")
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
         self.ticker.start()
-        for srv, name in ((self.be, "be-http"), (self.fe, "fe-http")):
-            t = threading.Thread(target=srv.serve_forever, name=name, kwargs={"poll_interval": 0.2}, daemon=True)
-            t.start()
-            self._threads.append(t)
+        self._serve(self.be)
+        self._serve(self.fe)
+
+    def _serve(self, srv: PortServer) -> None:
+        t = threading.Thread(target=srv.serve_forever, name=f"{srv.role}-http", kwargs={"poll_interval": 0.2},
+                             daemon=True)
+        t.start()
+        self._threads.append(t)
 
     def stop(self) -> None:
+        self.restarts.close()
         self.ticker.stop_event.set()
         for srv in (self.fe, self.be):
-            srv.shutdown()
+            srv.shutdown()  # returns at once for a listener a restart has already closed
             srv.server_close()
         self.storage.close()
+
+    # ---- node restarts (devstack/doris/restarts.py) ------------------------------------------------
+    def server_of(self, node: Node) -> PortServer:
+        return self.fe if node is Node.FE else self.be
+
+    def reopen(self, node: Node) -> None:
+        """A restarted node listens again on its port."""
+        srv = make_server(self, str(node))
+        if node is Node.FE:
+            self.fe = srv
+        else:
+            self.be = srv
+        self._serve(srv)
+
+    def restart(self, node: Node | str, downtime_s: float, unavailable_s: float = 0.0, *, wait: bool = False) -> None:
+        """Restart the FE or the BE in place (see :mod:`devstack.doris.restarts`)."""
+        self.restarts.restart(Node(node), downtime_s, unavailable_s, wait=wait)
+
+    def be_down(self) -> bool:
+        """The FE's view of its one BE: dead while it restarts or a ``be_down`` fault is active."""
+        return self.restarts.be_down() or self.faults.be_down()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -86,6 +120,10 @@ def _parser() -> argparse.ArgumentParser:
                         "(Doris streaming_label_keep_max_second, default 43200)")
     p.add_argument("--label-num-threshold", type=int, default=2000,
                    help="max finished transactions kept per database (Doris label_num_threshold, default 2000)")
+    p.add_argument("--max-running-txn-num-per-db", type=int, default=None,
+                   help="begun, not yet finished transactions a database may hold; a load beyond it is refused "
+                        f"(Doris FE max_running_txn_num_per_db; default ${TXN_LIMIT_ENV}, else "
+                        f"{DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB})")
     p.add_argument("--verbose", action="store_true", help="log every HTTP request")
     return p
 
@@ -94,9 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the stand-in in the foreground until SIGTERM/SIGINT."""
     args = _parser().parse_args(argv)
     password = args.password if args.password is not None else os.environ.get("DORIS_STANDIN_PASSWORD", "")
+    limit = args.max_running_txn_num_per_db
+    if limit is None:
+        limit = int(os.environ.get(TXN_LIMIT_ENV) or DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB)
     app = StandIn(args.host, args.fe_port, args.be_port, args.data_dir, args.user, password,
                   args.txn_timeout_s, args.label_keep_max_s, args.label_num_threshold, args.verbose,
-                  args.tls_cert, args.tls_key)
+                  args.tls_cert, args.tls_key, limit)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from .http_base import BaseHandler, DropConnection, Replied
 from .load_request import LoadContext
-from .transactions import TxnError, fe_error
+from .transactions import FrontendUnreachable, TxnError, fe_error
 
 
 class BackendRoutes(BaseHandler):
@@ -31,6 +31,7 @@ class BackendRoutes(BaseHandler):
 
     def _be_stream_load(self, db: str, table: str) -> None:
         app = self.server.app
+        be_epoch = app.txns.be_epoch  # a BE restart from now on kills this load
         headers = {k.lower(): v for k, v in self.headers.items()}
         label = headers.get("label")
         fault = app.faults.take("load", db, table, label)
@@ -54,7 +55,7 @@ class BackendRoutes(BaseHandler):
             return self._json(_fail_reply(label or "", headers, "[INTERNAL_ERROR]injected fault"), pretty=True)
         ctx = LoadContext(db, table, headers, body, app.host, app.be_port, app.scheme)
         delay_ms = int(fault.delay_s * 1000) if fault and fault.mode == "publish_timeout" else 0
-        res = app.loader.run(ctx, publish_delay_ms=delay_ms, hold_s=hold)
+        res = app.loader.run(ctx, publish_delay_ms=delay_ms, hold_s=hold, be_epoch=be_epoch)
         out = res.to_json()
         if fault is not None and fault.when == "after":
             def spoil() -> None:
@@ -106,6 +107,8 @@ class BackendRoutes(BaseHandler):
                 app.txns.abort_2pc(db, txn_id, label or None)
         except TxnError as e:
             reply = {"status": "ANALYSIS_ERROR", "msg": fe_error(str(e))}
+        except FrontendUnreachable as e:  # the FE restarts: the BE's 2PC RPC to it fails
+            reply = {"status": "THRIFT_RPC_ERROR", "msg": str(e)}
         else:
             who = (f"label [{label}] " if label else "") + (f"transaction [{txn_id}] " if txn_id is not None else "")
             reply = {"status": "Success", "msg": f"{who}{op} successfully."}

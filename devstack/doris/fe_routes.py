@@ -18,7 +18,7 @@ class FrontendRoutes(BaseHandler):
         if parts in ([], ["api", "bootstrap"]):
             return self._send(200, b"<html><body>Doris stand-in FE</body></html>", "text/html")
         if parts == ["api", "health"]:
-            alive = 0 if app.faults.be_down() else 1
+            alive = 0 if app.be_down() else 1
             return self._fe({"online_backend_num": alive, "total_backend_num": 1})
         user, why = self._auth()
         if why:
@@ -27,7 +27,7 @@ class FrontendRoutes(BaseHandler):
                 return self._linger_close()
             return self._json({"msg": "Unauthorized", "code": 401, "data": why, "count": 0})
         if parts == ["api", "backends"]:
-            alive = not app.faults.be_down()
+            alive = not app.be_down()
             if query.get("is_alive", "").lower() == "true" and not alive:
                 return self._fe({"backends": []})
             return self._fe({"backends": [{"ip": app.host, "http_port": app.be_port, "is_alive": alive}]})
@@ -60,8 +60,8 @@ class FrontendRoutes(BaseHandler):
             self._json({"status": "FAILED", "msg": "No database selected."}, close=True)
             return self._linger_close()
         target = "load" if require_expect else self.headers.get("txn_operation", "").strip().lower()
-        if target in ("load", "commit", "abort") and app.faults.take(
-                target, db, table, self.headers.get("label"), modes={"be_down"}):
+        if target in ("load", "commit", "abort") and (app.restarts.be_down() or app.faults.take(
+                target, db, table, self.headers.get("label"), modes={"be_down"})):
             self._json({"status": "FAILED", "msg": "No backend alive."}, close=True)
             return self._linger_close()
         userinfo = ""

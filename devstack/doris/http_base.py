@@ -13,6 +13,8 @@ import json
 import socket
 import ssl
 import struct
+import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,9 @@ class PortServer(ThreadingHTTPServer):
     def __init__(self, addr: tuple[str, int], handler: type, app: StandIn, role: str) -> None:
         self.app = app
         self.role = role
+        # Connections being served, so that a node restart can reset them (devstack/doris/restarts.py).
+        self._active: set[Any] = set()
+        self._active_lock = threading.Lock()
         super().__init__(addr, handler)
         if app.ssl_context is not None:
             # The handshake runs in the connection's thread (finish_request), not in accept().
@@ -54,6 +59,34 @@ class PortServer(ThreadingHTTPServer):
             except (ssl.SSLError, OSError):
                 return  # the client refused our certificate (or went away): nothing to answer
         super().finish_request(request, client_address)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._active_lock:
+            self._active.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._active_lock:
+            self._active.discard(request)
+        super().shutdown_request(request)
+
+    def reset_connections(self, spare: Any = None) -> int:
+        """Reset every connection being served but ``spare`` (no reply): the node died under them."""
+        with self._active_lock:
+            conns = [c for c in self._active if c is not spare]
+        for sock in conns:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                # socket.socket's own shutdown: SSLSocket.shutdown would drop the TLS state that the
+                # connection's thread is still using.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        return len(conns)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A connection reset by the client or by a node restart is not the server's error.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
 
 
 class BaseHandler(BaseHTTPRequestHandler):

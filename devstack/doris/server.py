@@ -1,6 +1,7 @@
 """HTTP front: one handler class for both ports, routing to the FE's or the BE's endpoints by role.
 
-The fault-injection admin API (``/_standin/faults``) answers on either port.
+The stand-in's admin APIs (``/_standin/faults``; ``/_standin/txns`` and ``/_standin/restart`` in
+:mod:`devstack.doris.admin`) answer on either port, also while the FE is unavailable after a restart.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import urllib.parse
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from . import admin
 from .be_routes import BackendRoutes
 from .fe_routes import FrontendRoutes
 from .http_base import DropConnection, PortServer, Replied
@@ -30,6 +32,14 @@ class Handler(FrontendRoutes, BackendRoutes):
         try:
             if parts[:2] == ["_standin", "faults"]:
                 return self._faults_api(parts)
+            if parts[:2] == ["_standin", "txns"]:
+                return admin.txns_api(self)
+            if parts[:2] == ["_standin", "restart"]:
+                return admin.restart_api(self)
+            if self.server.role == "fe" and self.server.app.restarts.fe_unavailable():
+                self._send(503, b"Service Unavailable: the FE is starting (Doris stand-in FE restart)\n",
+                           "text/plain", close=True)
+                return self._linger_close()
             if self.server.role == "fe":
                 return self._fe_route(parts, query, parsed.query)
             return self._be_route(parts, query)
@@ -75,7 +85,7 @@ class Handler(FrontendRoutes, BackendRoutes):
         self._send(405, b"method not allowed", "text/plain")
 
 
-def make_servers(app: StandIn) -> tuple[PortServer, PortServer]:
-    fe = PortServer((app.host, app.fe_port), Handler, app, "fe")
-    be = PortServer((app.host, app.be_port), Handler, app, "be")
-    return fe, be
+def make_server(app: StandIn, role: str) -> PortServer:
+    """The FE's (``role`` ``fe``) or the BE's listener."""
+    port = app.fe_port if role == "fe" else app.be_port
+    return PortServer((app.host, port), Handler, app, role)

@@ -25,7 +25,16 @@ from . import loads
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Table
 from .load_request import LoadContext, LoadResult, header_flag, parse_columns
 from .storage import Storage
-from .transactions import LABEL_RE, LabelAlreadyUsed, TxnError, TxnManager, fe_error
+from .transactions import (
+    LABEL_RE,
+    BackendRestarted,
+    FrontendUnreachable,
+    LabelAlreadyUsed,
+    RunningTxnLimitExceeded,
+    TxnError,
+    TxnManager,
+    fe_error,
+)
 from .types import DorisType, quote_ident, quote_str
 
 _ERR_PREFIX = "error_log_insert_stmt_"
@@ -49,8 +58,10 @@ class StreamLoader:
         error_dir.mkdir(parents=True, exist_ok=True)
 
     # ---- entry --------------------------------------------------------------------------------
-    def run(self, ctx: LoadContext, publish_delay_ms: int = 0, hold_s: float = 0.0) -> LoadResult:
-        """Execute one load; ``hold_s`` keeps it in PREPARE that long (a slow load, for fault tests)."""
+    def run(self, ctx: LoadContext, publish_delay_ms: int = 0, hold_s: float = 0.0,
+            be_epoch: int | None = None) -> LoadResult:
+        """Execute one load; ``hold_s`` keeps it in PREPARE that long (a slow load, for fault tests);
+        ``be_epoch`` is the BE's incarnation when the request arrived (see :meth:`TxnManager.begin`)."""
         h = ctx.headers
         two_pc = h.get("two_phase_commit", "") == "true"
         label = h.get("label", "").strip()
@@ -94,12 +105,19 @@ class StreamLoader:
 
         t0 = time.monotonic()
         try:
-            txn = self.txns.begin(ctx.db, label, table.name, two_pc)
+            txn = self.txns.begin(ctx.db, label, table.name, two_pc, be_epoch)
         except LabelAlreadyUsed as e:
             res.status = "Label Already Exists"
             res.existing = e.txn.job_status()
             res.message = f"[LABEL_ALREADY_EXISTS]{fe_error(str(e))}"
             return res
+        except RunningTxnLimitExceeded as e:
+            # FE loadTxnBegin turns the BeginTransactionException (a UserException) into ANALYSIS_ERROR.
+            return res.fail(f"[ANALYSIS_ERROR]{fe_error(str(e))}")
+        except BackendRestarted:
+            return res.fail("[INTERNAL_ERROR]the BE restarted while the load was in flight")
+        except FrontendUnreachable as e:
+            return res.fail(f"[THRIFT_RPC_ERROR]{e}")
         res.txn_id = txn.txn_id
         res.begin_ms = int((time.monotonic() - t0) * 1000)
         staged = False
@@ -128,6 +146,9 @@ class StreamLoader:
         except TxnError as e:  # aborted while the load ran
             self.st.discard_staging(txn.txn_id)
             return res.fail(f"[ANALYSIS_ERROR]{fe_error(str(e))}")
+        except FrontendUnreachable as e:  # its precommit/commit RPC failed; the txn stays PREPARE
+            self.st.discard_staging(txn.txn_id)
+            return res.fail(f"[THRIFT_RPC_ERROR]{e}")
         except Exception as e:
             self.st.discard_staging(txn.txn_id)
             self.txns.fail(txn, f"[INTERNAL_ERROR]{e}")

@@ -6,6 +6,11 @@ labels are forgotten after ``label_keep_s`` (Doris ``streaming_label_keep_max_se
 when a database holds more than ``label_num_threshold`` finished transactions (Doris 2.x
 ``label_num_threshold``, 2000) — after that a label can be reused, exactly as on a real FE.
 
+Running transactions (PREPARE, PRECOMMITTED, COMMITTED: begun, not yet VISIBLE or ABORTED) are
+counted per database; a begin is refused once a database holds ``max_running_txn_num_per_db`` of them
+(FE ``DatabaseTransactionMgr.checkRunningTxnExceedLimit``), after the label check as on the FE. The
+peak count per database is kept for tests and benchmarks (``/_standin/txns``, :mod:`devstack.doris.admin`).
+
 Every state change is written to ``__standin.txns``: PRECOMMITTED after the load's staged file is
 on disk, VISIBLE in the same DuckDB transaction as the merged rows, so a restart — even after
 ``kill -9`` — sees a consistent picture. PREPARE transactions found at start-up belonged to loads that
@@ -25,6 +30,8 @@ LABEL_RE = re.compile(r"^[-_A-Za-z0-9:]{1,128}$")
 USER_ABORT = "User Abort"
 TIMEOUT_REASON = "timeout by txn manager"
 RESTART_REASON = "coordinate BE is down"
+BE_RESTART_REASON = "coordinate BE restart"
+DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB = 100
 FINAL = ("VISIBLE", "ABORTED")
 
 
@@ -65,6 +72,23 @@ class TxnError(Exception):
     """A 2PC failure; ``str()`` is the FE detail message."""
 
 
+class RunningTxnLimitExceeded(Exception):
+    """FE ``BeginTransactionException`` from ``checkRunningTxnExceedLimit``; ``str()`` is its text."""
+
+    def __init__(self, db_id: int, running: int, limit: int) -> None:
+        super().__init__(f"current running txns on db {db_id} is {running}, larger than limit {limit}")
+        self.running = running
+        self.limit = limit
+
+
+class FrontendUnreachable(Exception):
+    """The BE cannot reach the FE (an FE restart); ``str()`` is the BE's thrift error."""
+
+
+class BackendRestarted(Exception):
+    """A load that reached the BE before a BE restart tries to begin after it (it died with the BE)."""
+
+
 def fe_error(msg: str) -> str:
     """How a FE ``UserException`` text reaches a BE reply."""
     return f"TStatus: errCode = 2, detailMessage = {msg}"
@@ -79,13 +103,22 @@ class TxnManager:
         precommit_timeout_s: float = 3600.0,
         label_keep_s: float = 43200.0,
         label_num_threshold: int = 2000,
+        max_running_txn_num_per_db: int = DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB,
     ) -> None:
         self.st = storage
         self.precommit_timeout_s = precommit_timeout_s
         self.label_keep_s = label_keep_s
         self.label_num_threshold = label_num_threshold
+        self.max_running_txn_num_per_db = check_txn_limit(max_running_txn_num_per_db)
         self.txns: dict[int, Txn] = {}
         self.by_label: dict[tuple[str, str], list[int]] = {}
+        # db -> ids of its running transactions, and the most it held at once since the last reset
+        self.running: dict[str, set[int]] = {}
+        self.peak_running: dict[str, int] = {}
+        # Bumped by each BE restart: a load that reached the BE before it cannot begin after it.
+        self.be_epoch = 0
+        # While the FE restarts, the BE's RPCs to it fail with this text (None: the FE is up).
+        self.fe_unreachable: str | None = None
         for rec in storage.load_txns():
             self._index(Txn(**rec))
         with storage.transaction() as cur:
@@ -93,6 +126,7 @@ class TxnManager:
                 if t.status == "PREPARE":
                     self._set_aborted(cur, t, RESTART_REASON)
         storage.remove_orphan_staging({t.txn_id for t in self.txns.values() if t.staged})
+        self.peak_running = {db: len(ids) for db, ids in self.running.items()}
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _index(self, t: Txn) -> None:
@@ -100,9 +134,44 @@ class TxnManager:
         ids = self.by_label.setdefault((t.db, t.label), [])
         if t.txn_id not in ids:
             ids.append(t.txn_id)
+        self._track(t)
+
+    def _track(self, t: Txn) -> None:
+        """Keep :attr:`running` (and the peak) in step with ``t``'s status."""
+        running = self.running.setdefault(t.db, set())
+        if t.status in FINAL:
+            running.discard(t.txn_id)
+            return
+        running.add(t.txn_id)
+        if len(running) > self.peak_running.get(t.db, 0):
+            self.peak_running[t.db] = len(running)
+
+    def running_count(self, db: str) -> int:
+        return len(self.running.get(db, ()))
+
+    def reset_peaks(self) -> None:
+        """Start measuring peaks afresh (each database's peak becomes its current count)."""
+        with self.st.lock:
+            self.peak_running = {db: len(ids) for db, ids in self.running.items()}
+
+    def set_fe_unreachable(self, message: str | None) -> None:
+        """An FE restart begins (the BE's RPCs will fail with ``message``) or ends (None)."""
+        with self.st.lock:
+            self.fe_unreachable = message
+
+    def _fe_rpc(self) -> None:
+        """A BE -> FE call: fails while the FE restarts."""
+        if self.fe_unreachable is not None:
+            raise FrontendUnreachable(self.fe_unreachable)
+
+    def set_limit(self, limit: int) -> None:
+        """``ADMIN SET FRONTEND CONFIG ("max_running_txn_num_per_db" = ...)``: applies to later begins."""
+        with self.st.lock:
+            self.max_running_txn_num_per_db = check_txn_limit(limit)
 
     def _save(self, cur: Any, t: Txn, *, new: bool = False) -> None:
         self.st.save_txn(cur, asdict(t), new=new)
+        self._track(t)
 
     def _set_aborted(self, cur: Any, t: Txn, reason: str) -> None:
         if t.staged:
@@ -132,12 +201,20 @@ class TxnManager:
         return holder.status if holder else "ABORTED"
 
     # ---- load lifecycle ---------------------------------------------------------------------
-    def begin(self, db: str, label: str, tbl: str, two_pc: bool) -> Txn:
-        """Start a load transaction (PREPARE); raises :class:`LabelAlreadyUsed`."""
+    def begin(self, db: str, label: str, tbl: str, two_pc: bool, be_epoch: int | None = None) -> Txn:
+        """Start a load transaction (PREPARE); raises :class:`LabelAlreadyUsed`, then
+        :class:`RunningTxnLimitExceeded` (the FE's order), or :class:`BackendRestarted` when
+        ``be_epoch`` (read when the load reached the BE) is older than the last BE restart."""
         with self.st.transaction() as cur:
+            if be_epoch is not None and be_epoch != self.be_epoch:
+                raise BackendRestarted()
+            self._fe_rpc()
             holder = self.label_holder(db, label)
             if holder is not None:
                 raise LabelAlreadyUsed(holder)
+            running = self.running_count(db)
+            if running >= self.max_running_txn_num_per_db:
+                raise RunningTxnLimitExceeded(self.st.dbs.get(db, -1), running, self.max_running_txn_num_per_db)
             t = Txn(txn_id=self.st.next_id(cur, "txn", 1000), db=db, label=label, tbl=tbl, status="PREPARE",
                     two_pc=two_pc, prepare_ms=now_ms())
             self._save(cur, t, new=True)
@@ -145,8 +222,11 @@ class TxnManager:
             return t
 
     def fail(self, t: Txn, reason: str) -> None:
-        """A load failed after begin: abort its transaction (label becomes reusable)."""
+        """A load failed after begin: abort its transaction (label becomes reusable). While the FE
+        restarts the BE's rollback cannot reach it: the transaction stays PREPARE."""
         with self.st.transaction() as cur:
+            if self.fe_unreachable is not None:
+                return
             if t.status in ("PREPARE", "PRECOMMITTED"):
                 self._set_aborted(cur, t, reason)
 
@@ -158,6 +238,7 @@ class TxnManager:
 
     def precommit(self, t: Txn, staged: bool) -> None:
         with self.st.transaction() as cur:
+            self._fe_rpc()
             self._still_prepared(t)
             t.status = "PRECOMMITTED"
             t.staged = staged
@@ -171,6 +252,7 @@ class TxnManager:
         applied later by :meth:`tick`.
         """
         with self.st.transaction() as cur:
+            self._fe_rpc()
             self._still_prepared(t)
             t.staged = staged
             t.commit_ms = now_ms()
@@ -211,6 +293,7 @@ class TxnManager:
 
     def commit_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:
         with self.st.transaction() as cur:
+            self._fe_rpc()
             t = self._resolve(db, txn_id, label, "commit")
             n = t.txn_id
             if t.status == "ABORTED":
@@ -230,8 +313,10 @@ class TxnManager:
     def abort_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:
         # A label with nothing to abort is answered at once, not after the write lock that a
         # concurrent load may hold for its whole staging (a client probing before it loads).
+        self._fe_rpc()
         self._resolve(db, txn_id, label, "abort")
         with self.st.transaction() as cur:
+            self._fe_rpc()
             t = self._resolve(db, txn_id, label, "abort")
             n = t.txn_id
             if t.status == "ABORTED":
@@ -241,9 +326,22 @@ class TxnManager:
             self._set_aborted(cur, t, USER_ABORT)
             return t
 
+    def abort_in_flight(self) -> list[int]:
+        """A BE restart: the loads it was running die, and the FE aborts their PREPARE transactions
+        (``abortTxnWhenCoordinateBeRestart``); PRECOMMITTED ones keep their staged data and survive."""
+        with self.st.transaction() as cur:
+            self.be_epoch += 1
+            aborted = [t for t in self.txns.values() if t.status == "PREPARE"]
+            for t in aborted:
+                self._set_aborted(cur, t, BE_RESTART_REASON)
+            return [t.txn_id for t in aborted]
+
     # ---- background work --------------------------------------------------------------------
     def tick(self) -> None:
-        """Abort timed-out PRECOMMITTED txns, publish delayed commits, forget old labels."""
+        """Abort timed-out PRECOMMITTED txns, publish delayed commits, forget old labels (not while
+        the FE restarts: this is the FE's own work)."""
+        if self.fe_unreachable is not None:
+            return
         now = now_ms()
         with self.st.transaction() as cur:
             for t in list(self.txns.values()):
@@ -273,6 +371,12 @@ class TxnManager:
                         ids.remove(i)
                     if not ids:
                         self.by_label.pop((t.db, t.label), None)
+
+
+def check_txn_limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"max_running_txn_num_per_db must be a positive integer, not {limit!r}")
+    return limit
 
 
 class Ticker(threading.Thread):

@@ -1,0 +1,103 @@
+"""Stand-in-only admin endpoints (real Doris has nothing like them): running transactions and restarts.
+
+Both answer on either port (use the BE port while the FE restarts and the FE port while the BE does).
+
+``GET /_standin/txns``::
+
+    {"status": "OK", "max_running_txn_num_per_db": 100,
+     "databases": {"d": {"db_id": 10001, "running": 3, "peak_running": 57}}}
+
+``running`` counts the database's transactions begun and not yet VISIBLE or ABORTED (what the FE
+checks against ``max_running_txn_num_per_db``); ``peak_running`` is the most it held at once since the
+stand-in started or since the last reset. ``POST /_standin/txns`` with ``{"reset_peak": true}`` starts
+the peaks afresh, with ``{"max_running_txn_num_per_db": N}`` changes the limit for later begins (as
+``ADMIN SET FRONTEND CONFIG`` does on a real FE); both answer as GET does.
+
+``POST /_standin/restart`` with ``{"node": "be" | "fe", "downtime_s": 2.0, "unavailable_s": 0.0}``
+restarts that node (:mod:`devstack.doris.restarts`); it answers ``{"status": "OK", ...}`` once the
+node is down, and the node comes back on its own. ``GET /_standin/restart`` gives each node's state
+(``up`` / ``down`` / ``unavailable``) and its restarts so far. A restart of a node that is already
+restarting answers HTTP 409.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from .restarts import Node, RestartInProgress
+
+if TYPE_CHECKING:
+    from .http_base import BaseHandler
+
+
+def txn_stats(handler: BaseHandler) -> dict[str, Any]:
+    app = handler.server.app
+    txns = app.txns
+    with app.storage.lock:
+        dbs = {db: {"db_id": app.storage.dbs.get(db, -1), "running": len(ids),
+                    "peak_running": txns.peak_running.get(db, 0)}
+               for db, ids in sorted(txns.running.items())}
+    return {"status": "OK", "max_running_txn_num_per_db": txns.max_running_txn_num_per_db, "databases": dbs}
+
+
+def _body(handler: BaseHandler) -> dict[str, Any]:
+    spec = json.loads(handler._read_body() or b"{}")
+    if not isinstance(spec, dict):
+        raise ValueError("the body must be a JSON object")
+    return spec
+
+
+def _bad(handler: BaseHandler, msg: str, code: int = 400) -> None:
+    handler._send(code, json.dumps({"status": "FAILED", "msg": msg}).encode())
+
+
+def txns_api(handler: BaseHandler) -> None:
+    txns = handler.server.app.txns
+    if handler.command == "GET":
+        return handler._json(txn_stats(handler))
+    if handler.command != "POST":
+        return handler._send(405, b"method not allowed", "text/plain")
+    try:
+        spec = _body(handler)
+        unknown = set(spec) - {"reset_peak", "max_running_txn_num_per_db"}
+        if unknown:
+            raise ValueError(f"unknown fields: {sorted(unknown)}")
+        if "max_running_txn_num_per_db" in spec:
+            txns.set_limit(spec["max_running_txn_num_per_db"])
+    except ValueError as e:
+        return _bad(handler, str(e))
+    if spec.get("reset_peak"):
+        txns.reset_peaks()
+    handler._json(txn_stats(handler))
+
+
+def restart_api(handler: BaseHandler) -> None:
+    restarts = handler.server.app.restarts
+    if handler.command == "GET":
+        return handler._json({"status": "OK", "nodes": restarts.describe()})
+    if handler.command != "POST":
+        return handler._send(405, b"method not allowed", "text/plain")
+    try:
+        spec = _body(handler)
+        unknown = set(spec) - {"node", "downtime_s", "unavailable_s"}
+        if unknown:
+            raise ValueError(f"unknown fields: {sorted(unknown)}")
+        if spec.get("node") not in ("fe", "be"):
+            raise ValueError("node must be 'fe' or 'be'")
+        node = Node(spec["node"])
+        downtime_s = float(spec.get("downtime_s", 2.0))
+        unavailable_s = float(spec.get("unavailable_s", 0.0))
+        # The reply goes out before the node goes down (a restart of this very port would cut it).
+        restarts.check(node, downtime_s, unavailable_s)
+    except (ValueError, TypeError) as e:
+        return _bad(handler, str(e))
+    except RestartInProgress as e:
+        return _bad(handler, str(e), 409)
+    handler._json({"status": "OK", "node": str(node), "downtime_s": downtime_s, "unavailable_s": unavailable_s},
+                  close=True)
+    handler.wfile.flush()
+    # Another request may have won the race since the check: its restart is the one under way.
+    with contextlib.suppress(RestartInProgress):
+        restarts.restart(node, downtime_s, unavailable_s, spare=handler.connection)
