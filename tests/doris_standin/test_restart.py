@@ -99,3 +99,126 @@ def _swallow(srv: StandInProcess, db: str, table: str) -> None:
     """The in-flight load dies with the server; its client error is expected."""
     with contextlib.suppress(requests.RequestException):
         srv.load(db, table, _rows({"id": 1, "v": "lost"}), label="inflight", **JSONL)
+
+
+# ---- a restart of the BE or of the FE alone, in place (devstack/doris/restarts.py) ----------------
+
+def _restart(srv: StandInProcess, port: str, **spec: object) -> dict:
+    base = srv.fe if port == "fe" else srv.be
+    r = requests.post(f"{base}/_standin/restart", json=spec, timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _node_state(srv: StandInProcess, port: str, node: str) -> str:
+    base = srv.fe if port == "fe" else srv.be
+    return requests.get(f"{base}/_standin/restart", timeout=10).json()["nodes"][node]["state"]
+
+
+def _wait_state(srv: StandInProcess, port: str, node: str, state: str, timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _node_state(srv, port, node) != state:
+        assert time.monotonic() < deadline, f"{node} not {state}"
+        time.sleep(0.05)
+
+
+def _state(srv: StandInProcess, label: str) -> str:
+    return requests.get(f"{srv.fe}/api/d/get_load_state?label={label}", auth=AUTH, timeout=10).json()["data"]
+
+
+def _in_flight(srv: StandInProcess, label: str, out: dict) -> threading.Thread:
+    """A 2PC load held in PREPARE by a delay fault; ``out`` gets its reply or its client error."""
+    def run() -> None:
+        try:
+            out["reply"] = srv.load("d", "t", _rows({"id": 9, "v": label}), label=label, two_phase_commit="true",
+                                    **JSONL)
+        except requests.RequestException as e:
+            out["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while _state(srv, label) != "PREPARE":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return t
+
+
+def _setup(tmp_path) -> StandInProcess:
+    srv = StandInProcess(tmp_path / "data").start()
+    srv.ok("CREATE DATABASE d")
+    srv.ok("CREATE TABLE d.t (id BIGINT NOT NULL, v VARCHAR(20)) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    return srv
+
+
+def test_be_restart_keeps_precommitted_txns_and_fails_the_load_in_flight(tmp_path) -> None:
+    srv = _setup(tmp_path)
+    try:
+        pre = srv.load("d", "t", _rows({"id": 1, "v": "pre"}), label="pre", two_phase_commit="true", **JSONL)
+        assert pre["Status"] == "Success"
+        srv.fault(target="load", mode="delay", delay_s=3, label_prefix="flight")
+        out: dict = {}
+        t = _in_flight(srv, "flight", out)
+        assert _restart(srv, "fe", node="be", downtime_s=2)["status"] == "OK"
+        # the BE is down: its port refuses, the FE says so
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"{srv.be}/api/health", timeout=5)
+        health = requests.get(f"{srv.fe}/api/health", timeout=5).json()["data"]
+        assert health == {"online_backend_num": 0, "total_backend_num": 1}
+        backends = requests.get(f"{srv.fe}/api/backends", auth=AUTH, timeout=5).json()["data"]["backends"]
+        assert backends[0]["is_alive"] is False
+        r = requests.put(f"{srv.fe}/api/d/t/_stream_load", data=_rows({"id": 5}), auth=AUTH, timeout=5,
+                         headers={"Expect": "100-continue", "label": "during", **JSONL})
+        assert r.json() == {"status": "FAILED", "msg": "No backend alive."}
+        t.join(15)
+        assert "reply" not in out and isinstance(out["error"], requests.ConnectionError)  # it died with the BE
+        assert _state(srv, "flight") == "ABORTED"
+        _wait_state(srv, "fe", "be", "up")
+        listed = requests.get(f"{srv.fe}/_standin/restart", timeout=5).json()["nodes"]["be"]["restarts"]
+        assert len(listed) == 1 and listed[0]["aborted_txns"] and listed[0]["finished_ms"] is not None
+        # back: the precommitted transaction survived and commits; the dead load's label is free again
+        assert _state(srv, "pre") == "PRECOMMITTED"
+        assert srv.txn("d", "commit", label="pre")["status"] == "Success"
+        srv.clear_faults()
+        assert srv.load("d", "t", _rows({"id": 2, "v": "retry"}), label="flight", **JSONL)["Status"] == "Success"
+        assert srv.rows("SELECT id, v FROM t ORDER BY id", "d") == [[1, "pre"], [2, "retry"]]
+        again = requests.post(f"{srv.be}/_standin/restart", json={"node": "be", "downtime_s": 0.5}, timeout=5)
+        assert again.status_code == 200
+        twice = requests.post(f"{srv.fe}/_standin/restart", json={"node": "be", "downtime_s": 1}, timeout=5)
+        assert twice.status_code == 409 and "already restarting" in twice.json()["msg"]
+    finally:
+        assert srv.stop() == 0  # a clean stop, even right after a restart
+
+
+def test_fe_restart_refuses_then_answers_503_and_keeps_every_txn(tmp_path) -> None:
+    srv = _setup(tmp_path)
+    try:
+        pre = srv.load("d", "t", _rows({"id": 1, "v": "pre"}), label="pre", two_phase_commit="true", **JSONL)
+        assert pre["Status"] == "Success"
+        srv.fault(target="load", mode="delay", delay_s=1.5, label_prefix="flight")
+        out: dict = {}
+        t = _in_flight(srv, "flight", out)
+        # asked on the BE port: the FE's own port is about to go away
+        assert _restart(srv, "be", node="fe", downtime_s=2.5, unavailable_s=1.5)["status"] == "OK"
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"{srv.fe}/api/health", timeout=5)
+        # the BE cannot reach the FE: a new load and a 2PC commit fail with its thrift error
+        refused = srv.load("d", "t", _rows({"id": 5}), label="during", **JSONL)
+        unreachable = "Couldn't open transport for 127.0.0.1:9020 (connect() failed: Connection refused)"
+        assert refused["Status"] == "Fail" and refused["Message"] == f"[THRIFT_RPC_ERROR]{unreachable}"
+        assert srv.txn("d", "commit", txn_id=pre["TxnId"]) == {"status": "THRIFT_RPC_ERROR", "msg": unreachable}
+        t.join(15)  # the load in flight reaches its precommit while the FE is down
+        assert out["reply"]["Status"] == "Fail" and out["reply"]["Message"] == f"[THRIFT_RPC_ERROR]{unreachable}"
+        _wait_state(srv, "be", "fe", "unavailable")
+        r = requests.get(f"{srv.fe}/api/health", timeout=5)
+        assert r.status_code == 503
+        _wait_state(srv, "be", "fe", "up")
+        # the FE's journal kept every transaction: the precommitted one commits, the one whose load
+        # died stays PREPARE (its rollback never reached the FE) until its label is aborted
+        assert _state(srv, "pre") == "PRECOMMITTED" and _state(srv, "flight") == "PREPARE"
+        assert srv.txn("d", "commit", txn_id=pre["TxnId"])["status"] == "Success"
+        assert srv.txn("d", "abort", label="flight")["status"] == "Success"
+        srv.clear_faults()
+        assert srv.load("d", "t", _rows({"id": 2, "v": "after"}), label="flight", **JSONL)["Status"] == "Success"
+        assert srv.rows("SELECT id, v FROM t ORDER BY id", "d") == [[1, "pre"], [2, "after"]]
+    finally:
+        assert srv.stop() == 0
