@@ -68,13 +68,20 @@ class MariaDBServer:
     """
 
     def __init__(self, base_dir: Path, port: int = 3307, host: str = "127.0.0.1", server_id: int = 1,
-                 tls: TlsFiles | None = None):
+                 tls: TlsFiles | None = None, binlog_basename: str = "binlog", extra_args: tuple[str, ...] = (),
+                 log_bootstrap: bool = True):
         self.base_dir = Path(base_dir).resolve()
         # With ``tls`` the server offers TLS (``--ssl-ca/--ssl-cert/--ssl-key``); clients choose.
         self.tls = tls
         self.port = port
         self.host = host
         self.server_id = server_id
+        # Binlog files are ``<binlog_basename>.000001`` …; a replica uses another name than its primary.
+        self.binlog_basename = binlog_basename
+        self.extra_args = tuple(extra_args)
+        # False: the CDC user is created with sql_log_bin=0 (a replica gets it from its primary, and
+        # a transaction of its own would add its server id to its GTID history).
+        self.log_bootstrap = log_bootstrap
         self.datadir = self.base_dir / "data"
         self.pid_file = self.base_dir / "mariadb.pid"
         self.error_log = self.base_dir / "mariadb.err"
@@ -125,7 +132,7 @@ class MariaDBServer:
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
             f"--tmpdir={self.tmpdir}",
-            f"--log-bin={self.datadir / 'binlog'}",
+            f"--log-bin={self.datadir / self.binlog_basename}",
             f"--server-id={self.server_id}",
             "--binlog-format=ROW",
             "--binlog-row-image=FULL",
@@ -138,6 +145,7 @@ class MariaDBServer:
             "--skip-name-resolve",
             *([f"--ssl-ca={self.tls.ca}", f"--ssl-cert={self.tls.cert}", f"--ssl-key={self.tls.key}"]
               if self.tls is not None else []),
+            *self.extra_args,
         ]
         log = open(self.base_dir / "mariadbd.stdout", "ab")  # noqa: SIM115 - handed to the child
         subprocess.Popen(
@@ -202,9 +210,11 @@ class MariaDBServer:
         tail = self.error_log.read_text(errors="replace")[-2000:] if self.error_log.exists() else ""
         raise RuntimeError(f"MariaDB did not answer within {timeout_s:.0f}s (port {self.port}); log tail:\n{tail}")
 
-    def root_sql(self, sql: str, database: str | None = None) -> str:
-        """Run SQL as root over the socket with the C client; returns tab-separated output."""
-        cmd = [_binary("mariadb", "mysql"), "--no-defaults", "-uroot", f"--socket={self.socket}", "-N", "-B"]
+    def root_sql(self, sql: str, database: str | None = None, *, vertical: bool = False) -> str:
+        """Run SQL as root over the socket with the C client; returns tab-separated output (with
+        ``vertical``: ``name: value`` lines, the column names included, as ``\\G`` prints them)."""
+        cmd = [_binary("mariadb", "mysql"), "--no-defaults", "-uroot", f"--socket={self.socket}",
+               *(["-E"] if vertical else ["-N", "-B"])]
         if database:
             cmd.append(database)
         result = subprocess.run(cmd, input=sql, capture_output=True, text=True)
@@ -214,8 +224,63 @@ class MariaDBServer:
 
     def _bootstrap(self) -> None:
         grants = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD"
-        statements = []
+        statements = [] if self.log_bootstrap else ["SET SESSION sql_log_bin = 0;"]
         for host in ("%", "localhost", "127.0.0.1"):
             statements.append(f"CREATE USER IF NOT EXISTS '{CDC_USER}'@'{host}' IDENTIFIED BY '{CDC_PASSWORD}';")
             statements.append(f"GRANT {grants} ON *.* TO '{CDC_USER}'@'{host}';")
         self.root_sql("\n".join(statements))
+
+    # -- binlog and identity (failover tests read these) -------------------------------------
+
+    def flush_binary_logs(self, times: int = 1) -> str:
+        """Rotate the binlog ``times`` times; returns the current file afterwards."""
+        self.root_sql("FLUSH BINARY LOGS;\n" * times)
+        return self.current_binlog()
+
+    def current_binlog(self) -> str:
+        return self.root_sql("SHOW MASTER STATUS").split("\t")[0].strip()
+
+    def binlog_files(self) -> list[str]:
+        return [line.split("\t")[0] for line in self.root_sql("SHOW BINARY LOGS").splitlines() if line]
+
+    def identity(self) -> ServerIdentity:
+        """Who this server is and where its GTID history stands."""
+        row = self.root_sql(
+            "SELECT @@server_id, @@gtid_domain_id, @@gtid_binlog_pos, @@gtid_current_pos, @@gtid_slave_pos, "
+            "@@read_only, @@log_slave_updates").rstrip("\n").split("\t")
+        # MariaDB has no @@server_uuid (MySQL's); the server id and the GTIDs identify it.
+        uuid = self.root_sql(
+            "SELECT variable_value FROM information_schema.global_variables WHERE variable_name = 'SERVER_UUID'"
+        ).strip() or None
+        return ServerIdentity(
+            port=self.port, server_id=int(row[0]), gtid_domain_id=int(row[1]), gtid_binlog_pos=row[2],
+            gtid_current_pos=row[3], gtid_slave_pos=row[4], read_only=row[5] == "1",
+            log_slave_updates=row[6] == "1", server_uuid=uuid, binlog_file=self.current_binlog(),
+            binlog_files=tuple(self.binlog_files()),
+        )
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    """A server's identity and GTID positions, as failover code and tests compare them."""
+
+    port: int
+    server_id: int
+    gtid_domain_id: int
+    gtid_binlog_pos: str
+    gtid_current_pos: str
+    gtid_slave_pos: str
+    read_only: bool
+    log_slave_updates: bool
+    server_uuid: str | None  # None on MariaDB (it has no @@server_uuid)
+    binlog_file: str
+    binlog_files: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        return {
+            "port": self.port, "server_id": self.server_id, "server_uuid": self.server_uuid,
+            "gtid_domain_id": self.gtid_domain_id, "gtid_binlog_pos": self.gtid_binlog_pos,
+            "gtid_current_pos": self.gtid_current_pos, "gtid_slave_pos": self.gtid_slave_pos,
+            "read_only": self.read_only, "log_slave_updates": self.log_slave_updates,
+            "binlog_file": self.binlog_file, "binlog_files": list(self.binlog_files),
+        }

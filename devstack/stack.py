@@ -3,6 +3,10 @@
 ``up`` is idempotent and remembers the ports it chose in ``stack.json`` so that ``status``,
 ``down`` and a second ``up`` find the same processes. ``down`` stops exactly what ``up``
 started (by pid, checked against the command line) and keeps the data.
+
+``up(replica=True)`` also starts a MariaDB replica of the primary (GTID replication,
+``devstack/mysql_replica.py``) for failover tests; ``status`` then reports both servers' identities
+and GTID positions.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 import requests
 
 from devstack.mysql import MariaDBServer
+from devstack.mysql_replica import MariaDBReplica
 from devstack.procs import pid_alive, process_mentions, read_pid, terminate
 from devstack.tls import TlsFiles
 
@@ -43,6 +48,8 @@ class DorisStandIn:
     user: str = DORIS_USER
     password: str = DORIS_PASSWORD
     txn_timeout_s: float | None = None  # Doris's precommit timeout; None: the stand-in's default (3600 s)
+    # Doris FE max_running_txn_num_per_db; None: the stand-in's default (100, as Doris)
+    max_running_txn_num_per_db: int | None = None
     tls: TlsFiles | None = None  # HTTPS on both ports (certificate and key; clients trust tls.ca)
 
     def __post_init__(self) -> None:
@@ -116,6 +123,8 @@ class DorisStandIn:
             "--data-dir", str(self.data_dir),
             "--user", self.user,
             *(["--txn-timeout-s", str(self.txn_timeout_s)] if self.txn_timeout_s is not None else []),
+            *(["--max-running-txn-num-per-db", str(self.max_running_txn_num_per_db)]
+              if self.max_running_txn_num_per_db is not None else []),
             *(["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls is not None else []),
         ]
         log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
@@ -149,6 +158,28 @@ class DorisStandIn:
         terminate(pid, timeout_s)
         return True
 
+    # ---- the stand-in's admin API (devstack/doris/admin.py) --------------------------------------
+    def _admin(self, method: str, path: str, body: dict | None = None, port: int | None = None) -> dict:
+        verify = str(self.tls.ca) if self.tls is not None else True
+        url = f"{self.scheme}://{self.host}:{port or self.fe_port}/_standin/{path}"
+        r = requests.request(method, url, json=body, timeout=10, verify=verify)
+        r.raise_for_status()
+        return r.json()
+
+    def txn_stats(self) -> dict:
+        """Running and peak transaction counts per database, and the limit (``GET /_standin/txns``)."""
+        return self._admin("GET", "txns")
+
+    def reset_txn_peaks(self) -> dict:
+        return self._admin("POST", "txns", {"reset_peak": True})
+
+    def restart_node(self, node: str, downtime_s: float, unavailable_s: float = 0.0) -> dict:
+        """Restart the stand-in's ``fe`` or ``be`` in place; returns once it is down (it comes back
+        by itself). Asked on the other node's port, which stays up."""
+        port = self.be_port if node == "fe" else self.fe_port
+        return self._admin("POST", "restart", {"node": node, "downtime_s": downtime_s,
+                                               "unavailable_s": unavailable_s}, port=port)
+
 
 class DevStack:
     """MariaDB plus the Doris stand-in, with the ports remembered in ``stack.json``.
@@ -164,19 +195,26 @@ class DevStack:
         doris_port: int | None = None,
         doris_be_port: int | None = None,
         host: str = "127.0.0.1",
+        replica_port: int | None = None,
+        doris_max_running_txn_num_per_db: int | None = None,
     ) -> None:
         self.base_dir = Path(base_dir).resolve()
         self.host = host
         saved = self._load_ports()
-        given = {"mysql_port": mysql_port, "doris_port": doris_port, "doris_be_port": doris_be_port}
-        defaults = {"mysql_port": 3307, "doris_port": 8030, "doris_be_port": 8040}
+        given = {"mysql_port": mysql_port, "doris_port": doris_port, "doris_be_port": doris_be_port,
+                 "replica_port": replica_port}
+        defaults = {"mysql_port": 3307, "doris_port": 8030, "doris_be_port": 8040, "replica_port": 3308}
         ports = {k: given[k] if given[k] is not None else saved.get(k, defaults[k]) for k in defaults}
-        self.mysql_port, self.doris_port, self.doris_be_port = (
-            ports["mysql_port"], ports["doris_port"], ports["doris_be_port"]
+        self.mysql_port, self.doris_port, self.doris_be_port, self.replica_port = (
+            ports["mysql_port"], ports["doris_port"], ports["doris_be_port"], ports["replica_port"]
         )
+        # Whether `up` started a replica here (kept in stack.json so that status and down see it).
+        self.with_replica = bool(saved.get("replica", False))
         self.mysql = MariaDBServer(self.base_dir / "mysql", port=self.mysql_port, host=host)
-        self.doris = DorisStandIn(self.base_dir / "doris", self.doris_port, self.doris_be_port, host)
-        if saved and (self.mysql.pid() or self.doris.pid()):
+        self.replica = MariaDBReplica(self.base_dir / "mysql-replica", self.mysql, port=self.replica_port, host=host)
+        self.doris = DorisStandIn(self.base_dir / "doris", self.doris_port, self.doris_be_port, host,
+                                  max_running_txn_num_per_db=doris_max_running_txn_num_per_db)
+        if saved and (self.mysql.pid() or self.doris.pid() or self.replica.pid()):
             clash = [k for k, v in given.items() if v is not None and v != saved.get(k)]
             if clash:
                 raise RuntimeError(
@@ -198,24 +236,47 @@ class DevStack:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._ports_file().write_text(
             json.dumps(
-                {"mysql_port": self.mysql_port, "doris_port": self.doris_port, "doris_be_port": self.doris_be_port}
+                {"mysql_port": self.mysql_port, "doris_port": self.doris_port, "doris_be_port": self.doris_be_port,
+                 "replica_port": self.replica_port, "replica": self.with_replica}
             )
         )
 
-    def up(self) -> dict:
+    def up(self, replica: bool = False) -> dict:
+        """Start what is not running; with ``replica`` (or when an earlier ``up`` started one) also the
+        MariaDB replica, replicating from the primary by GTID."""
+        self.with_replica = self.with_replica or replica
         self._save_ports()
         self.mysql.start()
+        if self.with_replica:
+            self.replica.start()
         if doris_available():
             self.doris.start()
+            if self.doris.max_running_txn_num_per_db is not None:  # also when it was already running
+                self.doris._admin("POST", "txns", {"max_running_txn_num_per_db": self.doris.max_running_txn_num_per_db})
         return self.endpoints()
 
     def down(self) -> list[str]:
         stopped = []
         if self.doris.stop():
             stopped.append("doris")
+        if self.replica.stop():
+            stopped.append("mysql-replica")
         if self.mysql.stop():
             stopped.append("mysql")
         return stopped
+
+    # ---- failover (devstack/mysql_replica.py) --------------------------------------------------
+    def wait_replica_caught_up(self, timeout_s: float = 60.0) -> str:
+        """Until the replica has applied all the primary binlogged; returns that GTID position."""
+        return self.replica.wait_caught_up(timeout_s)
+
+    def fail_over(self, timeout_s: float = 60.0) -> dict:
+        """Wait for the replica to catch up, stop the primary, promote the replica; returns the
+        promoted server's endpoint (clients point their host/port at it)."""
+        self.wait_replica_caught_up(timeout_s)
+        self.mysql.stop()
+        self.replica.promote()
+        return self.replica.endpoint.as_dict()
 
     def endpoints(self) -> dict:
         doris = None
@@ -226,11 +287,15 @@ class DevStack:
                 "user": DORIS_USER,
                 "password": DORIS_PASSWORD,
             }
-        return {"mysql": self.mysql.endpoint.as_dict(), "doris": doris}
+        out = {"mysql": self.mysql.endpoint.as_dict(), "doris": doris}
+        if self.with_replica:
+            out["mysql_replica"] = self.replica.endpoint.as_dict()
+        return out
 
     def status(self) -> dict:
-        return {
-            "mysql": {"running": self.mysql.running(), "pid": self.mysql.pid(), **self.mysql.endpoint.as_dict()},
+        out = {
+            "mysql": {"running": self.mysql.running(), "pid": self.mysql.pid(), **self.mysql.endpoint.as_dict(),
+                      **_identity(self.mysql)},
             "doris": {
                 "available": doris_available(),
                 "running": self.doris.pid() is not None and self.doris.healthy(),
@@ -239,3 +304,24 @@ class DevStack:
                 "be_http": self.doris.be_http,
             },
         }
+        if self.with_replica:
+            running = self.replica.running()
+            repl = self.replica.slave_status() if running else {}
+            out["mysql_replica"] = {
+                "running": running, "pid": self.replica.pid(), **self.replica.endpoint.as_dict(),
+                **_identity(self.replica),
+                "replicating": repl.get("Slave_IO_Running") == "Yes" and repl.get("Slave_SQL_Running") == "Yes",
+                "primary": f"{repl['Master_Host']}:{repl['Master_Port']}" if repl.get("Master_Host") else None,
+                "last_error": repl.get("Last_IO_Error") or repl.get("Last_SQL_Error") or None,
+            }
+        return out
+
+
+def _identity(server: MariaDBServer) -> dict:
+    """server_id, GTID positions, binlog file of a running server (nothing when it is stopped)."""
+    if not server.running():
+        return {}
+    try:
+        return server.identity().as_dict()
+    except RuntimeError as e:  # answered ping, refused SQL (starting up / shutting down)
+        return {"identity_error": str(e)}

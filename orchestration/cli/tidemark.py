@@ -31,10 +31,11 @@ def _devstack(args: argparse.Namespace) -> int:
     from devstack.stack import DevStack
 
     stack = DevStack(
-        Path(args.dir), mysql_port=args.mysql_port, doris_port=args.doris_port, doris_be_port=args.doris_be_port
+        Path(args.dir), mysql_port=args.mysql_port, doris_port=args.doris_port, doris_be_port=args.doris_be_port,
+        replica_port=args.replica_port, doris_max_running_txn_num_per_db=args.doris_max_running_txn_num_per_db,
     )
     if args.action == "up":
-        endpoints = stack.up()
+        endpoints = stack.up(replica=args.replica)
         if args.json:
             _print_json(endpoints)
         else:
@@ -57,12 +58,25 @@ def _devstack(args: argparse.Namespace) -> int:
         def state(part: dict) -> str:
             return f"running (pid {part['pid']})" if part["running"] else "stopped"
 
-        print(f"MariaDB   {state(mysql)}  {mysql['host']}:{mysql['port']}")
+        print(f"MariaDB   {state(mysql)}  {mysql['host']}:{mysql['port']}{_gtid_line(mysql)}")
+        replica = status.get("mysql_replica")
+        if replica is not None:
+            link = (f"replicating from {replica['primary']}" if replica["replicating"] else
+                    f"not replicating ({replica['last_error']})" if replica["last_error"] else "not replicating")
+            print(f"Replica   {state(replica)}  {replica['host']}:{replica['port']}{_gtid_line(replica)}"
+                  f"{'  ' + link if replica['running'] else ''}")
         if not doris["available"]:
             print("Doris     not available yet (the stand-in is not part of this build)")
         else:
             print(f"Doris     {state(doris)}  FE {doris['fe_http']}  BE {doris['be_http']}")
     return 0
+
+
+def _gtid_line(server: dict) -> str:
+    """`  server_id 1  gtid 0-1-42  binlog.000003` for a running server (empty when stopped)."""
+    if "server_id" not in server:
+        return ""
+    return f"  server_id {server['server_id']}  gtid {server['gtid_current_pos'] or '-'}  {server['binlog_file']}"
 
 
 def _print_endpoints(endpoints: dict, stack: object) -> None:
@@ -73,6 +87,10 @@ def _print_endpoints(endpoints: dict, stack: object) -> None:
     print(f"    root over the socket:      mariadb -uroot --socket={mysql['root_socket']}")
     print(f"    as the CDC user:           mariadb -h{mysql['host']} -P{mysql['port']} -u{mysql['user']} "
           f"-p{mysql['password']}")
+    replica = endpoints.get("mysql_replica")
+    if replica is not None:
+        print(f"  MySQL replica (GTID)         {replica['host']}:{replica['port']}  same users; promote it with "
+              "DevStack.fail_over() (devstack/stack.py)")
     if doris is None:
         print("  Doris                        not available yet (the stand-in is not part of this build)")
     else:
@@ -360,6 +378,12 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--mysql-port", type=int, default=None, help="MariaDB TCP port (default 3307)")
     dev.add_argument("--doris-port", type=int, default=None, help="Doris FE HTTP port (default 8030)")
     dev.add_argument("--doris-be-port", type=int, default=None, help="Doris BE HTTP port (default 8040)")
+    dev.add_argument("--replica", action="store_true",
+                     help="up: also start a MariaDB replica of the stack's MariaDB (GTID replication, "
+                     "log_slave_updates, its own binlog file names), e.g. to try a failover")
+    dev.add_argument("--replica-port", type=int, default=None, help="the replica's TCP port (default 3308)")
+    dev.add_argument("--doris-max-running-txn-num-per-db", type=int, default=None,
+                     help="up: the Doris stand-in's max_running_txn_num_per_db (default 100, as Doris)")
     dev.set_defaults(handler=_devstack)
 
     val = sub.add_parser("validate", help="check pipeline files and report problems one per line")
