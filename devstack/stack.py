@@ -173,6 +173,10 @@ class DorisStandIn:
     def reset_txn_peaks(self) -> dict:
         return self._admin("POST", "txns", {"reset_peak": True})
 
+    def set_txn_limit(self, limit: int) -> dict:
+        """Change ``max_running_txn_num_per_db`` of the running stand-in (for later begins)."""
+        return self._admin("POST", "txns", {"max_running_txn_num_per_db": limit})
+
     def restart_node(self, node: str, downtime_s: float, unavailable_s: float = 0.0) -> dict:
         """Restart the stand-in's ``fe`` or ``be`` in place; returns once it is down (it comes back
         by itself). Asked on the other node's port, which stays up."""
@@ -252,7 +256,7 @@ class DevStack:
         if doris_available():
             self.doris.start()
             if self.doris.max_running_txn_num_per_db is not None:  # also when it was already running
-                self.doris._admin("POST", "txns", {"max_running_txn_num_per_db": self.doris.max_running_txn_num_per_db})
+                self.doris.set_txn_limit(self.doris.max_running_txn_num_per_db)
         return self.endpoints()
 
     def down(self) -> list[str]:
