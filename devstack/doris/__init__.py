@@ -1,7 +1,8 @@
 """Doris stand-in: a local one-process server speaking Apache Doris' HTTP protocol.
 
 Run ``python -m devstack.doris --data-dir DIR [--host 127.0.0.1] [--fe-port 8030] [--be-port 8040]
-[--user root] [--txn-timeout-s 3600] [--tls-cert PEM --tls-key PEM]`` (the password from
+[--user root] [--txn-timeout-s 3600] [--max-running-txn-num-per-db 100] [--tls-cert PEM --tls-key PEM]``
+(``$DORIS_STANDIN_MAX_RUNNING_TXN_NUM_PER_DB`` when the flag is absent; the password from
 ``$DORIS_STANDIN_PASSWORD``, default empty; with a certificate both ports speak HTTPS); ready when
 ``GET /api/health`` on the FE port answers ``{"msg":"success","code":0,"data":{"online_backend_num":1,"total_backend_num":1},"count":0}``.
 
@@ -14,7 +15,8 @@ What it serves (shapes and messages as Doris' own; docs/doris.md describes the b
 * BE port: ``PUT /api/{db}/{t}/_stream_load`` (csv / json / arrow / parquet / orc, ``compress_type``),
   ``PUT /api/{db}[/{t}]/_stream_load_2pc``, ``GET /api/_load_error_log?file=``, ``GET /``.
 * Either port: the fault-injection admin API ``/_standin/faults`` — exact JSON in
-  :mod:`devstack.doris.faults`.
+  :mod:`devstack.doris.faults`; running/peak transactions per database ``/_standin/txns`` and FE / BE
+  restarts in place ``/_standin/restart`` — :mod:`devstack.doris.admin`, :mod:`devstack.doris.restarts`.
 
 Known deviations from a real Doris (2.1/3.x) — everything else aims to be byte-for-byte in shape:
 
