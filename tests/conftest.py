@@ -124,6 +124,15 @@ def doris_standin(tmp_path_factory):
     standin.stop()
 
 
+@pytest.fixture
+def doris_txn_limit(doris_standin):
+    """``doris_txn_limit(n)`` sets the session stand-in's ``max_running_txn_num_per_db`` (Doris's
+    default, 100, otherwise) for one test; the limit in force before is restored afterwards."""
+    before = doris_standin.txn_stats()["max_running_txn_num_per_db"]
+    yield doris_standin.set_txn_limit
+    doris_standin.set_txn_limit(before)
+
+
 @pytest.fixture(scope="session")
 def spark_session():
     """One local Spark session for the whole test session (~10 s to start), with task retries."""

@@ -24,16 +24,9 @@ def _no_spark():
     raise AssertionError("this small run must not start Spark")
 
 
-@pytest.fixture
-def txn_limit(doris_standin):
-    before = doris_standin.txn_stats()["max_running_txn_num_per_db"]
-    doris_standin.set_txn_limit(LIMIT)
-    yield LIMIT
-    doris_standin.set_txn_limit(before)
-
-
 def test_a_binlog_batch_touching_more_tables_than_the_limit_is_refused(pipeline_factory, root_conn, fresh_db,
-                                                                        doris_standin, txn_limit):
+                                                                        doris_standin, doris_txn_limit):
+    doris_txn_limit(LIMIT)
     with root_conn.cursor() as cur:
         for i in range(TABLES):
             cur.execute(f"CREATE TABLE `{fresh_db}`.t{i} (id INT PRIMARY KEY, v INT)")
@@ -46,11 +39,11 @@ def test_a_binlog_batch_touching_more_tables_than_the_limit_is_refused(pipeline_
     with pytest.raises(StreamLoadError, match=f"larger than limit {LIMIT}"):
         runner.run_chunks(keys)
     assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == 0  # the run aborted its loads
-    doris_standin.set_txn_limit(100)
+    doris_txn_limit(100)
     runner.run_chunks(keys)
     runner.commit_chunks(keys)
     assert runner.snapshot_done()
-    doris_standin.set_txn_limit(LIMIT)
+    doris_txn_limit(LIMIT)
     committed = runner.store.get("binlog", "committed_offset")
     doris_standin.reset_txn_peaks()
 
