@@ -14,7 +14,7 @@ import pytest
 
 from cdc_core.doris.errors import StreamLoadError
 from cdc_core.pipeline.service import PipelineService
-from jobs.executor import SparkExecutor
+from jobs.spark_executor import SparkExecutor
 
 LIMIT = 4
 TABLES = LIMIT + 2
