@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -93,8 +94,12 @@ def test_replica_with_higher_numbered_files_and_a_purged_primary_is_refused(tmp_
     assert replica.root_sql("SELECT count(*) FROM app.t").strip() == "2"
 
     # a replica of a primary whose oldest binlog was purged would miss rows: refused, clearly
-    primary.flush_binary_logs(1)
-    primary.root_sql(f"PURGE BINARY LOGS TO '{primary.current_binlog()}';")
+    current = primary.flush_binary_logs(1)
+    deadline = time.monotonic() + 30
+    while primary.binlog_files()[0] != current:  # a file the replica's dump thread still reads stays
+        assert time.monotonic() < deadline, primary.binlog_files()
+        primary.root_sql(f"PURGE BINARY LOGS TO '{current}';")
+        time.sleep(0.2)
     late = servers(MariaDBReplica, tmp_path / "late", primary, port=free_port(), server_id=3)
     with pytest.raises(ReplicationError, match="were purged"):
         late.start()
