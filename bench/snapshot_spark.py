@@ -64,7 +64,7 @@ def warm_worker(positions):  # noqa: ANN001, ANN201 - an RDD partition function,
 
 def read_only_task(read_spec, source_password, write_spec, sink_password):  # noqa: ANN001, ANN201, ARG001
     """Stands in for ``jobs.fused_chunks._chunk_messages`` with ``--read-only``: read, load nothing."""
-    chunks = read_spec["chunks"]
+    chunks = read_spec.chunks
 
     def run(positions):  # noqa: ANN001, ANN202
         from jobs.snapshot_source import read_chunk

@@ -16,17 +16,20 @@ from pyspark.sql import functions as F
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
+from cdc_core.doris.sink import DorisSink
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ORDER, ChangeRow, arrow_rows
 from jobs.doris_writer import write_to_doris
 from jobs.spark import activate_in_thread
+from jobs.specs import WriteMode, WriterSpec
 from jobs.transforms import transform_for
 
 logger = logging.getLogger(__name__)
 
-def load_with_spark(spark: Any, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
+def load_with_spark(spark: Any, definition: PipelineDefinition, sink: DorisSink, targets: tuple[TableId, ...],
                     batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
-    """The table's changes as a DataFrame, compacted by a window over the key, transformed, loaded."""
+    """The table's changes as a DataFrame, compacted by a window over the key, transformed, loaded
+    under ``sink``'s label prefix."""
     activate_in_thread(spark)
     table = arrow_rows(rows, schema, definition.source.tinyint1_as_boolean)
     df = spark.createDataFrame(table)
@@ -43,6 +46,7 @@ def load_with_spark(spark: Any, definition: PipelineDefinition, label_prefix: st
     # One load per table per batch, under the same label the in-process path uses (…:p0).
     df = df.coalesce(1)
     logger.debug("%s: %d change(s) of batch %s compacted and loaded on Spark", schema.table_id, len(rows), batch_id)
-    messages = write_to_doris(df, definition, label_prefix, "binlog", str(schema.table_id),
-                              [str(t) for t in targets], batch_id=batch_id)
+    spec = WriterSpec.create(sink, definition, WriteMode.BINLOG, str(schema.table_id), [str(t) for t in targets],
+                             batch_id=batch_id)
+    messages = write_to_doris(df, definition, spec)
     return [c for m in messages for c in m["committables"]]

@@ -3,7 +3,7 @@
 Nothing a task loads is visible: every load is precommitted, and the prepared transactions go
 back as the task's commit message. When every task has succeeded, Spark calls ``commit`` on
 the driver side, which does *not* commit them in Doris: it hands them to the caller through
-the pipeline's state store (namespace ``spark_results``, key = the job's token). The
+the pipeline's state store (``cdc_core/state/keys.py:SPARK_RESULTS``, by the job's token). The
 orchestration commits after the materialization succeeds. When the job fails, ``abort`` aborts
 what the successful tasks prepared.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,19 +28,19 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from cdc_core.config.sink_options import DorisSinkOptions
-from cdc_core.doris.client import DorisHttpClient
+from cdc_core.config import PipelineDefinition
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.doris.sink import DorisSink
 from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId
 from cdc_core.state import StateStore
+from cdc_core.state.keys import SPARK_RESULTS
 from jobs.snapshot_source import CHUNK, META
+from jobs.specs import ResultsSpec, WriteMode, WriterSpec
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "tidemark_doris"
-RESULTS_NAMESPACE = "spark_results"
 
 
 class LoadMessage(WriterCommitMessage):
@@ -57,20 +56,17 @@ class LoadMessage(WriterCommitMessage):
 
 
 # Python workers are reused across tasks: keep one sink (HTTP session, table layouts) per worker.
-_SINKS: dict[str, Any] = {}
+_SINKS: dict[str, DorisSink] = {}
 
 
-def make_sink(spec: dict[str, Any], password: str) -> Any:
-    """The worker's ``DorisSink`` for this job's sink options (nothing secret in the spec)."""
+def make_sink(spec: WriterSpec, password: str) -> DorisSink:
+    """The worker's ``DorisSink`` for this job (``SinkSpec.build``: the driver's factory, the
+    driver's label prefix); nothing secret in the spec."""
 
-    cache_key = json.dumps([spec["sink"], spec["label_prefix"], spec.get("token")], sort_keys=True)
+    cache_key = json.dumps([spec.sink.to_dict(), spec.token], sort_keys=True)
     sink = _SINKS.get(cache_key)
     if sink is None:
-        options = DorisSinkOptions.model_validate({**spec["sink"], "password": password})
-        sink = DorisSink(
-            DorisHttpClient.from_options(options), spec["label_prefix"],
-            stream_load_properties=options.stream_load_properties, enable_delete=options.enable_delete,
-        )
+        sink = spec.sink.build(password)
         for stale in _SINKS.values():
             stale.close()
         _SINKS.clear()
@@ -78,7 +74,7 @@ def make_sink(spec: dict[str, Any], password: str) -> Any:
     return sink
 
 
-def discard_sink(sink: Any) -> None:
+def discard_sink(sink: DorisSink) -> None:
     """After a failed load: the next task of this worker starts with a fresh sink."""
     _SINKS.clear()
     sink.close()
@@ -95,13 +91,13 @@ def _task_context() -> tuple[int, int]:
 
 
 class DorisArrowWriter(DataSourceArrowWriter):
-    def __init__(self, spec: dict[str, Any], password: str):
+    def __init__(self, spec: WriterSpec, password: str):
         self.spec = spec
         self.password = password
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LoadMessage:
         spec = self.spec
-        faults.adopt(spec)
+        spec.adopt_faults()
         batches = [b for b in iterator if b.num_rows]
         if not batches:
             return LoadMessage([], [], 0)
@@ -117,32 +113,32 @@ class DorisArrowWriter(DataSourceArrowWriter):
         sink = make_sink(spec, self.password)
         committables: list[dict[str, Any]] = []
         try:
-            if spec["mode"] == "snapshot":
+            if spec.mode is WriteMode.SNAPSHOT:
                 if len(chunks) != 1:
                     raise RuntimeError(
                         f"a snapshot write task must carry exactly one chunk, got {len(chunks)}: "
                         "the DataFrame was repartitioned between the chunk source and the Doris writer"
                     )
                 committables = load_chunk(sink, spec, chunks[0], table)
-                faults.fault_point("snapshot.after_precommit", table=spec["source_table"], chunk=chunks[0]["index"],
+                faults.fault_point("snapshot.after_precommit", table=spec.source_table, chunk=chunks[0]["index"],
                                    label=",".join(c["label"] for c in committables))
             else:
-                batch_id = f"{spec['source_table']}:{spec['batch_id']}:p{partition}"
-                for target_text in spec["targets"]:
+                batch_id = f"{spec.source_table}:{spec.batch_id}:p{partition}"
+                for target_text in spec.targets:
                     if table.num_rows:
                         committables.append(sink.load(TableId.parse(target_text), batch_id, table).to_dict())
         except BaseException:
             discard_sink(sink)
             raise
-        logger.debug("task %d precommitted %d row(s) of %s: %s", partition, table.num_rows, spec["source_table"],
+        logger.debug("task %d precommitted %d row(s) of %s: %s", partition, table.num_rows, spec.source_table,
                      [c["label"] for c in committables])
         return LoadMessage(committables, chunks, table.num_rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         results = [m.to_dict() for m in messages if isinstance(m, LoadMessage)]
-        store = _open_store(self.spec)
+        store = _open_store(self.spec.results)
         try:
-            store.put(RESULTS_NAMESPACE, self.spec["token"], results)
+            SPARK_RESULTS.key(self.spec.token).put(store, results)
         finally:
             store.close()
 
@@ -153,17 +149,16 @@ class DorisArrowWriter(DataSourceArrowWriter):
         make_sink(self.spec, self.password).abort(committables)
 
 
-def load_chunk(sink: Any, spec: dict[str, Any], chunk: dict[str, Any], table: pa.Table) -> list[dict[str, Any]]:
+def load_chunk(sink: DorisSink, spec: WriterSpec, chunk: dict[str, Any], table: pa.Table) -> list[dict[str, Any]]:
     """Precommit one snapshot chunk into every target; returns the prepared transactions.
 
     An earlier attempt may have read the chunk at another watermark: whatever it left under the
     label is aborted, never reused (``fresh``). An empty chunk loads nothing, so it aborts such a
     leftover itself.
     """
-    generation = int(spec.get("generations", {}).get(str(chunk["index"]), 0))
-    batch_id = snapshot_batch_id(spec["source_table"], chunk["index"], generation)
+    batch_id = snapshot_batch_id(spec.source_table, chunk["index"], spec.generation(chunk["index"]))
     committables = []
-    for target_text in spec["targets"]:
+    for target_text in spec.targets:
         target = TableId.parse(target_text)
         if table.num_rows:
             committables.append(sink.load(target, batch_id, table, fresh=True).to_dict())
@@ -172,65 +167,33 @@ def load_chunk(sink: Any, spec: dict[str, Any], chunk: dict[str, Any], table: pa
     return committables
 
 
-def _open_store(spec: dict[str, Any]) -> Any:
-    results = spec["results"]
-    return StateStore.open(results.get("state_dir"), results.get("state_url"))
+def _open_store(results: ResultsSpec) -> StateStore:
+    return StateStore.open(results.state_dir, results.state_url)
 
 
 # -- driver side --------------------------------------------------------------------------------
 
 
-def sink_spec(definition: Any) -> dict[str, Any]:
-    """The sink block as its alias-keyed options, without the password and the durations."""
-    return definition.sink.model_dump(by_alias=True, exclude={"password", "flush_interval"}, exclude_none=True)
-
-
-def results_spec(definition: Any) -> dict[str, Any]:
-    """Where ``commit`` leaves the job's results: the pipeline's state store."""
-    url = definition.pipeline.state_url
-    if url is not None:
-        return {"state_url": url.get_secret_value()}
-    return {"state_dir": str(definition.state_dir)}
-
-
-def writer_spec(definition: Any, label_prefix: str, mode: str, source_table: str, targets: list[str],
-                **extra: Any) -> dict[str, Any]:
-    """What a writing task needs (no password: it travels on its own)."""
-    return {
-        "mode": mode,
-        "source_table": source_table,
-        "targets": targets,
-        "sink": sink_spec(definition),
-        "label_prefix": label_prefix,
-        "token": f"{mode}-{uuid.uuid4().hex}",
-        "results": results_spec(definition),
-        "faults": faults.forwarded(),  # a test's fault points reach the tasks (cdc_core/instrumentation/faults.py)
-        **extra,
-    }
-
-
-def write_to_doris(df: Any, definition: Any, label_prefix: str, mode: str, source_table: str, targets: list[str],
-                   **extra: Any) -> list[dict[str, Any]]:
+def write_to_doris(df: Any, definition: PipelineDefinition, spec: WriterSpec) -> list[dict[str, Any]]:
     """Run the Spark write of ``df`` into Doris and return the tasks' messages (precommitted loads
     and chunk bookkeeping), taken back out of the state store."""
-    spec = writer_spec(definition, label_prefix, mode, source_table, targets, **extra)
     # The state URL may carry a password: like the sink's password it travels as an option of its
     # own, which Spark redacts in plans and logs (``spark.sql.redaction.options.regex``: url), and
-    # never inside the ``spec`` JSON, which Spark shows as it is.
-    public = {**spec, "results": {k: v for k, v in spec["results"].items() if k != "state_url"}}
+    # never inside the ``spec`` JSON (``WriterSpec.to_json``), which Spark shows as it is.
     (
         df.write.format(FORMAT)
-        .option("spec", json.dumps(public))
+        .option("spec", spec.to_json())
         .option("password", definition.sink.password.get_secret_value())
-        .option("state_url", spec["results"].get("state_url") or "")
+        .option("state_url", spec.results.state_url or "")
         .mode("append")
         .save()
     )
-    store = _open_store(spec)
+    store = _open_store(spec.results)
     try:
         with store.transaction() as tx:
-            messages = tx.get(RESULTS_NAMESPACE, spec["token"], [])
-            tx.delete(RESULTS_NAMESPACE, spec["token"])
+            results = SPARK_RESULTS.key(spec.token)
+            messages = results.get_or(tx, [])
+            results.delete(tx)
     finally:
         store.close()
     return messages
@@ -239,10 +202,8 @@ def write_to_doris(df: Any, definition: Any, label_prefix: str, mode: str, sourc
 class DorisDataSource(DataSource):
     """``df.write.format("tidemark_doris").option("spec", json).option("password", pw).mode("append").save()``.
 
-    ``spec``: ``{"mode": "snapshot"|"binlog", "source_table", "targets": ["db.t", ...],
-    "sink": {alias-keyed sink options without the password}, "label_prefix", "token",
-    "results": {"state_dir" | "state_url"}, "generations": {chunk index: generation} (snapshot),
-    "batch_id" (binlog)}``.
+    ``spec``: ``WriterSpec.to_json()`` (``jobs/specs.py``); the state URL, when the store has
+    one, is the ``state_url`` option.
     """
 
     @classmethod
@@ -255,7 +216,5 @@ class DorisDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DorisArrowWriter:
         if overwrite:
             raise ValueError("tidemark_doris only appends (upserts by key); use mode('append')")
-        spec = json.loads(self.options["spec"])
-        if self.options.get("state_url"):
-            spec["results"]["state_url"] = self.options["state_url"]
+        spec = WriterSpec.from_json(self.options["spec"], self.options.get("state_url") or None)
         return DorisArrowWriter(spec, self.options.get("password", ""))

@@ -46,6 +46,7 @@ from cdc_core.model.schema import TableId
 from jobs.doris_writer import discard_sink, load_chunk, make_sink
 from jobs.snapshot_source import read_chunk
 from jobs.spark import spark_context
+from jobs.specs import ReadSpec, WriterSpec
 
 logger = logging.getLogger(__name__)
 
@@ -68,21 +69,21 @@ def task_count(chunks: int, parallelism: int) -> int:
     return min(chunks, parallelism * per_slot)
 
 
-def _chunk_messages(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
+def _chunk_messages(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
                     sink_password: str) -> Callable[[Iterable[int]], Iterator[str]]:
     """The function each task runs: chunk positions in, one JSON message per chunk out."""
-    chunks = read_spec["chunks"]
+    chunks = read_spec.chunks
 
     def run(positions: Iterable[int]) -> Iterator[str]:
-        faults.adopt(write_spec)
+        write_spec.adopt_faults()
         for position in positions:
             chunk = chunks[position]
             table, meta = read_chunk(read_spec, source_password, chunk)
             sink = make_sink(write_spec, sink_password)
             try:
                 committables = load_chunk(sink, write_spec, meta, table)
-                faults.fault_point("snapshot.after_precommit", table=write_spec["source_table"],
-                                   chunk=chunk["index"], label=",".join(c["label"] for c in committables))
+                faults.fault_point("snapshot.after_precommit", table=write_spec.source_table,
+                                   chunk=chunk.index, label=",".join(c["label"] for c in committables))
             except BaseException:
                 discard_sink(sink)
                 raise
@@ -103,9 +104,9 @@ def _arrow_task(messages: Callable[[Iterable[int]], Iterator[str]],
     return run
 
 
-def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
+def run_fused(spark: Any, read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
               sink_password: str, driver_sink: Any, parallelism: int) -> list[dict[str, Any]]:
-    """One Spark job over ``read_spec["chunks"]``; returns one message per chunk.
+    """One Spark job over ``read_spec.chunks``; returns one message per chunk.
 
     With a SparkContext (local mode, a cluster) the job is an RDD of chunk positions: the first
     DataFrame job of a session costs ~4 s more here (SQL planning, code generation, Arrow) for
@@ -116,7 +117,7 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     the job is aborted in every target before the error propagates, so nothing the job prepared
     is left behind.
     """
-    count = len(read_spec["chunks"])
+    count = len(read_spec.chunks)
     if count == 0:
         return []
     tasks = task_count(count, parallelism)
@@ -124,7 +125,7 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     group = f"tidemark-snapshot-{uuid.uuid4().hex}"
     context = spark_context(spark)
     if context is not None:
-        context.setJobGroup(group, f"snapshot of {read_spec['table_id']}", interruptOnCancel=True)
+        context.setJobGroup(group, f"snapshot of {read_spec.table_id}", interruptOnCancel=True)
     try:
         if context is not None:
             collected = context.parallelize(range(count), tasks).mapPartitions(messages).collect()
@@ -133,7 +134,7 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
             collected = [row["message"] for row in job.collect()]
     except BaseException:
         stop_job(spark, context, group)
-        abort_chunk_labels(driver_sink, write_spec, [c["index"] for c in read_spec["chunks"]])
+        abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
         raise
     finally:
         if context is not None:
@@ -141,17 +142,17 @@ def run_fused(spark: Any, read_spec: dict[str, Any], source_password: str, write
     return [json.loads(message) for message in collected]
 
 
-def run_in_process(read_spec: dict[str, Any], source_password: str, write_spec: dict[str, Any],
+def run_in_process(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
                    sink_password: str, driver_sink: Any) -> list[dict[str, Any]]:
     """The same work as :func:`run_fused`, in this process, without Spark (a small snapshot run):
     the task function over every chunk position; on failure every chunk label is aborted."""
-    count = len(read_spec["chunks"])
+    count = len(read_spec.chunks)
     if count == 0:
         return []
     try:
         collected = list(_chunk_messages(read_spec, source_password, write_spec, sink_password)(range(count)))
     except BaseException:
-        abort_chunk_labels(driver_sink, write_spec, [c["index"] for c in read_spec["chunks"]])
+        abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
         raise
     return [json.loads(m) for m in collected]
 
@@ -186,18 +187,16 @@ def stop_job(spark: Any, context: Any, group: str, timeout_s: float = 120.0) -> 
     time.sleep(kill_timeout + 0.5)
 
 
-def abort_chunk_labels(sink: Any, write_spec: dict[str, Any], indexes: list[int]) -> None:
+def abort_chunk_labels(sink: Any, write_spec: WriterSpec, indexes: list[int]) -> None:
     """Abort whatever the chunks' loads left prepared, in every target (the sink's recovery
     probe: unknown and aborted labels are fine).
 
     Labels that cannot be aborted now stay for the runner's recovery, which aborts prepared
     loads of chunks that were not recorded as done."""
-    generations = write_spec.get("generations", {})
-    probes = [(TableId.parse(target), snapshot_batch_id(write_spec["source_table"], index,
-                                                        int(generations.get(str(index), 0))))
-              for index in indexes for target in write_spec["targets"]]
+    probes = [(TableId.parse(target), snapshot_batch_id(write_spec.source_table, index, write_spec.generation(index)))
+              for index in indexes for target in write_spec.targets]
     try:
         sink.recover(probe=probes)
     except Exception as exc:  # noqa: BLE001 - the job's error is the one to raise
         logger.warning("could not abort the loads of the failed snapshot job of %s (recovery will): %s",
-                    write_spec["source_table"], exc)
+                    write_spec.source_table, exc)

@@ -10,7 +10,6 @@ transactions) comes back to the caller to record and commit.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,32 +21,15 @@ from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.pipeline.snapshot_estimate import fits_in_process
-from jobs.doris_writer import write_to_doris, writer_spec
+from jobs.doris_writer import write_to_doris
 from jobs.fused_chunks import run_fused, run_in_process
 from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
+from jobs.specs import ChunkSpec, ReadSpec, SourceSpec, WriteMode, WriterSpec
 from jobs.transforms import TableTransform, transform_for, transformed_schema
 
 logger = logging.getLogger(__name__)
-
-
-def source_spec(definition: PipelineDefinition) -> dict[str, Any]:
-    """What a chunk reader needs to connect, without the password (it travels as its own option)."""
-    source = definition.source
-    return {
-        "host": source.hostname,
-        "port": source.port,
-        "user": source.username,
-        "server_id_range": list(source.server_id_range()),
-        "time_zone": source.server_time_zone or "UTC",
-        "tinyint1_as_boolean": source.tinyint1_as_boolean,
-        "fetch_size": source.fetch_size,
-        "backfill_skip": source.backfill_skip,
-        "connect_timeout": source.connect_timeout,
-        "ssl_mode": source.ssl_mode,
-        "ssl_ca": source.ssl_ca,
-    }
 
 
 def target_schema(schema: TableSchema, transform: TableTransform | None, df: Any) -> TableSchema:
@@ -105,28 +87,21 @@ def run_table(
         activate_in_thread(spark)
     started = time.monotonic()
     password = definition.source.password.get_secret_value()
-    read_spec = {
-        "table_id": str(schema.table_id),
-        "schema": schema.to_dict(),
-        "source": source_spec(definition),
-        "chunks": [
-            {"index": t.index, "start": t.start, "end": t.end, "key_columns": list(key_columns)} for t in tasks
-        ],
-        "faults": faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/instrumentation/faults.py)
-    }
     transform = transform_for(definition, schema.table_id)
     targets = sink.route(schema.table_id)
-    extra: dict[str, Any] = {"generations": {str(t.index): t.generation for t in tasks}}
-    target_names = [str(t) for t in targets]
-    sink_password = definition.sink.password.get_secret_value()
     if transform is None:
         schema = loadable_schema(sink, schema, targets)
-        read_spec["schema"] = schema.to_dict()
+    read_spec = ReadSpec(
+        table_id=str(schema.table_id), schema=schema, source=SourceSpec.from_options(definition.source),
+        chunks=tuple(ChunkSpec.from_task(t, key_columns) for t in tasks),
+        faults=faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/faults.py)
+    )
+    write_spec = WriterSpec.create(sink, definition, WriteMode.SNAPSHOT, str(schema.table_id),
+                                   [str(t) for t in targets], generations={t.index: t.generation for t in tasks})
+    sink_password = definition.sink.password.get_secret_value()
     if transform is None and definition.pipeline.spark_fused_chunk_tasks:
         for target in targets:
             sink.create_table(schema, target)
-        write_spec = writer_spec(definition, sink.label_prefix, "snapshot", str(schema.table_id), target_names,
-                                 **extra)
         if spark is None:
             messages = run_in_process(read_spec, password, write_spec, sink_password, sink)
         else:
@@ -135,7 +110,7 @@ def run_table(
     else:
         df = (
             spark.read.format(SNAPSHOT_FORMAT)
-            .option("spec", json.dumps(read_spec))
+            .option("spec", read_spec.to_json())
             .option("password", password)
             .load()
         )
@@ -144,8 +119,7 @@ def run_table(
         out_schema = target_schema(schema, transform, df)
         for target in targets:
             sink.create_table(out_schema, target)
-        messages = write_to_doris(df, definition, sink.label_prefix, "snapshot", str(schema.table_id),
-                                  target_names, **extra)
+        messages = write_to_doris(df, definition, write_spec)
     elapsed = time.monotonic() - started
     outcomes = []
     for message in messages:

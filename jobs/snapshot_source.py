@@ -28,11 +28,12 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from cdc_core.instrumentation import faults
-from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema import TableId
 from cdc_core.mysql.connection import MySqlConnectionSettings, MySqlTls
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import doris_arrow_type
+from jobs.specs import ChunkSpec, ReadSpec
 
 logger = logging.getLogger(__name__)
 
@@ -49,16 +50,15 @@ def spark_schema(arrow_schema: pa.Schema) -> StructType:
     return from_arrow_schema(spark_schema_arrow(arrow_schema))
 
 
-def arrow_schema_of(spec: dict[str, Any]) -> pa.Schema:
-
-    schema = TableSchema.from_dict(spec["schema"])
-    tinyint = spec["source"]["tinyint1_as_boolean"]
-    return pa.schema([pa.field(c.name, doris_arrow_type(c, tinyint1_as_boolean=tinyint)) for c in schema.columns])
+def arrow_schema_of(spec: ReadSpec) -> pa.Schema:
+    """The Arrow schema of the spec's table as a chunk read yields it (before :func:`spark_typed`)."""
+    tinyint = spec.source.tinyint1_as_boolean
+    return pa.schema([pa.field(c.name, doris_arrow_type(c, tinyint1_as_boolean=tinyint)) for c in spec.schema.columns])
 
 
 class ChunkPartition(InputPartition):
-    def __init__(self, chunk: dict[str, Any]):
-        super().__init__(chunk["index"])
+    def __init__(self, chunk: ChunkSpec):
+        super().__init__(chunk.index)
         self.chunk = chunk
 
 
@@ -83,35 +83,34 @@ def _during_read(split: SnapshotSplit) -> None:
     faults.fault_point("snapshot.read", table=str(split.table_id), chunk=split.index)
 
 
-def _chunk_reader(spec: dict[str, Any], password: str) -> Any:
-    source = spec["source"]
-    cache_key = json.dumps(source, sort_keys=True)
+def _chunk_reader(spec: ReadSpec, password: str) -> Any:
+    source = spec.source
+    cache_key = json.dumps(source.to_dict(), sort_keys=True)
     reader = _READERS.get(cache_key)
     if reader is None:
         for stale in _READERS.values():
             stale.close()
         _READERS.clear()
         settings = MySqlConnectionSettings(
-            host=source["host"], port=source["port"], user=source["user"], password=password,
-            connect_timeout=source.get("connect_timeout", 30.0),
-            tls=MySqlTls(source.get("ssl_mode", "preferred"), source.get("ssl_ca")),
+            host=source.host, port=source.port, user=source.user, password=password,
+            connect_timeout=source.connect_timeout, tls=MySqlTls(source.ssl_mode, source.ssl_ca),
         )
         reader = SnapshotSplitReader(
-            settings, server_id_range=tuple(source["server_id_range"]), server_time_zone=source["time_zone"],
-            tinyint1_as_boolean=source["tinyint1_as_boolean"], fetch_size=source["fetch_size"],
-            backfill_skip=source["backfill_skip"], pause_after_scan=_during_read,
+            settings, server_id_range=source.server_id_range, server_time_zone=source.time_zone,
+            tinyint1_as_boolean=source.tinyint1_as_boolean, fetch_size=source.fetch_size,
+            backfill_skip=source.backfill_skip, pause_after_scan=_during_read,
         )
         _READERS[cache_key] = reader
     return reader
 
 
 class SnapshotChunkReader(DataSourceReader):
-    def __init__(self, spec: dict[str, Any], password: str):
+    def __init__(self, spec: ReadSpec, password: str):
         self.spec = spec
         self.password = password
 
     def partitions(self) -> list[InputPartition]:
-        return [ChunkPartition(c) for c in self.spec["chunks"]]
+        return [ChunkPartition(c) for c in self.spec.chunks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         spec, chunk = self.spec, partition.chunk  # type: ignore[attr-defined]
@@ -119,40 +118,34 @@ class SnapshotChunkReader(DataSourceReader):
         target = spark_schema_arrow(arrow_schema_of(spec))
         seq = meta["sequence"]
         if data.num_rows:
-            data = data.append_column(CHUNK, pa.array([chunk["index"]] * data.num_rows, pa.int32()))
+            data = data.append_column(CHUNK, pa.array([chunk.index] * data.num_rows, pa.int32()))
             data = data.append_column(META, pa.nulls(data.num_rows, pa.string()))
-            yield from data.cast(target).to_batches(max_chunksize=spec.get("batch_rows", 65536))
+            yield from data.cast(target).to_batches(max_chunksize=spec.batch_rows)
         marker = {f.name: [None] for f in target}
-        marker.update({SEQ: [seq], CHUNK: [chunk["index"]], META: [json.dumps(meta)]})
+        marker.update({SEQ: [seq], CHUNK: [chunk.index], META: [json.dumps(meta)]})
         yield pa.RecordBatch.from_pydict(marker, schema=target)
 
 
-def read_chunk(spec: dict[str, Any], password: str, chunk: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec) -> tuple[pa.Table, dict[str, Any]]:
     """One chunk as it was at its high watermark, Spark-typed (:func:`spark_typed`), with the
     ``__tidemark_seq`` column; and its report: index, rows, watermarks, backfill events, timings."""
 
-    faults.adopt(spec)
-    schema = TableSchema.from_dict(spec["schema"])
-    split = SnapshotSplit(
-        TableId.parse(spec["table_id"]), chunk["index"],
-        None if chunk["start"] is None else tuple(chunk["start"]),
-        None if chunk["end"] is None else tuple(chunk["end"]),
-        tuple(chunk["key_columns"]),
-    )
+    spec.adopt_faults()
+    split = SnapshotSplit(TableId.parse(spec.table_id), chunk.index, chunk.start, chunk.end, chunk.key_columns)
     reader = _chunk_reader(spec, password)
     try:
-        result = reader.read(split, schema)
+        result = reader.read(split, spec.schema)
     except BaseException:
         _READERS.clear()
         reader.close()
         raise
-    logger.debug("chunk %s#%d read: %d row(s), high watermark %s", spec["table_id"], chunk["index"], result.rows,
+    logger.debug("chunk %s#%d read: %d row(s), high watermark %s", spec.table_id, chunk.index, result.rows,
                  result.high_watermark)
     seq = result.high_watermark.sequence
     data = spark_typed(result.table)
     data = data.append_column(SEQ, pa.array([seq] * data.num_rows, pa.int64()))
     meta = {
-        "index": chunk["index"],
+        "index": chunk.index,
         "rows": result.rows,
         "sequence": seq,
         "low_watermark": result.low_watermark.to_dict(),
@@ -174,9 +167,7 @@ def spark_schema_arrow(arrow_schema: pa.Schema) -> pa.Schema:
 class SnapshotChunkDataSource(DataSource):
     """``spark.read.format("tidemark_snapshot").option("spec", json).option("password", pw)``.
 
-    ``spec``: ``{"table_id", "schema" (TableSchema.to_dict), "source": {host, port, user,
-    server_id_range, time_zone, tinyint1_as_boolean, fetch_size, backfill_skip}, "chunks":
-    [{"index", "start", "end", "key_columns"}]}``. The password travels as its own option
+    ``spec``: ``ReadSpec.to_json()`` (``jobs/specs.py``). The password travels as its own option
     (Spark redacts options named like passwords in plans and logs).
     """
 
@@ -185,7 +176,7 @@ class SnapshotChunkDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        return spark_schema(arrow_schema_of(json.loads(self.options["spec"])))
+        return spark_schema(arrow_schema_of(ReadSpec.from_json(self.options["spec"])))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SnapshotChunkReader(json.loads(self.options["spec"]), self.options.get("password", ""))
+        return SnapshotChunkReader(ReadSpec.from_json(self.options["spec"]), self.options.get("password", ""))

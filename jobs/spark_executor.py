@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_core.config import PipelineDefinition
+from cdc_core.doris.sink import DorisSink
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ChangeRow
 from cdc_core.pipeline.executor import ChunkOutcome, TableWork
@@ -50,9 +51,9 @@ class SparkExecutor:
         logger.info("snapshot job: %d chunk(s) of %d table(s) on Spark", chunks, len(work))
         return run_snapshot(self.session(), definition, sink, work)
 
-    def load_binlog_changes(self, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
+    def load_binlog_changes(self, definition: PipelineDefinition, sink: DorisSink, targets: tuple[TableId, ...],
                             batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
-        return load_with_spark(self.session(), definition, label_prefix, targets, batch_id, rows, schema)
+        return load_with_spark(self.session(), definition, sink, targets, batch_id, rows, schema)
 
 
 def spark_service(definition: PipelineDefinition, store: StateStore | None = None) -> PipelineService:

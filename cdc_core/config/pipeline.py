@@ -122,10 +122,6 @@ class PipelineDefinition:
         """Where this pipeline keeps its state; relative paths are taken from the working directory."""
         return Path(self.pipeline.state_dir or f".tidemark/state/{self.name}").resolve()
 
-    @property
-    def label_prefix(self) -> str:
-        """Doris label prefix: the sink's, else ``tidemark_<pipeline>``, so pipelines never share labels."""
-        return self.sink.label_prefix or f"tidemark_{self.name}"[:64]
 
 
 def _substitute(value: Any, key: str, path: Path, env: dict[str, str]) -> Any:

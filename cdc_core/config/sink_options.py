@@ -47,7 +47,8 @@ class DorisSinkOptions(OptionBlock):
     max_retries: int = Field(3, ge=0, alias="sink.max-retries")
     buffer_size: int = Field(1024 * 1024, gt=0, alias="sink.buffer-size")
     buffer_count: int = Field(3, gt=0, alias="sink.buffer-count")
-    label_prefix: str = Field("", alias="sink.label-prefix")
+    # as written (may be empty); the effective prefix is the sink's (cdc_core/doris/labels.py:label_prefix)
+    configured_label_prefix: str = Field("", alias="sink.label-prefix")
     enable_delete: bool = Field(True, alias="sink.enable-delete")
     batch_mode: bool = Field(True, alias="sink.enable.batch-mode")
     flush_queue_size: int = Field(2, gt=0, alias="sink.flush.queue-size")
@@ -119,7 +120,7 @@ class DorisSinkOptions(OptionBlock):
                                  f"got {node.strip()!r}")
         return v
 
-    @field_validator("label_prefix")
+    @field_validator("configured_label_prefix")
     @classmethod
     def _label_prefix(cls, v: str) -> str:
         if v and not re.fullmatch(r"[-_A-Za-z0-9:]{1,64}", v):

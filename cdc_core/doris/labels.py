@@ -45,6 +45,24 @@ def make_label(prefix: str, database: str, table: str, batch_id: str) -> str:
     return label
 
 
+def label_prefix(configured: str, pipeline: str, epoch: str | None) -> str:
+    """The prefix of every label a pipeline's sink makes: ``<base>_<epoch>``.
+
+    ``base`` is ``sink.label-prefix`` as written (``configured``), else ``tidemark_<pipeline>``
+    cut to 64 characters, so two pipelines never share labels. ``epoch`` is drawn once per state
+    store and kept there (``cdc_core/state/keys.py:LABEL_EPOCH``), so a fresh state (a deleted
+    state directory, a second copy of the pipeline) never meets the labels an old one committed;
+    None for a sink without a state store (a tool, a test): the base alone.
+
+    Invariant: a function of these three values only. The same state store gives the same prefix
+    on every run, in the driver and in every Spark task, so a retried or recovered load meets its
+    own earlier label (exactly-once). ``DorisSink.from_pipeline`` is its only caller; everything
+    else takes the prefix from the sink.
+    """
+    base = configured or f"tidemark_{pipeline}"[:64]
+    return base if epoch is None else f"{base}_{epoch}"
+
+
 def validate_label(label: str) -> str:
     if not LABEL_RE.match(label):
         raise ValueError(f"Doris label {label!r} must match {LABEL_RE.pattern}")

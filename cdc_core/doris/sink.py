@@ -2,7 +2,7 @@
 
 ::
 
-    sink = DorisSink.from_pipeline(definition, type_mapper=...)
+    sink = DorisSink.from_pipeline(definition, label_epoch=..., type_mapper=...)
     sink.recover(commit=[...], abort=[...], probe=[...])     # at start (exactly-once rule 2)
     target = sink.route(source_table_id)[0]                   # routing rules
     sink.create_table(schema, target)                         # CREATE or check, cached layout
@@ -23,12 +23,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from cdc_core.config.selectors import TableSelector
+from cdc_core.config.sink_options import DorisSinkOptions
 from cdc_core.doris import oversize
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import StreamLoadError, TableMismatchError, TransactionLostError
-from cdc_core.doris.labels import make_label
+from cdc_core.doris.labels import label_prefix, make_label
 from cdc_core.doris.metadata_applier import AppliedChange, DorisMetadataApplier
 from cdc_core.doris.partitioning import PartitionSpec, auto_partition_spec, partition_unit
 from cdc_core.doris.routing import TableRouter
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 
 
 class DorisSink:
+    """One pipeline's Doris side. ``label_prefix`` is the effective prefix of its labels, the
+    state store's epoch included (``labels.label_prefix``): the sink owns it, and the Spark jobs
+    take it from the sink (``jobs/specs.py:SinkSpec``), never from the definition."""
+
     def __init__(self, client: DorisHttpClient, label_prefix: str, *, router: TableRouter | None = None,
                  type_mapper: TypeMapper | None = None, table_properties: Mapping[str, str] | None = None,
                  stream_load_properties: Mapping[str, str] | None = None, fmt: str | None = None,
@@ -75,9 +80,30 @@ class DorisSink:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_pipeline(cls, definition: Any, *, type_mapper: TypeMapper | None = None, **overrides: Any) -> DorisSink:
-        """From a ``PipelineDefinition``: ``sink:`` options, ``route:`` rules, label prefix."""
-        opts = definition.sink
+    def from_options(cls, options: DorisSinkOptions, label_prefix: str, **kwargs: Any) -> DorisSink:
+        """The one factory of a sink from its ``sink:`` options: the driver's (:meth:`from_pipeline`,
+        which adds the routes, the transforms' table options and the type mapper) and every Spark
+        worker's (``jobs/doris_writer.py:make_sink``, which loads into named targets and needs none
+        of those). ``label_prefix`` is the effective one, epoch included (``labels.label_prefix``)."""
+        settings: dict[str, Any] = {
+            "table_properties": options.table_create_properties,
+            "stream_load_properties": options.stream_load_properties,
+            "enable_delete": options.enable_delete,
+            "include_schema_changes": options.include_schema_changes,
+            "exclude_schema_changes": options.exclude_schema_changes,
+            "auto_partition_properties": options.table_create_auto_partition_properties,
+        }
+        settings.update(kwargs)
+        return cls(DorisHttpClient.from_options(options), label_prefix, **settings)
+
+    @classmethod
+    def from_pipeline(cls, definition: Any, *, label_epoch: str | None, type_mapper: TypeMapper | None = None,
+                      **overrides: Any) -> DorisSink:
+        """From a ``PipelineDefinition``: ``sink:`` options, ``route:`` rules, transform table options.
+
+        ``label_epoch``: the state store's (``PipelineContext.label_epoch``), None for a sink
+        without one; with the pipeline's configured prefix it makes :attr:`label_prefix`.
+        """
         if type_mapper is None:
             tinyint = getattr(definition.source, "tinyint1_as_boolean", True)
             try:
@@ -87,18 +113,12 @@ class DorisSink:
         kwargs: dict[str, Any] = {
             "router": TableRouter.from_pipeline(definition),
             "type_mapper": type_mapper,
-            "table_properties": opts.table_create_properties,
-            "stream_load_properties": opts.stream_load_properties,
-            "enable_delete": opts.enable_delete,
-            "include_schema_changes": opts.include_schema_changes,
-            "exclude_schema_changes": opts.exclude_schema_changes,
             "table_options": _rule_table_options(definition),
             "partition_keys": _rule_partition_keys(definition),
-            "auto_partition_properties": opts.table_create_auto_partition_properties,
         }
         kwargs.update(overrides)
-        label_prefix = kwargs.pop("label_prefix", definition.label_prefix)
-        return cls(DorisHttpClient.from_options(opts), label_prefix, **kwargs)
+        prefix = label_prefix(definition.sink.configured_label_prefix, definition.name, label_epoch)
+        return cls.from_options(definition.sink, prefix, **kwargs)
 
     # -- routing and tables -----------------------------------------------------------------------
 

@@ -22,10 +22,8 @@ from typing import Any
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.chunk_splitter import ChunkSplitter, ChunkSplitterState, SplitOptions
 from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.state.keys import ASSIGNER_STATE
 from cdc_core.state.records import ChunkRecord
-
-STATE_NAMESPACE = "snapshot"
-STATE_KEY = "assigner"
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,7 @@ def assign_into_store(assigner: SnapshotSplitAssigner, store: Any, *, max_steps:
                                     None if s.end is None else list(s.end))
                 for s in batch
             )
-            tx.put(STATE_NAMESPACE, STATE_KEY, assigner.state().to_dict())
+            ASSIGNER_STATE.put(tx, assigner.state().to_dict())
         added += len(batch)
         steps += 1
     return added

@@ -28,11 +28,12 @@ from cdc_core.mysql.purge import ensure_offset_available
 from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.mysql.startup import StartupPlan, resolve_startup
 from cdc_core.pipeline.changes import change_rows, load_in_process
-from cdc_core.pipeline.context import BINLOG_NS, PipelineContext
+from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import PipelineExecutor
 from cdc_core.pipeline.results import BatchResult, BinlogLag
 from cdc_core.pipeline.snapshot import finished_chunks, snapshot_done
 from cdc_core.state import BatchRecord, BatchStatus
+from cdc_core.state.keys import COMMITTED_OFFSET, PENDING_DDL, PLAN_OFFSET, STARTUP, STARTUP_SCHEMAS
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def startup(ctx: PipelineContext) -> StartupPlan:
     """The resolved ``scan.startup.mode``, fixed at first use (``latest-offset`` means the
     latest offset when the pipeline first ran, not at every run). A start without a snapshot
     records the captured tables' schemas at that offset in the same transaction."""
-    saved = ctx.store.get(BINLOG_NS, "startup")
+    saved = STARTUP.get(ctx.store)
     if saved is not None:
         return StartupPlan.from_dict(saved)
     plan = resolve_startup(ctx.definition.source, ctx.settings)
@@ -52,12 +53,13 @@ def startup(ctx: PipelineContext) -> StartupPlan:
         with ctx.connection():
             schemas = [ctx.live_schema(t) for t in ctx.captured_tables()]
     with ctx.store.transaction() as tx:
-        if tx.get(BINLOG_NS, "startup") is not None:  # another process got here first
-            return StartupPlan.from_dict(tx.get(BINLOG_NS, "startup"))
+        first = STARTUP.get(tx)
+        if first is not None:  # another process got here first
+            return StartupPlan.from_dict(first)
         if schemas:
             SchemaHistory(ctx.store).bootstrap(schemas, plan.start, tx=tx)
-            tx.put(BINLOG_NS, "startup_schemas", True)
-        tx.put(BINLOG_NS, "startup", plan.to_dict())
+            STARTUP_SCHEMAS.put(tx, True)
+        STARTUP.put(tx, plan.to_dict())
     logger.info("%s: startup mode %s fixed (snapshot: %s, start: %s)", ctx.definition.name, plan.mode,
                 plan.snapshot, plan.start)
     return plan
@@ -68,10 +70,6 @@ def binlog_ready(ctx: PipelineContext) -> bool:
     return not startup(ctx).snapshot or snapshot_done(ctx)
 
 
-def _offset(data: dict[str, Any] | None) -> BinlogOffset | None:
-    return None if data is None else BinlogOffset.from_dict(data)
-
-
 def _position(offset: dict[str, Any]) -> tuple[int, int]:
     """An offset's place in the binlog files, GTIDs aside."""
     o = BinlogOffset.from_dict(offset)
@@ -80,11 +78,11 @@ def _position(offset: dict[str, Any]) -> tuple[int, int]:
 
 def stream_start(ctx: PipelineContext) -> BinlogOffset | None:
     """The committed offset; before the first batch, where the stream must start."""
-    committed = _offset(ctx.store.get(BINLOG_NS, "committed_offset"))
+    committed = COMMITTED_OFFSET.get(ctx.store)
     if committed is not None:
         return committed
     return HybridSplitAssigner.resume_offset(startup(ctx), finished_chunks(ctx),
-                                             plan_offset=_offset(ctx.store.get(BINLOG_NS, "plan_offset")))
+                                             plan_offset=PLAN_OFFSET.get(ctx.store))
 
 
 def binlog_lag(ctx: PipelineContext) -> BinlogLag:
@@ -107,8 +105,8 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     """
     plan = startup(ctx)
     chunks = finished_chunks(ctx)
-    committed = _offset(ctx.store.get(BINLOG_NS, "committed_offset"))
-    plan_offset = _offset(ctx.store.get(BINLOG_NS, "plan_offset"))
+    committed = COMMITTED_OFFSET.get(ctx.store)
+    plan_offset = PLAN_OFFSET.get(ctx.store)
     split = HybridSplitAssigner.next_split(plan, chunks, committed=committed, plan_offset=plan_offset,
                                            server_offset=ctx.server_offset, stop=stop)
     if split is None:
@@ -121,7 +119,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     source = ctx.definition.source
     history = SchemaHistory(ctx.store)
     captured_tables = ctx.captured_tables()
-    if not ctx.store.get(BINLOG_NS, "startup_schemas"):
+    if not STARTUP_SCHEMAS.get(ctx.store):
         # Schemas not recorded when the stream's start was fixed (a snapshot's tables are
         # recorded by its plan; a state from an older release has none): as they are now.
         # Otherwise a table the history lacks was created after the start, and its CREATE
@@ -194,7 +192,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         tx.put_batch(BatchRecord(batch_id, start.to_dict(), end.to_dict(), BatchStatus.PREPARED, committables,
                                  detail))
         if ddl is not None:
-            tx.put(BINLOG_NS, "pending_ddl", ddl)
+            PENDING_DDL.put(tx, ddl)
     logger.info("binlog batch %s prepared: %d change(s) in %d table(s), %s → %s%s", batch_id,
                 sum(events_per_table.values()), len(events_per_table), start, end,
                 f", stopped before {ddl['type']} on {ddl['table_id']}" if ddl else "")
@@ -215,7 +213,7 @@ def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: Tabl
     big = len(rows) >= ctx.definition.pipeline.binlog_spark_min_events
     if big or ctx.has_transform(table_id):
         logger.debug("%s: %d change(s) of batch %s loaded with Spark", table_id, len(rows), batch_id)
-        return executor.load_binlog_changes(ctx.definition, ctx.sink.label_prefix, targets, batch_id, rows, schema)
+        return executor.load_binlog_changes(ctx.definition, ctx.sink, targets, batch_id, rows, schema)
     return load_in_process(ctx.sink, targets, batch_id, rows, schema)
 
 
@@ -264,14 +262,14 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
         return False
     fault_point("binlog.committing", batch=batch_id)
     with ctx.store.transaction() as tx:
-        current = tx.get(BINLOG_NS, "committed_offset")
-        if current is not None and _position(current) > _position(batch.start_offset):
+        current = COMMITTED_OFFSET.get(tx)
+        if current is not None and _position(current.to_dict()) > _position(batch.start_offset):
             raise RuntimeError(
                 f"binlog batch {batch_id} starts at {batch.start_offset} but the committed offset is already "
-                f"{current}: two streams ran at once for this pipeline"
+                f"{current.to_dict()}: two streams ran at once for this pipeline"
             )
         tx.put_batch(batch.with_status(BatchStatus.COMMITTED))
-        tx.put(BINLOG_NS, "committed_offset", batch.end_offset)
+        COMMITTED_OFFSET.put(tx, BinlogOffset.from_dict(batch.end_offset))
     logger.info("binlog batch %s committed; the stream is at %s", batch_id, batch.end_offset)
     return True
 

@@ -1,5 +1,5 @@
 """What every step of the pipeline service shares: the definition, the state store, the MySQL
-settings, the Doris sink and the label prefix.
+settings, the Doris sink and the label epoch.
 
 The sink is created on first use (a service that only answers a sensor's question needs no
 Doris connection). MySQL connections are short: ``connection()`` opens one for a step and hands
@@ -22,12 +22,13 @@ from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
-from cdc_core.pipeline.snapshot_estimate import BINLOG_NS, META_NS, SNAPSHOT_NS, transform_rule_index
+from cdc_core.pipeline.snapshot_estimate import transform_rule_index
 from cdc_core.state import StateStore
+from cdc_core.state.keys import LABEL_EPOCH
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BINLOG_NS", "META_NS", "SNAPSHOT_NS", "PipelineContext", "transform_rule_index"]
+__all__ = ["PipelineContext", "transform_rule_index"]
 
 
 class PipelineContext:
@@ -41,27 +42,29 @@ class PipelineContext:
         self._conn: Any = None
 
     @property
-    def label_prefix(self) -> str:
-        """The pipeline's label prefix plus this state store's epoch.
+    def label_epoch(self) -> str:
+        """This state store's label epoch, drawn on first use and kept (:data:`LABEL_EPOCH`).
 
         Labels are deterministic so that a retry or a recovery finds its own earlier load; the
-        epoch (drawn once, kept in the state store) keeps a fresh state — a deleted state
-        directory, a second copy of the pipeline — from meeting the labels an old one committed.
+        epoch keeps a fresh state — a deleted state directory, a second copy of the pipeline —
+        from meeting the labels an old one committed. The sink puts it into its label prefix
+        (``cdc_core/doris/labels.py:label_prefix``).
         """
-        epoch = self.store.get(META_NS, "label_epoch")
+        epoch = LABEL_EPOCH.get(self.store)
         if epoch is None:
             with self.store.transaction() as tx:  # the write lock only the first time, rechecked under it
-                epoch = tx.get(META_NS, "label_epoch")
+                epoch = LABEL_EPOCH.get(tx)
                 if epoch is None:
                     epoch = secrets.token_hex(3)
-                    tx.put(META_NS, "label_epoch", epoch)
+                    LABEL_EPOCH.put(tx, epoch)
                     logger.debug("label epoch %s drawn for %s", epoch, self.definition.name)
-        return f"{self.definition.label_prefix}_{epoch}"
+        return epoch
 
     @property
     def sink(self) -> DorisSink:
+        """The pipeline's sink; its ``label_prefix`` is the one every load of this state uses."""
         if self._sink is None:
-            self._sink = DorisSink.from_pipeline(self.definition, label_prefix=self.label_prefix)
+            self._sink = DorisSink.from_pipeline(self.definition, label_epoch=self.label_epoch)
         return self._sink
 
     @contextmanager

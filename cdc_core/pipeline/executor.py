@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdc_core.config import PipelineDefinition
+from cdc_core.doris.sink import DorisSink
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ChangeRow
 
@@ -61,9 +62,10 @@ class PipelineExecutor(Protocol):
         """Read and precommit these chunks (nothing becomes visible); one outcome per chunk."""
         ...
 
-    def load_binlog_changes(self, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
+    def load_binlog_changes(self, definition: PipelineDefinition, sink: DorisSink, targets: tuple[TableId, ...],
                             batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
-        """Compact, transform and precommit one table's changes of a batch; returns the committables."""
+        """Compact, transform and precommit one table's changes of a batch under ``sink``'s label
+        prefix; returns the committables."""
         ...
 
 
@@ -75,7 +77,7 @@ class NoExecutor:
         raise RuntimeError("this pipeline service has no executor: reading snapshot chunks needs Spark "
                            "(give the service jobs.spark_executor.SparkExecutor)")
 
-    def load_binlog_changes(self, definition: PipelineDefinition, label_prefix: str, targets: tuple[TableId, ...],
+    def load_binlog_changes(self, definition: PipelineDefinition, sink: DorisSink, targets: tuple[TableId, ...],
                             batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
         raise RuntimeError("this pipeline service has no executor: a large binlog batch or a table with a transform "
                            "is loaded with Spark (give the service jobs.spark_executor.SparkExecutor)")

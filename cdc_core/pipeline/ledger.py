@@ -13,11 +13,9 @@ import logging
 from typing import Any
 
 from cdc_core.state import StateStore
+from cdc_core.state.keys import STEP_LEDGER, StateKey
 
 logger = logging.getLogger(__name__)
-
-LEDGER_NAMESPACE = "orchestration.steps"
-
 
 class StepLedger:
     """What one step prepared, keyed by run id and step key."""
@@ -26,19 +24,20 @@ class StepLedger:
         self._store = store
 
     @staticmethod
-    def _key(run_id: str, step_key: str) -> str:
-        return f"{run_id}/{step_key}"
+    def _key(run_id: str, step_key: str) -> StateKey[dict[str, Any]]:
+        return STEP_LEDGER.key(f"{run_id}/{step_key}")
 
     def record(self, run_id: str, step_key: str, **entry: Any) -> None:
         with self._store.transaction() as tx:
-            current = tx.get(LEDGER_NAMESPACE, self._key(run_id, step_key), {}) or {}
+            key = self._key(run_id, step_key)
+            current = key.get_or(tx, {}) or {}
             current.update(entry)
-            tx.put(LEDGER_NAMESPACE, self._key(run_id, step_key), current)
+            key.put(tx, current)
         logger.debug("step %s of run %s recorded %s", step_key, run_id, entry)
 
     def read(self, run_id: str, step_key: str) -> dict[str, Any]:
-        return self._store.get(LEDGER_NAMESPACE, self._key(run_id, step_key), {}) or {}
+        return self._key(run_id, step_key).get_or(self._store, {}) or {}
 
     def forget(self, run_id: str, step_key: str) -> None:
         with self._store.transaction() as tx:
-            tx.delete(LEDGER_NAMESPACE, self._key(run_id, step_key))
+            self._key(run_id, step_key).delete(tx)

@@ -36,11 +36,9 @@ from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import connect
 from cdc_core.pipeline.checksum import ChecksumPlan, KeyRange, Segment, mysql_segment
 from cdc_core.pipeline.context import PipelineContext
+from cdc_core.state.keys import PARITY_MYSQL_SIDE
 
 logger = logging.getLogger(__name__)
-
-NAMESPACE = "parity_mysql_side"
-
 
 def fingerprint(plan: ChecksumPlan, key_range: KeyRange) -> str:
     """What a stored segment was computed from: the statement's row text and the range."""
@@ -86,10 +84,11 @@ def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any]
     found: dict[str, Segment] = {}
     with ctx.store.transaction() as tx:
         for item in work:
-            data = tx.get(NAMESPACE, item.key)
+            stored_key = PARITY_MYSQL_SIDE.key(item.key)
+            data = stored_key.get(tx)
             if data is None:
                 continue
-            tx.delete(NAMESPACE, item.key)
+            stored_key.delete(tx)
             stored = Prefetched.from_dict(data)
             if stored.valid(run_id, server_offset, fingerprint(item.plan, item.key_range)):
                 found[item.key] = stored.segment
@@ -141,6 +140,6 @@ def alongside(ctx: PipelineContext, run_id: str, work: list[Work]) -> Iterator[N
         if done:
             with ctx.store.transaction() as tx:
                 for key, stored in done:
-                    tx.put(NAMESPACE, key, stored.to_dict())
+                    PARITY_MYSQL_SIDE.key(key).put(tx, stored.to_dict())
             logger.info("parity: MySQL's side of %d of %d chunk(s) computed during their commits", len(done),
                         len(work))

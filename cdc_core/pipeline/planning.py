@@ -23,15 +23,23 @@ from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import table_status
 from cdc_core.mysql.server_check import check_server
 from cdc_core.mysql.snapshot_assigner import (
-    STATE_KEY,
     AssignerState,
     SnapshotSplitAssigner,
     assign_into_store,
 )
-from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext, transform_rule_index
+from cdc_core.pipeline.context import PipelineContext, transform_rule_index
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.results import PlanResult
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
+from cdc_core.state.keys import (
+    ASSIGNER_STATE,
+    CHUNK_SIZE,
+    CHUNK_SIZES,
+    PLAN_NOTES,
+    PLAN_OFFSET,
+    PLANNED_TABLES,
+    TABLE_ROWS,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +53,8 @@ def plan_splits(ctx: PipelineContext, max_partitions: int = 100_000, max_steps: 
     """
     source = ctx.definition.source
     with ctx.store.transaction(readonly=True) as tx:
-        saved_state = tx.get(SNAPSHOT_NS, STATE_KEY)
-        notes: list[str] = list(tx.get(SNAPSHOT_NS, "plan_notes", []))
+        saved_state = ASSIGNER_STATE.get(tx)
+        notes: list[str] = list(PLAN_NOTES.get_or(tx, []))
     with ctx.connection() as conn:
         if saved_state is None:
             saved_state = _first_round(ctx, max_partitions, notes)
@@ -60,8 +68,8 @@ def plan_splits(ctx: PipelineContext, max_partitions: int = 100_000, max_steps: 
             added = assign_into_store(assigner, ctx.store, max_steps=max_steps)
             logger.info("%s: %d chunk(s) planned this round", ctx.definition.name, added)
     with ctx.store.transaction(readonly=True) as tx:
-        state = AssignerState.from_dict(tx.get(SNAPSHOT_NS, STATE_KEY))
-        tables = tuple(tx.get(SNAPSHOT_NS, "tables", []))
+        state = AssignerState.from_dict(ASSIGNER_STATE.get(tx))
+        tables = tuple(PLANNED_TABLES.get_or(tx, []))
     if state.finished:
         logger.debug("%s: the split plan is complete", ctx.definition.name)
     return PlanResult(tuple(chunk_keys(ctx)), tables, state.finished, tuple(notes))
@@ -97,13 +105,13 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
     with ctx.store.transaction() as tx:
         for schema in schemas:
             tx.put_schema(str(schema.table_id), start_offset.sequence, start_offset.to_dict(), schema.to_dict())
-        tx.put(SNAPSHOT_NS, "chunk_size", chunk_size)
-        tx.put(SNAPSHOT_NS, "chunk_sizes", sizes)
-        tx.put(SNAPSHOT_NS, "table_rows", {str(t): rows for t, (rows, _) in statuses.items()})
-        tx.put(SNAPSHOT_NS, "plan_notes", notes)
-        tx.put(SNAPSHOT_NS, "tables", [str(t) for t in tables])
-        tx.put(SNAPSHOT_NS, STATE_KEY, state)
-        tx.put(BINLOG_NS, "plan_offset", start_offset.to_dict())
+        CHUNK_SIZE.put(tx, chunk_size)
+        CHUNK_SIZES.put(tx, sizes)
+        TABLE_ROWS.put(tx, {str(t): rows for t, (rows, _) in statuses.items()})
+        PLAN_NOTES.put(tx, notes)
+        PLANNED_TABLES.put(tx, [str(t) for t in tables])
+        ASSIGNER_STATE.put(tx, state)
+        PLAN_OFFSET.put(tx, start_offset)
     logger.info("%s: planning %d table(s) from %s, chunks of %s rows", ctx.definition.name, len(tables),
                 start_offset, _sizes_text(sizes) if sizes else chunk_size)
     return state
@@ -119,8 +127,8 @@ def planned_split_options(ctx: PipelineContext) -> SplitOptions:
 
     A plan recorded before per-table sizes existed has one ``chunk_size`` for every table."""
     with ctx.store.transaction(readonly=True) as tx:
-        chunk_size = tx.get(SNAPSHOT_NS, "chunk_size")
-        sizes = tx.get(SNAPSHOT_NS, "chunk_sizes", {})
+        chunk_size = CHUNK_SIZE.get(tx)
+        sizes = CHUNK_SIZES.get_or(tx, {})
     options = SplitOptions.from_source(ctx.definition.source)
     return dataclasses.replace(options, chunk_size=int(chunk_size or options.chunk_size),
                                table_chunk_sizes=tuple(sorted((t, int(n)) for t, n in sizes.items())))
@@ -152,7 +160,7 @@ def doris_name_problems(definition: PipelineDefinition, schemas: list[TableSchem
 def chunk_keys(ctx: PipelineContext) -> list[str]:
     """Every planned chunk, in assignment order (plan order is insertion order in the store)."""
     with ctx.store.transaction(readonly=True) as tx:
-        order = tx.get(SNAPSHOT_NS, "tables", [])
+        order = PLANNED_TABLES.get_or(tx, [])
         chunks = tx.chunks()
     rank = {t: i for i, t in enumerate(order)}
     chunks.sort(key=lambda c: (rank.get(c.table_id, len(rank)), c.chunk_index))

@@ -21,11 +21,9 @@ from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.results import ResolveReport
 from cdc_core.pipeline.snapshot import abandon_chunks, commit_record
 from cdc_core.state import BatchStatus, ChunkStatus
+from cdc_core.state.keys import SPARK_RESULTS
 
 logger = logging.getLogger(__name__)
-
-SPARK_RESULTS_NS = "spark_results"
-
 
 def resolve_pending(ctx: PipelineContext) -> ResolveReport:
     """Commit complete PREPARED records, abort the rest and any lingering transaction of our
@@ -45,7 +43,7 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
     redo: list[str] = []
     with ctx.store.transaction(readonly=True) as tx:
         chunks = tx.chunks()
-        leftovers = tx.items(SPARK_RESULTS_NS)
+        leftovers = SPARK_RESULTS.items(tx)
     for record in chunks:
         labels = [t["label"] for t in record.transactions or []]
         if record.status is ChunkStatus.PREPARED:
@@ -68,7 +66,7 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
             ctx.sink.abort(stray)
             aborted.extend(c["label"] for c in stray)
         with ctx.store.transaction() as tx:
-            tx.delete(SPARK_RESULTS_NS, token)
+            SPARK_RESULTS.key(token).delete(tx)
     return ResolveReport(tuple(committed), tuple(aborted), tuple(failed), tuple(redo))
 
 

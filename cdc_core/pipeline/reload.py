@@ -21,7 +21,7 @@ offsets. So a row whose sequence is below the *smallest* high watermark of the t
 is past its chunk's watermark, so past ``threshold``). The sweep is therefore right whenever it
 runs after the re-read commits, while the stream runs too, and running it again changes nothing.
 
-The sweep's request is recorded (namespace :data:`RELOAD_NS`) in the transaction that marks the
+The sweep's request is recorded (:data:`cdc_core.state.keys.RELOAD_REQUESTS`) in the transaction that marks the
 chunks for reading, and is removed only once done: a crash between the two parts leaves it to the
 next :func:`sweep_pending`, which the service runs after committing chunks and before every
 binlog batch. Each page is one load under a deterministic label (``reload-<ddl>-<page>``), loaded
@@ -49,10 +49,10 @@ from cdc_core.model.schema import TableId
 from cdc_core.pipeline.context import PipelineContext, transform_rule_index
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.state import ChunkStatus
+from cdc_core.state.keys import RELOAD_REQUESTS
 
 logger = logging.getLogger(__name__)
 
-RELOAD_NS = "reload"
 PAGE = 10_000
 """Stale rows per delete load (the FE returns at most 10000 rows per query)."""
 
@@ -79,21 +79,21 @@ def request_reload(tx: Any, table_id: TableId, ddl_offset: BinlogOffset, operati
         tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.PENDING,
                         generation=record.generation + 1, transactions=None)
         keys.append(chunk_key(record.table_id, record.chunk_index))
-    tx.put(RELOAD_NS, str(table_id), {"ddl_offset": ddl_offset.to_dict(), "operation": operation,
-                                      "token": ddl_offset.sequence, "page": 0})
+    RELOAD_REQUESTS.key(str(table_id)).put(tx, {"ddl_offset": ddl_offset.to_dict(), "operation": operation,
+                                                "token": ddl_offset.sequence, "page": 0})
     return keys
 
 
 def pending_reloads(ctx: PipelineContext) -> list[str]:
     """Tables whose sweep has not finished."""
     with ctx.store.transaction(readonly=True) as tx:
-        return [key for key, _ in tx.items(RELOAD_NS)]
+        return [key for key, _ in RELOAD_REQUESTS.items(tx)]
 
 
 def sweep_pending(ctx: PipelineContext) -> list[SweepResult]:
     """Run every requested sweep whose table's chunks are all committed (the others wait)."""
     with ctx.store.transaction(readonly=True) as tx:
-        requests = tx.items(RELOAD_NS)
+        requests = RELOAD_REQUESTS.items(tx)
     return [_sweep(ctx, table_id, request) for table_id, request in requests]
 
 
@@ -120,7 +120,7 @@ def _sweep(ctx: PipelineContext, table_id: str, request: dict[str, Any]) -> Swee
                 continue
             deleted[str(target)] = _sweep_target(ctx, table_id, target, threshold, request)
     with ctx.store.transaction() as tx:
-        tx.delete(RELOAD_NS, table_id)
+        RELOAD_REQUESTS.key(table_id).delete(tx)
     logger.info("reload of %s after %s finished: stale rows deleted %s (sequence below %s)", table_id,
                 request.get("operation"), deleted or "none", threshold)
     return SweepResult(table_id, deleted, threshold, skipped=tuple(skipped))
@@ -182,9 +182,10 @@ def _sweep_target(ctx: PipelineContext, table_id: str, target: TableId, threshol
 
 def _next_page(ctx: PipelineContext, table_id: str, request: dict[str, Any], page: int) -> int:
     with ctx.store.transaction() as tx:
-        if tx.get(RELOAD_NS, table_id) is not None:
-            tx.put(RELOAD_NS, table_id, {**request, "page": page + 1})
+        request_key = RELOAD_REQUESTS.key(table_id)
+        if request_key.get(tx) is not None:
+            request_key.put(tx, {**request, "page": page + 1})
     return page + 1
 
 
-__all__ = ["RELOAD_NS", "SweepResult", "pending_reloads", "request_reload", "sweep_pending"]
+__all__ = ["SweepResult", "pending_reloads", "request_reload", "sweep_pending"]

@@ -32,7 +32,6 @@ from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.connection import connect
 from cdc_core.mysql.ddl_scanner import DdlScanner
 from cdc_core.mysql.schema_history import SchemaHistory
-from cdc_core.pipeline.context import BINLOG_NS
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.reload import request_reload
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
@@ -52,6 +51,7 @@ from cdc_core.schema_evolution.registry import (
     schema_from_history,
 )
 from cdc_core.state import ChunkRecord, ChunkStatus
+from cdc_core.state.keys import BINLOG_PAUSED, COMMITTED_OFFSET, SCHEMA_CHANGE_SCAN
 
 if TYPE_CHECKING:
     from cdc_core.pipeline.service import PipelineService
@@ -152,7 +152,7 @@ class SchemaChangeSteps:
                           lookup, parse_online_schema_changes=source.parse_online_schema_changes)
 
     def committed_offset(self) -> BinlogOffset | None:
-        return _offset(self.ctx.store.get(BINLOG_NS, "committed_offset"))
+        return COMMITTED_OFFSET.get(self.ctx.store)
 
     def next_ddl(self) -> Any:
         """The first DDL on a captured table between the committed offset and the server's
@@ -164,15 +164,15 @@ class SchemaChangeSteps:
         start, server = _offset(lag.committed_offset), _offset(lag.server_offset)
         if start is None or server is None or server <= start:
             return None
-        memo = self.ctx.store.get("schema_registry", "scan") or {}
+        memo = SCHEMA_CHANGE_SCAN.get_or(self.ctx.store, {})
         from_ = start
         if memo.get("start") and memo.get("clean_to"):
             m_start, m_clean = BinlogOffset.from_dict(memo["start"]), BinlogOffset.from_dict(memo["clean_to"])
             if m_start <= start <= m_clean:
                 from_ = m_clean
         result = self.scanner().scan(from_, server)
-        self.ctx.store.put("schema_registry", "scan", {"start": start.to_dict(),
-                                                          "clean_to": max(result.scanned_to, from_).to_dict()})
+        SCHEMA_CHANGE_SCAN.put(self.ctx.store, {"start": start.to_dict(),
+                                                "clean_to": max(result.scanned_to, from_).to_dict()})
         return result.found
 
     # -- the four steps ------------------------------------------------------------------------
@@ -381,7 +381,7 @@ class SchemaChangeSteps:
         record = self.registry.release()
         out: dict[str, Any] = {"status": RequestStatus.IDLE.value, "resumed_at": record["resume_after"],
                                "ddl_offset": record["ddl_offset"]}
-        if first_batch and not self.ctx.store.get("flags", "binlog_paused"):
+        if first_batch and not BINLOG_PAUSED.get(self.ctx.store):
             batch = self.service.run_binlog_batch()
             self.service.commit_batch(batch.batch_id)
             out["first_batch"] = {"batch_id": batch.batch_id, "events": sum(batch.events_per_table.values()),

@@ -49,8 +49,9 @@ from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from cdc_core.pipeline.status import PipelineStatus, pipeline_status
 from cdc_core.pipeline.stream_run import StreamRunPolicy
 from cdc_core.pipeline.targets import DorisTarget, TargetUpdate
-from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
+from cdc_core.schema_evolution.registry import SchemaRegistry
 from cdc_core.state import ChunkStatus, StateStore
+from cdc_core.state.keys import BINLOG_PAUSED
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ class PipelineService:
 
     def binlog_paused(self) -> Any:
         """The pause flag (set by a schema change, or by hand); falsy when the stream may run."""
-        return self.context.store.get(PAUSE_NAMESPACE, PAUSE_KEY)
+        return BINLOG_PAUSED.get(self.context.store)
 
     def run_binlog_batch(self, max_events: int | None = None, *, stop: BinlogOffset | None = None) -> BatchResult:
         """Apply one micro-batch (see ``binlog_batch.run_batch``); its loads end up PREPARED."""

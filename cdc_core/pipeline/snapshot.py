@@ -17,13 +17,14 @@ from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.finished_chunk import FinishedChunk
-from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
-from cdc_core.pipeline.context import SNAPSHOT_NS, PipelineContext
+from cdc_core.mysql.snapshot_assigner import AssignerState
+from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import ChunkTask, PipelineExecutor, TableWork
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
 from cdc_core.pipeline.planning import planned_split_options
 from cdc_core.pipeline.results import ChunkResult
 from cdc_core.state import ChunkRecord, ChunkStatus
+from cdc_core.state.keys import ASSIGNER_STATE, TABLE_ROWS
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
         work: list[TableWork] = []
         gone: dict[str, list[ChunkTask]] = {}
         options = planned_split_options(ctx)
-        planned_rows = ctx.store.get(SNAPSHOT_NS, "table_rows", {})
+        planned_rows = TABLE_ROWS.get_or(ctx.store, {})
         with ctx.connection():
             for table_id, tasks in tasks_by_table.items():
                 try:
@@ -244,7 +245,7 @@ def abort_chunks(ctx: PipelineContext, keys: list[str]) -> None:
 def snapshot_done(ctx: PipelineContext) -> bool:
     """The plan is complete and every planned chunk is COMMITTED."""
     with ctx.store.transaction(readonly=True) as tx:
-        state = tx.get(SNAPSHOT_NS, STATE_KEY)
+        state = ASSIGNER_STATE.get(tx)
         if state is None or not AssignerState.from_dict(state).finished:
             return False
         return all(c.status is ChunkStatus.COMMITTED for c in tx.chunks())

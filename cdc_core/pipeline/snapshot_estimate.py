@@ -4,27 +4,23 @@ A run of at most ``tidemark.snapshot.in-process-rows`` rows reads its chunks in 
 starting Spark would cost it more than its work (``jobs/snapshot_job.py``). ``tidemark run``
 wants to know that before it has imported the rest of Tidemark, so that it can start Spark while
 it does (``orchestration/cli/spark_prestart.py``). So this module needs only the state store and,
-before the first plan, the MySQL client: no Doris sink, no Spark, no Dagster. The state-store
-namespaces and the transform rule lookup live here for the same reason;
-``cdc_core/pipeline/context.py`` re-exports them.
+before the first plan, the MySQL client: no Doris sink, no Spark, no Dagster. The transform rule
+lookup lives here for the same reason; ``cdc_core/pipeline/context.py`` re-exports it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.config.selectors import TableSelector
 from cdc_core.model.schema import TableId
 from cdc_core.state import ChunkStatus, StateStore
+from cdc_core.state.keys import TABLE_ROWS
 
 logger = logging.getLogger(__name__)
 
-META_NS = "meta"
-SNAPSHOT_NS = "snapshot"
-BINLOG_NS = "binlog"
 SNAPSHOT_MODES = ("initial", "snapshot")
 """The ``scan.startup.mode`` values that take a snapshot."""
 
@@ -72,7 +68,7 @@ def rows_left(definition: PipelineDefinition, store: StateStore | None) -> dict[
     if store is None:
         return _server_estimates(definition)
     with store.transaction(readonly=True) as tx:  # the plan's row figures and its chunks, as of one moment
-        planned: dict[str, Any] | None = tx.get(SNAPSHOT_NS, "table_rows")
+        planned = TABLE_ROWS.get(tx)
         chunks = tx.chunks() if planned is not None else []
     if planned is None:
         return _server_estimates(definition)

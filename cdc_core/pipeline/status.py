@@ -26,13 +26,22 @@ from cdc_core.mysql.binlog_distance import EventTimeUnavailable, bytes_between, 
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
 from cdc_core.mysql.purge import binary_logs
-from cdc_core.mysql.snapshot_assigner import STATE_KEY, AssignerState
+from cdc_core.mysql.snapshot_assigner import AssignerState
 from cdc_core.mysql.startup import StartupPlan, resolve_startup
-from cdc_core.pipeline.context import BINLOG_NS, SNAPSHOT_NS, PipelineContext
+from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
-from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE, SchemaRegistry
+from cdc_core.schema_evolution.registry import SchemaRegistry
 from cdc_core.state import BatchStatus, ChunkRecord, ChunkStatus
+from cdc_core.state.keys import (
+    ASSIGNER_STATE,
+    BINLOG_PAUSED,
+    COMMITTED_OFFSET,
+    PENDING_DDL,
+    PLAN_OFFSET,
+    PLANNED_TABLES,
+    STARTUP,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -140,13 +149,13 @@ def pipeline_status(ctx: PipelineContext) -> PipelineStatus:
     store = ctx.store
     with store.transaction(readonly=True) as tx:
         chunks = tx.chunks()
-        assigner = tx.get(SNAPSHOT_NS, STATE_KEY)
-        planned_tables = tx.get(SNAPSHOT_NS, "tables", [])
-        saved_startup = tx.get(BINLOG_NS, "startup")
-        committed = tx.get(BINLOG_NS, "committed_offset")
-        plan_offset = tx.get(BINLOG_NS, "plan_offset")
-        pending_ddl = tx.get(BINLOG_NS, "pending_ddl")
-        paused = tx.get(PAUSE_NAMESPACE, PAUSE_KEY)
+        assigner = ASSIGNER_STATE.get(tx)
+        planned_tables = PLANNED_TABLES.get_or(tx, [])
+        saved_startup = STARTUP.get(tx)
+        committed = COMMITTED_OFFSET.get(tx)
+        plan_offset = PLAN_OFFSET.get(tx)
+        pending_ddl = PENDING_DDL.get(tx)
+        paused = BINLOG_PAUSED.get(tx)
         batches = tx.batches()
     registry = SchemaRegistry(store)
     current = registry.current() or {}
@@ -166,8 +175,7 @@ def pipeline_status(ctx: PipelineContext) -> PipelineStatus:
     if phase is Phase.STREAMING and startup is not None:
         finished = [FinishedChunk.from_state(c) for c in chunks if c.status is ChunkStatus.COMMITTED]
         start = HybridSplitAssigner.resume_offset(
-            startup, finished, committed=None if committed is None else BinlogOffset.from_dict(committed),
-            plan_offset=None if plan_offset is None else BinlogOffset.from_dict(plan_offset))
+            startup, finished, committed=committed, plan_offset=plan_offset)
     stream = _stream_position(ctx, startup, start, batches)
     doris_fe = _probe_doris(ctx)
     return PipelineStatus(

@@ -34,12 +34,16 @@ from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.model.schema_change_codec import event_from_dict, event_to_dict
 from cdc_core.schema_evolution.derivation import DerivedChange, SchemaChangeBehavior
+from cdc_core.state.keys import (
+    BINLOG_PAUSED,
+    COMMITTED_OFFSET,
+    EVOLVED_SCHEMAS,
+    PENDING_DDL,
+    SCHEMA_CHANGE_REQUEST,
+    SCHEMA_CHANGES_DONE,
+    done_name,
+)
 
-NAMESPACE = "schema_registry"
-EVOLVED_NAMESPACE = "schema_registry.evolved"
-CURRENT_KEY = "current"
-PAUSE_NAMESPACE, PAUSE_KEY = "flags", "binlog_paused"
-BINLOG_NAMESPACE = "binlog"
 # A dropped (or renamed-away) table keeps its last schema in the history, marked: the binlog
 # filter still needs the chunk key's type for its snapshot chunks.
 DROPPED_MARK = "tidemark_dropped_at"
@@ -56,10 +60,6 @@ class RegistryStateError(RuntimeError):
     """A step was asked for in a state it does not follow (e.g. apply before flush)."""
 
 
-def _done_key(offset: BinlogOffset) -> str:
-    return f"done:{offset.sequence:020d}"
-
-
 def schema_from_history(data: Any) -> TableSchema | None:
     """A schema-history entry as a schema (None: unknown, dropped or renamed away)."""
     if not data or data.get(DROPPED_MARK):
@@ -68,7 +68,8 @@ def schema_from_history(data: Any) -> TableSchema | None:
 
 
 class SchemaRegistry:
-    """The coordinator's state in the pipeline's state store (namespace ``schema_registry``)."""
+    """The coordinator's state in the pipeline's state store (``cdc_core/state/keys.py``: the request,
+    the finished changes, the evolved schemas, the pause flag)."""
 
     def __init__(self, store: Any):
         self.store = store
@@ -76,7 +77,7 @@ class SchemaRegistry:
     # -- reading ------------------------------------------------------------------------------
 
     def current(self) -> dict[str, Any] | None:
-        return self.store.get(NAMESPACE, CURRENT_KEY)
+        return SCHEMA_CHANGE_REQUEST.get(self.store)
 
     @property
     def status(self) -> RequestStatus:
@@ -85,14 +86,14 @@ class SchemaRegistry:
 
     def handled(self, ddl_offset: BinlogOffset) -> dict[str, Any] | None:
         """The record of a DDL already carried over (None if it was not)."""
-        return self.store.get(NAMESPACE, _done_key(ddl_offset))
+        return SCHEMA_CHANGES_DONE.key(done_name(ddl_offset)).get(self.store)
 
     def history(self) -> list[dict[str, Any]]:
         with self.store.transaction(readonly=True) as tx:
-            return [v for k, v in tx.items(NAMESPACE) if k.startswith("done:")]
+            return [v for _, v in SCHEMA_CHANGES_DONE.items(tx)]
 
     def evolved(self, target: TableId) -> TableSchema | None:
-        data = self.store.get(EVOLVED_NAMESPACE, str(target))
+        data = EVOLVED_SCHEMAS.key(str(target)).get(self.store)
         return None if data is None else TableSchema.from_dict(data)
 
     def derived(self) -> list[DerivedChange] | None:
@@ -119,29 +120,30 @@ class SchemaRegistry:
         stream paused in the same transaction. A request already in progress is returned as it is
         (a re-run resumes it; it is necessarily the first pending DDL in binlog order)."""
         with self.store.transaction() as tx:
-            cur = tx.get(NAMESPACE, CURRENT_KEY)
+            cur = SCHEMA_CHANGE_REQUEST.get(tx)
             if cur is None:
                 cur = {"status": RequestStatus.WAITING_FOR_FLUSH.value,
                        "requested_offset": None if ddl_offset is None else ddl_offset.to_dict(),
                        "requested_at": time.time(), "run_ids": [run_id] if run_id else []}
             elif run_id and run_id not in cur.get("run_ids", []):
                 cur["run_ids"] = [*cur.get("run_ids", []), run_id]
-            tx.put(NAMESPACE, CURRENT_KEY, cur)
-            tx.put(PAUSE_NAMESPACE, PAUSE_KEY, {"reason": "schema change", "status": cur["status"],
-                                                "requested_offset": cur.get("requested_offset"),
-                                                "run_id": run_id, "since": time.time()})
+            SCHEMA_CHANGE_REQUEST.put(tx, cur)
+            BINLOG_PAUSED.put(tx, {"reason": "schema change", "status": cur["status"],
+                                   "requested_offset": cur.get("requested_offset"),
+                                   "run_id": run_id, "since": time.time()})
         return cur
 
     def nothing_to_apply(self, committed: BinlogOffset) -> None:
         """B: the requested offset holds no DDL on a captured table (the stream reached it)."""
         cur = self._expect(RequestStatus.WAITING_FOR_FLUSH)
         with self.store.transaction() as tx:
-            tx.delete(NAMESPACE, CURRENT_KEY)
-            tx.delete(PAUSE_NAMESPACE, PAUSE_KEY)
+            SCHEMA_CHANGE_REQUEST.delete(tx)
+            BINLOG_PAUSED.delete(tx)
             if cur.get("requested_offset"):
                 off = BinlogOffset.from_dict(cur["requested_offset"])
-                tx.put(NAMESPACE, _done_key(off), {"ddl_offset": off.to_dict(), "outcome": "no DDL on a captured "
-                                                   f"table (stream reached {committed})", "finished_at": time.time()})
+                SCHEMA_CHANGES_DONE.key(done_name(off)).put(tx, {
+                    "ddl_offset": off.to_dict(), "outcome": f"no DDL on a captured table (stream reached {committed})",
+                    "finished_at": time.time()})
 
     def flushed(self, flushed_to: BinlogOffset, events: Sequence[SchemaChangeEvent], resume_after: BinlogOffset
                 ) -> dict[str, Any]:
@@ -156,7 +158,7 @@ class SchemaRegistry:
             "table_id": str(first.table_id), "ddl": first.ddl,
             "events": [event_to_dict(e) for e in events], "derived": None,
         })
-        self.store.put(NAMESPACE, CURRENT_KEY, cur)
+        SCHEMA_CHANGE_REQUEST.put(self.store, cur)
         return cur
 
     def set_derived(self, changes: Sequence[DerivedChange], behavior: SchemaChangeBehavior,
@@ -169,7 +171,7 @@ class SchemaRegistry:
         cur["evolved_before"] = {str(t): (None if s is None else s.to_dict()) for t, s in (evolved_before or {}).items()}
         cur["behavior"] = behavior.value
         cur.pop("error", None)
-        self.store.put(NAMESPACE, CURRENT_KEY, cur)
+        SCHEMA_CHANGE_REQUEST.put(self.store, cur)
 
     def outcomes(self) -> list[dict[str, Any] | None]:
         cur = self.current() or {}
@@ -178,56 +180,56 @@ class SchemaRegistry:
     def record_outcome(self, index: int, outcome: Mapping[str, Any]) -> None:
         """One derived change is done (``applied``, ``skipped``, ``ignored`` or ``tolerated``)."""
         with self.store.transaction() as tx:
-            cur = tx.get(NAMESPACE, CURRENT_KEY)
+            cur = SCHEMA_CHANGE_REQUEST.get(tx)
             if not cur or cur.get("status") != RequestStatus.APPLYING.value:
                 raise RegistryStateError("record_outcome outside APPLYING")
             cur["derived"][index]["outcome"] = dict(outcome)
-            tx.put(NAMESPACE, CURRENT_KEY, cur)
+            SCHEMA_CHANGE_REQUEST.put(tx, cur)
 
     def record_error(self, message: str) -> None:
         cur = self.current()
         if cur is not None:
             cur["error"] = message
             cur["error_at"] = time.time()
-            self.store.put(NAMESPACE, CURRENT_KEY, cur)
+            SCHEMA_CHANGE_REQUEST.put(self.store, cur)
 
     def finish(self, tx: Any, evolved: Mapping[TableId, TableSchema | None]) -> None:
         """D: APPLYING → FINISHED, in the caller's transaction (with the schema history)."""
-        cur = tx.get(NAMESPACE, CURRENT_KEY)
+        cur = SCHEMA_CHANGE_REQUEST.get(tx)
         if not cur or cur.get("status") != RequestStatus.APPLYING.value:
             raise RegistryStateError("finish outside APPLYING")
         for target, schema in evolved.items():
             if schema is None:
-                tx.delete(EVOLVED_NAMESPACE, str(target))
+                EVOLVED_SCHEMAS.key(str(target)).delete(tx)
             else:
-                tx.put(EVOLVED_NAMESPACE, str(target), schema.to_dict())
+                EVOLVED_SCHEMAS.key(str(target)).put(tx, schema.to_dict())
         cur["status"] = RequestStatus.FINISHED.value
         cur["applied_at"] = time.time()
-        tx.put(NAMESPACE, CURRENT_KEY, cur)
-        flag = tx.get(PAUSE_NAMESPACE, PAUSE_KEY)
+        SCHEMA_CHANGE_REQUEST.put(tx, cur)
+        flag = BINLOG_PAUSED.get(tx)
         if flag:
-            tx.put(PAUSE_NAMESPACE, PAUSE_KEY, {**flag, "status": RequestStatus.FINISHED.value})
+            BINLOG_PAUSED.put(tx, {**flag, "status": RequestStatus.FINISHED.value})
 
     def release(self) -> dict[str, Any]:
         """E: FINISHED → IDLE: the committed offset moves past the DDL and the pause ends, in one
         transaction. Returns the record kept for the DDL."""
         with self.store.transaction() as tx:
-            cur = tx.get(NAMESPACE, CURRENT_KEY)
+            cur = SCHEMA_CHANGE_REQUEST.get(tx)
             if not cur or cur.get("status") != RequestStatus.FINISHED.value:
                 raise RegistryStateError("release outside FINISHED")
             resume = BinlogOffset.from_dict(cur["resume_after"])
-            committed = tx.get(BINLOG_NAMESPACE, "committed_offset")
-            if committed is None or BinlogOffset.from_dict(committed) < resume:
-                tx.put(BINLOG_NAMESPACE, "committed_offset", resume.to_dict())
-            pending = tx.get(BINLOG_NAMESPACE, "pending_ddl")
+            committed = COMMITTED_OFFSET.get(tx)
+            if committed is None or committed < resume:
+                COMMITTED_OFFSET.put(tx, resume)
+            pending = PENDING_DDL.get(tx)
             if pending and pending.get("offset") and BinlogOffset.from_dict(pending["offset"]) <= resume:
-                tx.delete(BINLOG_NAMESPACE, "pending_ddl")
+                PENDING_DDL.delete(tx)
             record = {k: cur.get(k) for k in ("ddl_offset", "resume_after", "flushed_to", "table_id", "ddl",
                                               "behavior", "derived", "requested_at", "applied_at", "run_ids")}
             record["finished_at"] = time.time()
-            tx.put(NAMESPACE, _done_key(BinlogOffset.from_dict(cur["ddl_offset"])), record)
-            tx.delete(NAMESPACE, CURRENT_KEY)
-            tx.delete(PAUSE_NAMESPACE, PAUSE_KEY)
+            SCHEMA_CHANGES_DONE.key(done_name(BinlogOffset.from_dict(cur["ddl_offset"]))).put(tx, record)
+            SCHEMA_CHANGE_REQUEST.delete(tx)
+            BINLOG_PAUSED.delete(tx)
         return record
 
 

@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from cdc_core.config import PipelineConfigError, load_pipeline, parse_pipeline
+from cdc_core.doris.labels import label_prefix
 
 GOOD = """
 source:
@@ -65,7 +66,9 @@ def test_good_file_keeps_flink_names_and_defaults():
     assert d.routes[0].sink_table == "ods.users"
     assert d.pipeline.schema_change_behavior == "lenient" and d.pipeline.parallelism == 4
     assert d.name == "sync_shop" and d.state_dir.name == "sync_shop"
-    assert d.label_prefix == "tidemark_sync_shop"
+    assert d.sink.configured_label_prefix == ""
+    assert label_prefix(d.sink.configured_label_prefix, d.name, None) == "tidemark_sync_shop"
+    assert label_prefix(d.sink.configured_label_prefix, d.name, "a1b2c3") == "tidemark_sync_shop_a1b2c3"
 
 
 def test_table_selector_reads_flink_syntax():

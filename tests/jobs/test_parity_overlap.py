@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from cdc_core.pipeline import parity_overlap
 from cdc_core.pipeline.checksum import KeyRange, Segment
+from cdc_core.state.keys import PARITY_MYSQL_SIDE
 from tests.jobs.test_verify import write_pipeline
 
 
@@ -36,7 +37,7 @@ def slow_commits(service, monkeypatch, seconds: float) -> None:
 
 def stored_segments(service) -> dict:
     with service.store.transaction(readonly=True) as tx:
-        return dict(tx.items(parity_overlap.NAMESPACE))
+        return dict(PARITY_MYSQL_SIDE.items(tx))
 
 
 def during_commit(results) -> int:

@@ -12,10 +12,9 @@ from cdc_core.instrumentation import faults
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import read_table_schema
-from jobs.doris_writer import writer_spec
 from jobs.fused_chunks import MAX_CHUNKS_PER_TASK, run_fused, task_count
-from jobs.snapshot_job import source_spec
 from jobs.spark_executor import spark_service
+from jobs.specs import ChunkSpec, ReadSpec, SourceSpec, WriteMode, WriterSpec
 from tests.jobs.conftest import doris_load_state, doris_query
 
 
@@ -122,13 +121,12 @@ def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn,
     table = TableId(fresh_db, "pay")
     schema = read_table_schema(root_conn, table)
     runner.sink.create_table(schema, table)
-    chunks = [{"index": i, "start": None if i == 0 else [i * 100 + 1], "end": None if i == 9 else [(i + 1) * 100 + 1],
-               "key_columns": ["id"]} for i in range(10)]
-    read_spec = {"table_id": str(table), "schema": schema.to_dict(), "source": source_spec(definition),
-                 "chunks": chunks}
+    chunks = tuple(ChunkSpec(i, None if i == 0 else (i * 100 + 1,), None if i == 9 else ((i + 1) * 100 + 1,), ("id",))
+                   for i in range(10))
+    read_spec = ReadSpec(str(table), schema, SourceSpec.from_options(definition.source), chunks)
     monkeypatch.setenv(faults.ENV, json.dumps(
         {"snapshot.after_precommit": {"action": "raise", "when": {"chunk": 0}, "sleep_s": 0.8}}))
-    write_spec = writer_spec(definition, runner.sink.label_prefix, "snapshot", str(table), [str(table)])
+    write_spec = WriterSpec.create(runner.sink, definition, WriteMode.SNAPSHOT, str(table), [str(table)])
     with pytest.raises(Exception, match="injected failure at snapshot.after_precommit"):
         run_fused(spark_session, read_spec, "cdc", write_spec, "", runner.sink, parallelism=2)
     states = {doris_load_state(doris_standin, fresh_db, runner.sink.label(table, snapshot_batch_id(str(table), i)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from dagster import DagsterEventType
 
-from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.state.keys import BINLOG_PAUSED
 from orchestration.defs.assets import CHUNKS_PER_RUN, MAX_PARTITIONS
 
 
@@ -256,7 +256,7 @@ def test_a_binlog_run_ends_when_paused_between_batches(harness, monkeypatch):
 
     def commit_then_pause(batch_id):
         done = commit(batch_id)
-        runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, {"reason": "ALTER TABLE shop.orders"})
+        BINLOG_PAUSED.put(runner.store, {"reason": "ALTER TABLE shop.orders"})
         return done
 
     monkeypatch.setattr(runner, "commit_batch", commit_then_pause)
@@ -296,7 +296,7 @@ def test_binlog_failure_aborts_nothing_committed(harness):
 def test_binlog_respects_the_pause_flag(harness):
     all_chunks_committed(harness)
     runner = harness.runner
-    runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, {"reason": "ALTER TABLE shop.orders"})
+    BINLOG_PAUSED.put(runner.store, {"reason": "ALTER TABLE shop.orders"})
     runner.calls.clear()
     result = harness.run_binlog(raise_on_error=False)
     assert not result.success

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.state.keys import BINLOG_PAUSED
 from orchestration.cli.run_once import OnceRun, RunOnceError, _contiguous_ranges, summary_table
 from tests.orchestration.fakes import recording_resource
 
@@ -73,7 +73,7 @@ def test_resumes_only_the_chunks_not_committed(harness):
 
 def test_paused_binlog_stops_with_a_clear_message(harness):
     run = once(harness)
-    run.service.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "ALTER TABLE shop.orders ADD COLUMN x INT")
+    BINLOG_PAUSED.put(run.service.store, "ALTER TABLE shop.orders ADD COLUMN x INT")
     with pytest.raises(RunOnceError, match="paused by a schema change") as caught:
         run.run()
     assert caught.value.code == 3

@@ -7,7 +7,7 @@ import datetime as dt
 import dagster as dg
 from dagster._core.storage.tags import RUN_KEY_TAG
 
-from cdc_core.schema_evolution.registry import PAUSE_KEY, PAUSE_NAMESPACE
+from cdc_core.state.keys import BINLOG_PAUSED
 from tests.orchestration.test_assets_hooks import all_chunks_committed
 
 
@@ -110,7 +110,7 @@ def test_sensor_resolves_pending_commits_before_anything_else(harness):
 
 def test_sensor_and_schedule_respect_the_pause_flag(harness):
     all_chunks_committed(harness)
-    harness.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, "schema change on shop.orders")
+    BINLOG_PAUSED.put(harness.runner.store, "schema change on shop.orders")
     skip = tick(harness)
     assert isinstance(skip, dg.SkipReason) and "paused" in skip.skip_message
     schedule = schedule_of(harness)
@@ -119,7 +119,7 @@ def test_sensor_and_schedule_respect_the_pause_flag(harness):
                                    scheduled_execution_time=when) as context:
         data = schedule.evaluate_tick(context)
     assert not data.run_requests and "paused" in data.skip_message
-    harness.runner.store.put(PAUSE_NAMESPACE, PAUSE_KEY, None)
+    BINLOG_PAUSED.put(harness.runner.store, None)
     with dg.build_schedule_context(instance=harness.instance, resources=resources_of(harness),
                                    scheduled_execution_time=when) as context:
         data = schedule.evaluate_tick(context)

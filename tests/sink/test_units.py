@@ -77,7 +77,7 @@ def test_routes_all_match_first_match_and_identity():
 
 
 def test_sink_from_pipeline_takes_options_and_hides_the_password():
-    sink = DorisSink.from_pipeline(_pipeline(ROUTES, "FIRST_MATCH"), type_mapper=str)
+    sink = DorisSink.from_pipeline(_pipeline(ROUTES, "FIRST_MATCH"), label_epoch=None, type_mapper=str)
     assert sink.label_prefix == "tm_app" and sink.loader.format == "csv"
     assert sink.table_properties == {"replication_num": "1"}
     assert sink.route(TableId("app", "order_9")) == (TableId("ods", "orders"),)
@@ -131,10 +131,10 @@ def test_schema_change_filters_follow_include_and_exclude():
     from cdc_core.model.events import AddColumnEvent, DropColumnEvent, DropTableEvent, TruncateTableEvent
 
     t = TableId("d", "t")
-    sink = DorisSink.from_pipeline(_pipeline(), type_mapper=str, exclude_schema_changes=["drop"])
+    sink = DorisSink.from_pipeline(_pipeline(), label_epoch=None, type_mapper=str, exclude_schema_changes=["drop"])
     assert sink.accepts(AddColumnEvent(t)) and not sink.accepts(DropColumnEvent(t))
     assert not sink.accepts(DropTableEvent(t)) and sink.accepts(TruncateTableEvent(t))
-    only = DorisSink.from_pipeline(_pipeline(), type_mapper=str, include_schema_changes=["column"])
+    only = DorisSink.from_pipeline(_pipeline(), label_epoch=None, type_mapper=str, include_schema_changes=["column"])
     assert only.accepts(AddColumnEvent(t)) and only.accepts(DropColumnEvent(t)) and not only.accepts(DropTableEvent(t))
     assert only.apply_schema_change(DropTableEvent(t)).outcome == "ignored"  # no request is sent
 
@@ -160,7 +160,7 @@ transform:
     partition-keys: region, id
 pipeline: {name: p}
 """
-    sink = DorisSink.from_pipeline(parse_pipeline(text, "p.yaml", env={}))
+    sink = DorisSink.from_pipeline(parse_pipeline(text, "p.yaml", env={}), label_epoch=None)
     orders, daily, raw = TableId("db", "orders"), TableId("db", "daily"), TableId("db", "raw")
     spec = sink.partition_spec(orders, orders)
     assert (spec.columns, spec.origin) == (("region", "id"), "transform[0].partition-keys")

@@ -7,13 +7,12 @@ from cdc_core.model.schema import TableId
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
 from cdc_core.mysql.snapshot_assigner import (
-    STATE_KEY,
-    STATE_NAMESPACE,
     AssignerState,
     SnapshotSplitAssigner,
     assign_into_store,
 )
 from cdc_core.state import StateStore
+from cdc_core.state.keys import ASSIGNER_STATE
 from tests.snapshot.conftest import analyze, run
 
 
@@ -60,14 +59,14 @@ def test_plan_is_persisted_step_by_step_and_resumes(root_conn, fresh_db, text_co
         first = SnapshotSplitAssigner(text_conn, tables, schemas, options)
         assert assign_into_store(first, store, max_steps=2) == 2  # two uneven chunks of table a
         with store.transaction(readonly=True) as tx:
-            cursor = tx.get(STATE_NAMESPACE, STATE_KEY)
+            cursor = ASSIGNER_STATE.get(tx)
             assert len(tx.chunks()) == 2
         # "restart": a new assigner from the persisted cursor finishes the plan
         resumed = SnapshotSplitAssigner(text_conn, [], schemas, options, state=AssignerState.from_dict(cursor))
         assign_into_store(resumed, store)
         with store.transaction(readonly=True) as tx:
             chunks = tx.chunks()
-            assert AssignerState.from_dict(tx.get(STATE_NAMESPACE, STATE_KEY)).finished
+            assert AssignerState.from_dict(ASSIGNER_STATE.get(tx)).finished
     finally:
         store.close()
     got = [(c.table_id, c.chunk_index, c.start, c.end) for c in chunks]

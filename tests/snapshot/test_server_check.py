@@ -136,8 +136,8 @@ def test_the_first_planning_round_checks_the_server(mysql_server, fresh_db, root
     """A pipeline whose user cannot read the binlog fails its first step with the grant that fixes
     it, before anything is planned."""
     from cdc_core.config import load_pipeline
-    from cdc_core.mysql.snapshot_assigner import STATE_KEY
     from cdc_core.pipeline.service import PipelineService
+    from cdc_core.state.keys import ASSIGNER_STATE
 
     run(root_conn,
         "CREATE USER IF NOT EXISTS 'planner'@'%' IDENTIFIED BY 'planner-pass'",
@@ -156,7 +156,7 @@ def test_the_first_planning_round_checks_the_server(mysql_server, fresh_db, root
     try:
         with pytest.raises(ServerCheckError) as err:
             service.plan_splits()
-        assert service.store.get("snapshot", STATE_KEY) is None  # nothing planned
+        assert ASSIGNER_STATE.get(service.store) is None  # nothing planned
     finally:
         service.close()
         run(root_conn, "DROP USER 'planner'@'%'")

@@ -1,0 +1,174 @@
+"""Every key of the state store's ``kv`` records, named once, with the type of its value.
+
+The ``kv`` records are small JSON documents by (namespace, key) (``cdc_core/state/store.py``).
+Which namespaces and keys exist, and what their values are, is decided here and nowhere else:
+a caller reads ``COMMITTED_OFFSET.get(tx)`` and gets a :class:`BinlogOffset` (or None), it never
+spells ``"binlog"`` or ``"committed_offset"``. Two kinds of names:
+
+* :class:`StateKey` — one fixed key (the committed offset, the split plan's cursor, a flag);
+* :class:`StateMap` — a namespace whose keys are chosen at run time (a reload request per table,
+  a Spark job's results per token); ``MAP.key(name)`` is then a :class:`StateKey`.
+
+Invariant: the namespace and key strings and the JSON each ``encode`` writes are the on-disk
+layout of every state store written so far. They never change here without a migration
+(``MIGRATIONS`` in the store): a store written by an earlier Tidemark must read the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from cdc_core.model.offsets import BinlogOffset
+
+T = TypeVar("T")
+
+JsonDict = dict[str, Any]
+
+
+class KvReader(Protocol):
+    """A store or an open transaction: both read a key."""
+
+    def get(self, namespace: str, key: str, default: Any = None) -> Any: ...
+
+
+class KvWriter(Protocol):
+    """A store or an open transaction: both write a key."""
+
+    def put(self, namespace: str, key: str, value: Any) -> None: ...
+
+
+class KvTransaction(KvReader, KvWriter, Protocol):
+    """An open transaction: it also deletes and lists (``StateTransaction``)."""
+
+    def delete(self, namespace: str, key: str) -> None: ...
+
+    def items(self, namespace: str) -> list[tuple[str, Any]]: ...
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _offset(data: Any) -> BinlogOffset:
+    return BinlogOffset.from_dict(data)
+
+
+def _offset_dict(offset: BinlogOffset) -> JsonDict:
+    return offset.to_dict()
+
+
+@dataclass(frozen=True)
+class StateKey(Generic[T]):
+    """One (namespace, key) of the store and how its value is written (``encode``) and read (``decode``)."""
+
+    namespace: str
+    name: str
+    decode: Callable[[Any], T] = _same
+    encode: Callable[[T], Any] = _same
+
+    def get(self, reader: KvReader) -> T | None:
+        """The value, or None when the key was never written (or was deleted)."""
+        data = reader.get(self.namespace, self.name)
+        return None if data is None else self.decode(data)
+
+    def get_or(self, reader: KvReader, default: T) -> T:
+        """The value, or ``default`` when there is none."""
+        value = self.get(reader)
+        return default if value is None else value
+
+    def put(self, writer: KvWriter, value: T) -> None:
+        writer.put(self.namespace, self.name, self.encode(value))
+
+    def delete(self, tx: KvTransaction) -> None:
+        tx.delete(self.namespace, self.name)
+
+
+@dataclass(frozen=True)
+class StateMap(Generic[T]):
+    """A namespace (or the keys under ``prefix`` in one) whose keys are chosen at run time."""
+
+    namespace: str
+    prefix: str = ""
+    decode: Callable[[Any], T] = _same
+    encode: Callable[[T], Any] = _same
+
+    def key(self, name: str) -> StateKey[T]:
+        return StateKey(self.namespace, f"{self.prefix}{name}", self.decode, self.encode)
+
+    def items(self, tx: KvTransaction) -> list[tuple[str, T]]:
+        """Every (name without the prefix, value) of the map, by key."""
+        return [(key[len(self.prefix):], self.decode(value)) for key, value in tx.items(self.namespace)
+                if key.startswith(self.prefix)]
+
+
+# -- meta: the store's identity -----------------------------------------------------------------
+
+LABEL_EPOCH: StateKey[str] = StateKey("meta", "label_epoch")
+"""Drawn once per state store; part of every stream-load label (``cdc_core/doris/labels.py``)."""
+
+# -- snapshot: the split plan -------------------------------------------------------------------
+
+ASSIGNER_STATE: StateKey[JsonDict] = StateKey("snapshot", "assigner")
+"""The splitter's cursor (``AssignerState.to_dict()``)."""
+PLANNED_TABLES: StateKey[list[str]] = StateKey("snapshot", "tables")
+"""The tables of the split plan, in plan order."""
+CHUNK_SIZE: StateKey[int] = StateKey("snapshot", "chunk_size")
+"""The pipeline's chunk size as planned (grown under the partition cap)."""
+CHUNK_SIZES: StateKey[dict[str, int]] = StateKey("snapshot", "chunk_sizes")
+"""Rows per chunk, per table id, as planned."""
+TABLE_ROWS: StateKey[dict[str, int]] = StateKey("snapshot", "table_rows")
+"""The approximate rows of each planned table when it was planned."""
+PLAN_NOTES: StateKey[list[str]] = StateKey("snapshot", "plan_notes")
+"""Why the plan differs from the options (chunk sizes grown)."""
+
+# -- binlog: the stream -------------------------------------------------------------------------
+
+COMMITTED_OFFSET: StateKey[BinlogOffset] = StateKey("binlog", "committed_offset", _offset, _offset_dict)
+"""Where the stream goes on from: the end of the last committed batch."""
+PLAN_OFFSET: StateKey[BinlogOffset] = StateKey("binlog", "plan_offset", _offset, _offset_dict)
+"""The server's offset when the split plan was made."""
+STARTUP: StateKey[JsonDict] = StateKey("binlog", "startup")
+"""The resolved startup mode (``StartupPlan.to_dict()``), fixed at first use."""
+STARTUP_SCHEMAS: StateKey[bool] = StateKey("binlog", "startup_schemas")
+"""True when the captured tables' schemas were recorded at the startup offset."""
+PENDING_DDL: StateKey[JsonDict] = StateKey("binlog", "pending_ddl")
+"""The DDL the last prepared batch stopped before."""
+
+# -- flags ----------------------------------------------------------------------------------------
+
+BINLOG_PAUSED: StateKey[Any] = StateKey("flags", "binlog_paused")
+"""Set (truthy: a reason, a dict) while the stream must not read on (a schema change)."""
+
+# -- schema_registry: the schema-change coordinator ---------------------------------------------
+
+SCHEMA_CHANGE_REQUEST: StateKey[JsonDict] = StateKey("schema_registry", "current")
+"""The schema change under way, with its status."""
+SCHEMA_CHANGE_SCAN: StateKey[JsonDict] = StateKey("schema_registry", "scan")
+"""The DDL scan's memo: how far the binlog was scanned for schema changes."""
+SCHEMA_CHANGES_DONE: StateMap[JsonDict] = StateMap("schema_registry", prefix="done:")
+"""Finished schema changes by their DDL offset (:func:`done_name`)."""
+EVOLVED_SCHEMAS: StateMap[JsonDict] = StateMap("schema_registry.evolved")
+"""A Doris table's schema as the schema changes evolved it, by target table id."""
+
+# -- other namespaces ----------------------------------------------------------------------------
+
+RELOAD_REQUESTS: StateMap[JsonDict] = StateMap("reload")
+"""Tables to read again after a schema change, by table id (``cdc_core/pipeline/reload.py``)."""
+SPARK_RESULTS: StateMap[list[JsonDict]] = StateMap("spark_results")
+"""A Spark write's task messages, by the job's token, until the driver takes them."""
+STEP_LEDGER: StateMap[JsonDict] = StateMap("orchestration.steps")
+"""What a Dagster step prepared, by ``<run id>/<step key>``."""
+PARITY_MYSQL_SIDE: StateMap[JsonDict] = StateMap("parity_mysql_side")
+"""MySQL's side of a chunk's parity check, computed during its commit, by chunk key."""
+
+
+def done_name(offset: BinlogOffset) -> str:
+    """The name of a finished schema change in :data:`SCHEMA_CHANGES_DONE`: sortable by offset."""
+    return f"{offset.sequence:020d}"
+
+
+NAMESPACES: tuple[str, ...] = ("meta", "snapshot", "binlog", "flags", "schema_registry", "schema_registry.evolved",
+                               "reload", "spark_results", "orchestration.steps", "parity_mysql_side")
+"""Every namespace of the ``kv`` records."""
