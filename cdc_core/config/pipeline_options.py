@@ -91,6 +91,10 @@ class PipelineOptions(OptionBlock):
     # a transform, reads and loads its chunks in the driver, one after the other: starting Spark
     # costs ~10 s, more than such a run's work. 0: always Spark.
     snapshot_in_process_rows: int = Field(50_000, ge=0, alias="tidemark.snapshot.in-process-rows")
+    # At most this many chunks in a snapshot plan: each is a Dagster partition, and Dagster's
+    # guidance is at most 100k partitions per asset (the UI slows down past it). A plan that would
+    # need more grows the chunk sizes (``cdc_core/pipeline/planning.py``).
+    snapshot_max_partitions: int = Field(100_000, gt=0, alias="tidemark.snapshot.max-partitions")
     # A binlog batch with fewer changes than this (and no transform) is compacted and loaded in the
     # driver: a Spark job costs seconds, which freshness cannot afford. Above the default batch size
     # (``binlog_max_events``), so a batch goes to Spark only when the user raises that: each

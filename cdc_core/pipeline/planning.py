@@ -6,6 +6,10 @@ the server (binlog settings and grants, ``cdc_core/mysql/server_check.py``), so 
 cannot be captured fails the first step with the setting or grant to change rather than a
 stream that breaks hours later. Splitting is resumable: each step's chunks and the splitter's
 cursor are committed together, so a huge table's plan resumes where it stopped.
+
+The plan is made here and nowhere else: :func:`plan_splits` records it for a run, and
+:func:`next_plan` (``tidemark splits``) shows the one the next run will load: the recorded plan
+when there is one, else what :func:`plan_splits` makes now, in a throw-away store.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.names import DorisNameError, name_problems
 from cdc_core.doris.routing import TableRouter
 from cdc_core.model.schema import TableId, TableSchema
-from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS, table_chunk_rows
+from cdc_core.mysql.chunk_sizing import table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import table_status
 from cdc_core.mysql.server_check import check_server
@@ -27,10 +32,12 @@ from cdc_core.mysql.snapshot_assigner import (
     SnapshotSplitAssigner,
     assign_into_store,
 )
+from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.pipeline.context import PipelineContext, transform_rule_index
-from cdc_core.pipeline.keys import chunk_key
-from cdc_core.pipeline.results import PlanResult
+from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
+from cdc_core.pipeline.results import NextPlan, PlanResult, PlanSource
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
+from cdc_core.state import ChunkRecord, StateStore
 from cdc_core.state.keys import (
     ASSIGNER_STATE,
     CHUNK_SIZE,
@@ -39,17 +46,18 @@ from cdc_core.state.keys import (
     PLAN_OFFSET,
     PLANNED_TABLES,
     TABLE_ROWS,
+    StateKey,
 )
 
 logger = logging.getLogger(__name__)
 
 
-def plan_splits(ctx: PipelineContext, max_partitions: int = 100_000, max_steps: int | None = None) -> PlanResult:
+def plan_splits(ctx: PipelineContext, max_steps: int | None = None) -> PlanResult:
     """Discover tables and split them into chunks (resumable), recording the plan.
 
-    If the whole plan would exceed ``max_partitions`` chunks (Dagster's guidance for one
-    partitioned asset), the chunk size is grown for the pipeline and the reason is returned in
-    ``notes``.
+    If the whole plan would exceed ``tidemark.snapshot.max-partitions`` chunks (Dagster's
+    guidance for one partitioned asset: 100k), the chunk size is grown for the pipeline and the
+    reason is returned in ``notes``.
     """
     source = ctx.definition.source
     with ctx.store.transaction(readonly=True) as tx:
@@ -57,7 +65,7 @@ def plan_splits(ctx: PipelineContext, max_partitions: int = 100_000, max_steps: 
         notes: list[str] = list(PLAN_NOTES.get_or(tx, []))
     with ctx.connection() as conn:
         if saved_state is None:
-            saved_state = _first_round(ctx, max_partitions, notes)
+            saved_state = _first_round(ctx, ctx.definition.pipeline.snapshot_max_partitions, notes)
         state = AssignerState.from_dict(saved_state)
         if not state.finished:
             options = planned_split_options(ctx)
@@ -83,7 +91,7 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
         check_server(conn, captured, user=f"'{ctx.settings.user}'")
         tables: list[TableId] = captured if source.startup_mode in SNAPSHOT_MODES else []
         start_offset = ctx.server_offset()
-        chunk_size = source.chunk_size or FLINK_DEFAULT_ROWS
+        chunk_size = SplitOptions.from_source(source).chunk_size
         statuses = {t: table_status(conn, t) for t in tables}
         sizes = table_chunk_rows(statuses, source.chunk_size)
         if tables:
@@ -165,3 +173,76 @@ def chunk_keys(ctx: PipelineContext) -> list[str]:
     rank = {t: i for i, t in enumerate(order)}
     chunks.sort(key=lambda c: (rank.get(c.table_id, len(rank)), c.chunk_index))
     return [chunk_key(c.table_id, c.chunk_index) for c in chunks]
+
+
+def next_plan(definition: PipelineDefinition) -> NextPlan:
+    """The split plan the next run of ``definition`` makes, recording nothing (``tidemark splits``).
+
+    A plan is fixed by a run's first planning round (its offset, chunk sizes and the row
+    estimates of that moment) and kept in the state store; the run loads those chunks whatever
+    the server's estimates say later. So when the state holds a plan, that plan is the answer.
+    When it holds none, the plan is made by :func:`plan_splits` itself — the same server check,
+    sizing, growth under ``tidemark.snapshot.max-partitions`` and splitter — into an in-memory
+    state store that is dropped afterwards: one code path, and nothing written (no state file
+    is created for a pipeline that never ran). A second, read-only planner would be a second
+    copy of those decisions to keep in step; a dry-run flag through the planner would put "do
+    not write" checks into every step that writes. A plan still being split (a huge table
+    between rounds) is finished the same way from a copy of its recorded part.
+
+    What ``plan_splits`` computes for a pipeline without a plan still depends on the server's
+    row estimates (``SHOW TABLE STATUS``), which InnoDB refreshes in the background: the run
+    that follows makes this plan when the estimates have not moved in between.
+    """
+    recorded = StateStore.open_existing(definition)
+    if recorded is not None:
+        try:
+            with recorded.transaction(readonly=True) as tx:
+                state = ASSIGNER_STATE.get(tx)
+                planned = [(key, key.get(tx)) for key in _PLAN_KEYS]
+                chunks = tx.chunks()
+        finally:
+            recorded.close()
+        if state is not None and AssignerState.from_dict(state).finished:
+            ctx = PipelineContext(definition, _store_with(planned, chunks))
+            return _next_plan(ctx, PlanSource.RECORDED)
+        if state is not None:
+            ctx = PipelineContext(definition, _store_with(planned, chunks))
+            plan_splits(ctx)
+            return _next_plan(ctx, PlanSource.RESUMED)
+    ctx = PipelineContext(definition, StateStore.in_memory())
+    plan_splits(ctx)
+    return _next_plan(ctx, PlanSource.COMPUTED)
+
+
+_PLAN_KEYS: tuple[StateKey[Any], ...] = (ASSIGNER_STATE, PLANNED_TABLES, CHUNK_SIZE, CHUNK_SIZES, TABLE_ROWS,
+                                          PLAN_NOTES)
+"""What :func:`plan_splits` reads back to resume a plan (with the chunks)."""
+
+
+def _store_with(planned: list[tuple[StateKey[Any], Any]], chunks: list[ChunkRecord]) -> StateStore:
+    """An in-memory store holding a copy of a recorded plan (its keys and chunks)."""
+    store = StateStore.in_memory()
+    with store.transaction() as tx:
+        for key, value in planned:
+            if value is not None:
+                key.put(tx, value)
+        tx.add_chunks(chunks)
+    return store
+
+
+def _next_plan(ctx: PipelineContext, source: PlanSource) -> NextPlan:
+    """The plan in ``ctx``'s store, in :func:`chunk_keys` order (the run's); closes ``ctx``."""
+    try:
+        with ctx.store.transaction(readonly=True) as tx:
+            records = {(c.table_id, c.chunk_index): c for c in tx.chunks()}
+            tables = tuple(PLANNED_TABLES.get_or(tx, []))
+            notes = tuple(PLAN_NOTES.get_or(tx, []))
+        splits = []
+        for key in chunk_keys(ctx):
+            record = records[parse_chunk_key(key)]
+            splits.append(SnapshotSplit(TableId.parse(record.table_id), record.chunk_index,
+                                        None if record.start is None else tuple(record.start),
+                                        None if record.end is None else tuple(record.end)))
+        return NextPlan(tuple(splits), tables, source, notes)
+    finally:
+        ctx.close()

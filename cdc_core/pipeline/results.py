@@ -4,7 +4,10 @@ to turn into metadata, checks and progress lines (no store records leak through 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+from cdc_core.mysql.splits import SnapshotSplit
 
 
 @dataclass(frozen=True)
@@ -15,6 +18,24 @@ class PlanResult:
     tables: tuple[str, ...]
     complete: bool  # False while a huge table is still being split (call plan_splits again)
     notes: tuple[str, ...] = ()  # e.g. "shop.big: chunk size grown to 20000 to stay under 100000 partitions"
+
+
+class PlanSource(StrEnum):
+    """Where the plan ``PipelineService.next_plan`` shows comes from (``cdc_core/pipeline/planning.py``)."""
+
+    RECORDED = "recorded"  # the pipeline's state holds the whole plan: the next run loads these chunks
+    RESUMED = "resumed"  # the state holds part of it: the rest split now from its cursor, not recorded
+    COMPUTED = "computed"  # no plan yet: made now by plan_splits in a throw-away store
+
+
+@dataclass(frozen=True)
+class NextPlan:
+    """The chunks the next run loads, in assignment order, and where they come from."""
+
+    splits: tuple[SnapshotSplit, ...]
+    tables: tuple[str, ...]
+    source: PlanSource
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

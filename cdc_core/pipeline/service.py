@@ -41,6 +41,7 @@ from cdc_core.pipeline.results import (
     BatchResult,
     BinlogLag,
     ChunkResult,
+    NextPlan,
     ParityResult,
     PlanResult,
     ResolveReport,
@@ -80,10 +81,16 @@ class PipelineService:
 
     # -- snapshot ---------------------------------------------------------------------------
 
-    def plan_splits(self, max_partitions: int = 100_000, max_steps: int | None = None) -> PlanResult:
+    def plan_splits(self, max_steps: int | None = None) -> PlanResult:
         """Check the server (first round), discover tables and split them into chunks (resumable)."""
         with phase("planning"):
-            return planning.plan_splits(self.context, max_partitions, max_steps)
+            return planning.plan_splits(self.context, max_steps)
+
+    @staticmethod
+    def next_plan(definition: PipelineDefinition) -> NextPlan:
+        """The chunks the next run of ``definition`` loads, recording nothing (``tidemark
+        splits``): the plan in its state, else the one ``plan_splits`` makes now, in memory."""
+        return planning.next_plan(definition)
 
     def chunk_keys(self) -> list[str]:
         """Every planned chunk, in assignment order."""

@@ -281,6 +281,13 @@ class StateStore:
 
         return cls(engine)
 
+    @classmethod
+    def in_memory(cls) -> StateStore:
+        """A store that lives only in this process (one SQLite database in memory, shared by every
+        connection of the engine) and vanishes on ``close``: for computing what a step would record
+        without recording it (``tidemark splits`` on a pipeline that has no plan yet)."""
+        return cls(sa.create_engine("sqlite://", poolclass=sa.pool.StaticPool))
+
     @staticmethod
     def location(definition: Any, url: str | None = None,
                  state_dir: Path | str | None = None) -> tuple[str | None, Path | None]:

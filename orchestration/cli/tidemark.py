@@ -315,17 +315,34 @@ def _status(args: argparse.Namespace) -> int:
 
 def _splits(args: argparse.Namespace) -> int:
     from cdc_core.config import load_pipeline
-    from cdc_core.mysql.plan import plan_splits
+    from cdc_core.mysql.server_check import ServerCheckError
+    from cdc_core.pipeline.service import PipelineService
 
     try:
-        splits = plan_splits(load_pipeline(Path(args.pipeline)).source, args.table or None)
-    except (ValueError, ConnectionError) as exc:
+        plan = PipelineService.next_plan(load_pipeline(Path(args.pipeline)))
+        splits = plan.splits
+        if args.table:
+            planned = {str(s.table_id) for s in splits} | set(plan.tables)
+            missing = [t for t in args.table if t not in planned]
+            if missing:
+                raise ValueError(
+                    f"table(s) {', '.join(missing)} are not in this pipeline's snapshot plan (check 'tables' / "
+                    "'tables.exclude', that the table exists, and scan.startup.mode); planned: "
+                    + (", ".join(sorted(planned)) or "none"))
+            splits = tuple(s for s in splits if str(s.table_id) in args.table)
+    except (ValueError, ConnectionError, ServerCheckError) as exc:
         print(f"tidemark splits: {exc}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps([s.to_plan_dict() for s in splits], ensure_ascii=False))
     else:
         print(splits_report(splits))
+        for note in plan.notes:
+            print(f"note: {note}")
+        print({"recorded": "the plan in the pipeline's state: the next run loads these chunks",
+               "resumed": "the pipeline's plan, its unsplit rest computed now (not recorded)",
+               "computed": "no plan recorded yet: the one the next run makes from the server's estimates now"
+               }[plan.source])
     return 0
 
 
@@ -427,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="one JSON object (field names in README)")
     st.set_defaults(handler=_status)
 
-    spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) Flink CDC would make")
+    spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) the next run loads")
     spl.add_argument("pipeline")
     spl.add_argument("--table", action="append", metavar="DB.TBL", help="only this table (repeatable)")
     spl.add_argument("--json", action="store_true", help="one JSON array of {table, index, start, end}")

@@ -35,8 +35,8 @@ from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 # BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
 warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")
 
-# Dagster's guidance: at most 100k partitions per asset (the UI slows down past it).
-MAX_PARTITIONS = 100_000
+# The cap on partitions (chunks) per asset is the pipeline's tidemark.snapshot.max-partitions,
+# applied by the planning itself (cdc_core/pipeline/planning.py), so `tidemark splits` keeps it too.
 # A backfill of N chunks becomes ceil(N / CHUNKS_PER_RUN) runs; each run starts Spark once.
 CHUNKS_PER_RUN = 500
 # Splitting steps per planning round: partitions appear in the UI round by round, and a crash
@@ -207,7 +207,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         known = set(instance.get_dynamic_partitions(partitions.name))
         rounds = 0
         while True:
-            plan = service.plan_splits(max_partitions=MAX_PARTITIONS, max_steps=PLAN_STEPS_PER_ROUND)
+            plan = service.plan_splits(max_steps=PLAN_STEPS_PER_ROUND)
             rounds += 1
             new = [k for k in plan.chunk_keys if k not in known]
             if new:

@@ -88,8 +88,8 @@ class RecordingRunner(PipelineService):
 
     # -- snapshot ---------------------------------------------------------------------------
 
-    def plan_splits(self, max_partitions: int = 100_000, max_steps: int | None = None) -> PlanResult:
-        self._log("plan_splits", max_partitions)
+    def plan_splits(self, max_steps: int | None = None) -> PlanResult:
+        self._log("plan_splits", max_steps)
         self._plan_calls += 1
         complete = self._plan_calls >= self.script.plan_rounds
         keys = []

@@ -6,7 +6,7 @@ import dagster as dg
 from dagster import DagsterEventType
 
 from cdc_core.state.keys import BINLOG_PAUSED
-from orchestration.defs.assets import CHUNKS_PER_RUN, MAX_PARTITIONS
+from orchestration.defs.assets import CHUNKS_PER_RUN, PLAN_STEPS_PER_ROUND
 
 
 def partitions(h):
@@ -41,7 +41,7 @@ def test_splits_register_one_partition_per_chunk(harness):
     assert result.success
     assert partitions(harness) == ["shop.orders#00000", "shop.orders#00001", "shop.orders#00002",
                                    "shop.items#00000", "shop.items#00001"]
-    assert ("plan_splits", MAX_PARTITIONS) in harness.runner.calls
+    assert ("plan_splits", PLAN_STEPS_PER_ROUND) in harness.runner.calls
     assert harness.runner.names()[0] == "resolve_pending"
     md = result.asset_materializations_for_node(f"{harness.handle.slug}__snapshot_splits")[0].metadata
     assert md["chunks"].value == 5 and md["tables"].value == 2

@@ -10,7 +10,8 @@ from cdc_core.mysql.chunk_sizing import (
     TARGET_CHUNK_BYTES,
     auto_chunk_rows,
 )
-from cdc_core.mysql.plan import plan_splits as cli_plan
+from cdc_core.pipeline.keys import chunk_key
+from cdc_core.pipeline.results import PlanSource
 from cdc_core.pipeline.service import PipelineService
 from tests.snapshot.conftest import analyze, run
 
@@ -53,7 +54,10 @@ def test_unset_chunk_size_sizes_each_table_by_its_rows_and_a_set_one_applies_to_
     wide_rows = auto_chunk_rows(widths["wide"])
     assert wide_rows < 2000 and auto_chunk_rows(widths["narrow"]) >= 20000, widths
 
-    auto = PipelineService(_pipeline(tmp_path, mysql_server, fresh_db, None))
+    definition = _pipeline(tmp_path, mysql_server, fresh_db, None)
+    preview = PipelineService.next_plan(definition)  # `tidemark splits` before the first run
+    assert preview.source is PlanSource.COMPUTED
+    auto = PipelineService(definition)
     try:
         keys = auto.plan_splits().chunk_keys
     finally:
@@ -62,9 +66,8 @@ def test_unset_chunk_size_sizes_each_table_by_its_rows_and_a_set_one_applies_to_
     assert per_table["narrow"] == 1  # 20,000 narrow rows fit one chunk
     assert per_table["wide"] > 1, (per_table, widths)  # 2,000 wide rows need several chunks
 
-    # `tidemark splits` shows the plan the pipeline makes
-    cli = cli_plan(_pipeline(tmp_path, mysql_server, fresh_db, None).source)
-    assert sum(1 for s in cli if s.table_id.table == "wide") == per_table["wide"]
+    # `tidemark splits` showed the plan the pipeline then made
+    assert [chunk_key(str(s.table_id), s.index) for s in preview.splits] == list(keys)
 
     fixed = PipelineService(_pipeline(tmp_path, mysql_server, fresh_db, 5000))
     try:
