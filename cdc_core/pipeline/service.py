@@ -25,18 +25,16 @@ from cdc_core.instrumentation.phases import phase
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline import (
     binlog_batch,
-    parity_overlap,
     planning,
     recovery,
     reload,
     snapshot,
     targets,
-    verification,
-    verify,
 )
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import NoExecutor, PipelineExecutor
 from cdc_core.pipeline.ledger import StepLedger
+from cdc_core.pipeline.parity import chunk_parity, overlap, table_verify
 from cdc_core.pipeline.results import (
     BatchResult,
     BinlogLag,
@@ -122,16 +120,16 @@ class PipelineService:
         the chunks whose loads Doris lost before the commit: PENDING again, to be read again.
 
         ``parity_run_id``: the run whose ``chunk_parity`` check follows; MySQL's side of that check
-        is computed meanwhile, on the core the commits leave idle (``parity_overlap``)."""
+        is computed meanwhile, on the core the commits leave idle (``parity/overlap.py``)."""
         with phase("commit"):
             if parity_run_id is None:
                 return snapshot.commit_chunks(self.context, keys)
             try:
-                work = verification.range_work(self.context, keys)
+                work = chunk_parity.range_work(self.context, keys)
             except Exception:  # noqa: BLE001 - the commit must not wait on it: the check reads MySQL itself
                 logger.warning("parity: could not plan MySQL's side for the commits; the check computes it", exc_info=True)
                 work = []
-            with parity_overlap.alongside(self.context, parity_run_id, work):
+            with overlap.alongside(self.context, parity_run_id, work):
                 return snapshot.commit_chunks(self.context, keys)
 
     def sweep_reloads(self) -> list[reload.SweepResult]:
@@ -229,19 +227,19 @@ class PipelineService:
     def chunk_parity(self, key: str) -> ParityResult:
         """Row count and checksum of the chunk's key range, MySQL against Doris."""
         with phase("parity"):
-            return verification.chunk_parity(self.context, key)
+            return chunk_parity.chunk_parity(self.context, key)
 
     def chunks_parity(self, keys: list[str], run_id: str | None = None) -> list[ParityResult]:
         """``chunk_parity`` of many chunks, batched: one statement per table and side where it can;
         MySQL's side reused where ``run_id``'s commits computed it (``commit_chunks``)."""
         with phase("parity"):
-            return verification.chunks_parity(self.context, keys, run_id)
+            return chunk_parity.chunks_parity(self.context, keys, run_id)
 
     def table_parity(self, table_id: str) -> ParityResult:
         """Row count and checksum of the whole table, MySQL against Doris."""
-        return verification.table_parity(self.context, table_id)
+        return chunk_parity.table_parity(self.context, table_id)
 
-    def verify(self, tables: Sequence[str] | None = None, *, max_keys: int = verify.MAX_KEYS) -> list[verify.TableVerdict]:
+    def verify(self, tables: Sequence[str] | None = None, *, max_keys: int = table_verify.MAX_KEYS) -> list[table_verify.TableVerdict]:
         """Compare these captured tables (default: all) in MySQL and Doris; list differing keys."""
         chosen = list(tables) if tables else self.captured_tables()
         unknown = sorted(set(chosen) - set(self.captured_tables()))
@@ -249,7 +247,7 @@ class PipelineService:
             raise ValueError(f"table(s) {', '.join(unknown)} are not captured by pipeline '{self.definition.name}' "
                              f"(captured: {', '.join(self.captured_tables()) or 'none yet: run the snapshot first'})")
         with phase("verify"), self.context.connection():
-            return [verify.verify_table(self.context, t, max_keys=max_keys) for t in chosen]
+            return [table_verify.verify_table(self.context, t, max_keys=max_keys) for t in chosen]
 
     @contextmanager
     def session(self) -> Iterator[None]:

@@ -1,7 +1,7 @@
 """Doris's ``CRC32(str)`` for the stand-in: the standard CRC-32 (zlib's, MySQL's) of a string's
 bytes, over whole Arrow arrays, as DuckDB hands them to a vectorised function (2048 rows a call).
 
-Verification sums the CRC32 of every row's text (``cdc_core/pipeline/checksum.py``), so on the
+Verification sums the CRC32 of every row's text (``cdc_core/pipeline/parity/row_checksum.py``), so on the
 stand-in this function runs once per row of every checked chunk: a real Doris does it in its C++
 engine. Compiled with numba (a table CRC over the array's own buffers), the stand-in's side of the
 bench table's parity (5M rows, ``bench/snapshot_e2e.py``) took 2.1 s instead of 3.6 s with

@@ -1,4 +1,4 @@
-"""MySQL's side of chunk parity computed during the chunks' commits (``cdc_core/pipeline/parity_overlap.py``):
+"""MySQL's side of chunk parity computed during the chunks' commits (``cdc_core/pipeline/parity/overlap.py``):
 the same run's check uses it and agrees with reading MySQL again; another run, a moved binlog or a
 changed checksum statement make the check read MySQL itself."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from cdc_core.pipeline import parity_overlap
-from cdc_core.pipeline.checksum import KeyRange, Segment
+from cdc_core.pipeline.parity import overlap
+from cdc_core.pipeline.parity.row_checksum import KeyRange, Segment
 from cdc_core.state.keys import PARITY_MYSQL_SIDE
 from tests.jobs.test_verify import write_pipeline
 
@@ -69,23 +69,23 @@ def test_the_check_of_the_same_run_uses_what_the_commits_computed(mysql_server, 
     assert during_commit(service.chunks_parity(keys, "run-1")) == 0
 
     # planning MySQL's side failing never fails a commit (the check reads MySQL itself)
-    from cdc_core.pipeline import verification
+    from cdc_core.pipeline.parity import chunk_parity
 
     def unreachable(ctx, chunk_keys):
         raise ConnectionError("MySQL went away")
 
-    monkeypatch.setattr(verification, "range_work", unreachable)
+    monkeypatch.setattr(chunk_parity, "range_work", unreachable)
     assert service.commit_chunks(keys, parity_run_id="run-1") == []
     monkeypatch.undo()
 
     # another run's check, or a binlog that moved since, reads MySQL itself
     assert stored_segments(service) == {}
     work = parity_overlap_work(service, keys)
-    with parity_overlap.alongside(service.context, "run-2", work):
+    with overlap.alongside(service.context, "run-2", work):
         time.sleep(3)
     assert len(stored_segments(service)) == len(keys)
     assert during_commit(service.chunks_parity(keys, "run-3")) == 0
-    with parity_overlap.alongside(service.context, "run-2", work):
+    with overlap.alongside(service.context, "run-2", work):
         time.sleep(3)
     assert len(stored_segments(service)) == len(keys)
     with root_conn.cursor() as cur:  # any binlogged write, even to a table not captured
@@ -95,7 +95,7 @@ def test_the_check_of_the_same_run_uses_what_the_commits_computed(mysql_server, 
 
 
 def parity_overlap_work(service, keys):
-    from cdc_core.pipeline.verification import range_work
+    from cdc_core.pipeline.parity.chunk_parity import range_work
 
     return range_work(service.context, keys)
 
@@ -104,12 +104,12 @@ def test_a_stored_segment_stands_only_for_its_run_position_and_statement():
     plan = type("Plan", (), {"mysql_row_hash": lambda self: "CRC32(`a`)"})()
     other = type("Plan", (), {"mysql_row_hash": lambda self: "CRC32(CONCAT_WS('|', `a`, `b`))"})()
     rng = KeyRange("id", 1, 100)
-    fp = parity_overlap.fingerprint(plan, rng)
-    stored = parity_overlap.Prefetched("r", {"file": "b.000001", "pos": 4}, fp, Segment(3, 12345))
-    again = parity_overlap.Prefetched.from_dict(stored.to_dict())
+    fp = overlap.fingerprint(plan, rng)
+    stored = overlap.Prefetched("r", {"file": "b.000001", "pos": 4}, fp, Segment(3, 12345))
+    again = overlap.Prefetched.from_dict(stored.to_dict())
     assert again == stored
     assert again.valid("r", {"file": "b.000001", "pos": 4}, fp)
     assert not again.valid("s", {"file": "b.000001", "pos": 4}, fp)
     assert not again.valid("r", {"file": "b.000001", "pos": 5}, fp)
-    assert not again.valid("r", {"file": "b.000001", "pos": 4}, parity_overlap.fingerprint(other, rng))
-    assert not again.valid("r", {"file": "b.000001", "pos": 4}, parity_overlap.fingerprint(plan, replace(rng, end=99)))
+    assert not again.valid("r", {"file": "b.000001", "pos": 4}, overlap.fingerprint(other, rng))
+    assert not again.valid("r", {"file": "b.000001", "pos": 4}, overlap.fingerprint(plan, replace(rng, end=99)))

@@ -106,7 +106,7 @@ def test_verify_bisects_a_large_table_down_to_the_changed_rows(mysql_server, dor
         cur.execute(f"CREATE TABLE `{fresh_db}`.big (id BIGINT PRIMARY KEY, v VARCHAR(20), d DECIMAL(8,2))")
         cur.execute(f"INSERT INTO `{fresh_db}`.big SELECT seq, CONCAT('v', seq), seq / 100 FROM `{fresh_db}`.seq_1_to_30000")
     path = write_pipeline(mysql_server, doris_standin, tmp_path / "state", f"{fresh_db}.big")
-    from cdc_core.pipeline import verify
+    from cdc_core.pipeline.parity import table_verify
 
     service, keys = committed_snapshot(path)
     with root_conn.cursor() as cur:
@@ -114,17 +114,17 @@ def test_verify_bisects_a_large_table_down_to_the_changed_rows(mysql_server, dor
         cur.execute(f"UPDATE `{fresh_db}`.big SET d = 0 WHERE id IN (7, 17777, 29999)")
         cur.execute("SET SESSION sql_log_bin = 1")
     with service.context.connection():
-        verdict = verify.verify_table(service.context, f"{fresh_db}.big")
+        verdict = table_verify.verify_table(service.context, f"{fresh_db}.big")
     assert set(verdict.differing_keys) == {("7",), ("17777",), ("29999",)}
     assert verdict.mysql_rows == verdict.doris_rows == 30000
     # a big table with every chunk as a first segment: three chunks differ, the rest cost two numbers
     assert verdict.differing_segments == 3 and verdict.segments == len(keys)
     with service.context.connection():  # smaller listings: the differing chunks are bisected first
-        bisected = verify.verify_table(service.context, f"{fresh_db}.big", rows_per_listing=50)
+        bisected = table_verify.verify_table(service.context, f"{fresh_db}.big", rows_per_listing=50)
     assert set(bisected.differing_keys) == set(verdict.differing_keys)
     assert bisected.segments > len(keys)
     with service.context.connection():  # past max_keys, the other differing segments are only counted
-        bounded = verify.verify_table(service.context, f"{fresh_db}.big", max_keys=1)
+        bounded = table_verify.verify_table(service.context, f"{fresh_db}.big", max_keys=1)
     assert bounded.keys_truncated and len(bounded.differing_keys) == 1 and bounded.differing_segments == 3
     assert not bounded.equal
     service.close()

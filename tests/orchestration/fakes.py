@@ -17,6 +17,7 @@ from typing import Any
 
 from cdc_core.config import PipelineDefinition, load_pipeline
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
+from cdc_core.pipeline.parity.table_verify import TableVerdict
 from cdc_core.pipeline.results import (
     BatchResult,
     BinlogLag,
@@ -26,7 +27,6 @@ from cdc_core.pipeline.results import (
     ResolveReport,
 )
 from cdc_core.pipeline.service import PipelineService
-from cdc_core.pipeline.verify import TableVerdict
 from cdc_core.state import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus, StateStore
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.resources import TidemarkPipelineResource, pipeline_resource

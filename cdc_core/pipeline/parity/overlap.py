@@ -34,8 +34,8 @@ from typing import Any
 from cdc_core.instrumentation.phases import phase
 from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import connect
-from cdc_core.pipeline.checksum import ChecksumPlan, KeyRange, Segment, mysql_segment
 from cdc_core.pipeline.context import PipelineContext
+from cdc_core.pipeline.parity.row_checksum import ChecksumPlan, KeyRange, Segment, mysql_segment
 from cdc_core.state.keys import PARITY_MYSQL_SIDE
 
 logger = logging.getLogger(__name__)

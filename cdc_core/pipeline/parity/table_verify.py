@@ -1,8 +1,8 @@
 """``tidemark verify``: is each captured table in Doris equal to MySQL, and if not, which rows differ?
 
 Key-range segments are compared by count and checksum computed inside both databases
-(``cdc_core.pipeline.checksum``). The first segments are the snapshot's chunks (their ranges are
-in the state store); a segment that differs is bisected at MySQL's median key until it holds at
+(``row_checksum.py``). The first segments are the snapshot's chunks (their ranges are in the
+state store); a segment that differs is bisected at MySQL's median key until it holds at
 most ``ROWS_PER_LISTING`` rows, and then both sides list that segment's keys with their row
 hashes: the keys whose rows are missing on one side or hash differently are the answer (at most
 ``max_keys`` of them are kept). Equal segments cost two numbers each, so an equal table is
@@ -24,7 +24,8 @@ from cdc_core.model.schema import TableId
 from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
-from cdc_core.pipeline.checksum import (
+from cdc_core.pipeline.context import PipelineContext
+from cdc_core.pipeline.parity.row_checksum import (
     ChecksumPlan,
     KeyRange,
     differing_keys,
@@ -36,8 +37,7 @@ from cdc_core.pipeline.checksum import (
     q,
     where_clause,
 )
-from cdc_core.pipeline.context import PipelineContext
-from cdc_core.pipeline.verification import is_text_key, row_sets
+from cdc_core.pipeline.parity.row_compare import is_text_key, row_sets
 from cdc_core.state import ChunkRecord
 
 logger = logging.getLogger(__name__)

@@ -1,13 +1,11 @@
-"""Verification: parity between MySQL and Doris, a row count and an order-independent checksum.
+"""The parity checks after a snapshot run: each chunk, and a whole table, MySQL against Doris.
 
-The count and the checksum of a key range are computed inside both databases
-(``cdc_core.pipeline.checksum``): each side turns a row into the same canonical text with its own
-SQL, hashes and sums it, and only two numbers travel. The columns whose text the two engines
-cannot render alike (floating point, TIMESTAMP, TIME, BIT, binary, JSON, spatial) are compared
-the old way: rows are read from both sides, MySQL's converted with the snapshot path's own
-conversion (``cdc_core.mysql.types``), both brought to one canonical text per value (numbers by
-value, booleans as 0/1, datetimes without trailing fractional zeros, JSON re-serialised) and
-hashed here (the sum of per-row SHA-1 prefixes modulo 2⁶⁴, so row order never matters).
+``chunk_parity`` / ``chunks_parity`` back the ``chunk_parity`` asset check that follows a run's
+commits, ``table_parity`` the ``table_parity`` check. A key range's row count and checksum are
+computed inside both databases (``row_checksum.py``): each side turns a row into the same
+canonical text with its own SQL, hashes and sums it, and only two numbers travel. The columns
+whose text the two engines cannot render alike are compared by reading rows (``row_compare.py``).
+MySQL's side may already have been computed during the commits (``overlap.py``).
 
 Ranges: a chunk of a numeric or temporal key is compared by the same half-open range on both
 sides. A character key is compared by MySQL's keys (its collation may order and compare
@@ -19,13 +17,9 @@ not compared (its Doris rows are not the source's rows); the result says why it 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc_core.model.schema import Column, TableId, TableSchema
@@ -33,149 +27,25 @@ from cdc_core.mysql.connection import connect
 from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
-from cdc_core.mysql.types import TypeKind, kind_of
-from cdc_core.pipeline import parity_overlap
-from cdc_core.pipeline.checksum import (
-    PAGE,
+from cdc_core.pipeline.context import PipelineContext
+from cdc_core.pipeline.keys import chunk_key
+from cdc_core.pipeline.parity import overlap
+from cdc_core.pipeline.parity.row_checksum import (
     ChecksumPlan,
     KeyRange,
     Segment,
-    doris_literal,
     doris_row_hashes,
     doris_segment,
     doris_segments,
     mysql_row_hashes,
     mysql_segment,
     mysql_segments,
-    q,
 )
-from cdc_core.pipeline.context import PipelineContext
-from cdc_core.pipeline.keys import chunk_key
+from cdc_core.pipeline.parity.row_compare import is_text_key, row_sets
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.snapshot import chunk_records
 
 logger = logging.getLogger(__name__)
-
-
-
-def _canonical(value: Any, kind: str) -> str:
-    if value is None:
-        return "\\N"
-    if kind in (TypeKind.BOOL,) or isinstance(value, bool):
-        if isinstance(value, str):
-            return "1" if value.strip().lower() in ("1", "true") else "0"
-        return "1" if value else "0"
-    if kind in (TypeKind.INT, TypeKind.UINT64, TypeKind.YEAR, TypeKind.DECIMAL, TypeKind.BIT):
-        try:
-            number = Decimal(str(value))
-        except InvalidOperation:
-            return str(value)
-        return format(number.normalize(), "f")
-    if kind in (TypeKind.FLOAT, TypeKind.DOUBLE):
-        try:
-            return repr(float(value)) if kind == TypeKind.DOUBLE else f"{float(value):.6g}"
-        except (TypeError, ValueError):
-            return str(value)
-    if kind in (TypeKind.DATETIME, TypeKind.TIMESTAMP, TypeKind.TIME):
-        text = str(value).replace("T", " ")
-        if "." in text:
-            text = text.rstrip("0").rstrip(".")
-        return text
-    if kind == TypeKind.JSON:
-        try:
-            return json.dumps(json.loads(value) if isinstance(value, str) else value, sort_keys=True,
-                              separators=(",", ":"))
-        except (TypeError, ValueError):
-            return str(value)
-    return str(value)
-
-
-def row_hash(values: Iterable[str]) -> int:
-    digest = hashlib.sha1("\x1f".join(values).encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-class RowSet:
-    """Count and checksum of rows, canonicalised per column kind."""
-
-    def __init__(self, columns: list[Column], tinyint1_as_boolean: bool):
-        self.kinds = [kind_of(c, tinyint1_as_boolean=tinyint1_as_boolean) for c in columns]
-        self.count = 0
-        self.total = 0
-
-    def add(self, row: Iterable[Any]) -> None:
-        self.count += 1
-        self.total = (self.total + row_hash(_canonical(v, k) for v, k in zip(row, self.kinds, strict=True))) % 2**64
-
-    @property
-    def checksum(self) -> str:
-        return f"{self.total:016x}"
-
-
-def mysql_rows(reader: Any, schema: TableSchema, split: Any) -> Iterator[list[Any]]:
-    """The range's rows from MySQL as Doris values (the snapshot path's conversion)."""
-    names = list(schema.column_names)
-    for batch in reader.scan_batches(schema, split):
-        columns = [batch.column(n).to_pylist() for n in names]
-        yield from (list(r) for r in zip(*columns, strict=True))
-
-
-def doris_rows_in_range(catalog: Any, target: TableId, columns: list[str], key: str,
-                        start: Any, end: Any, *, unique_key: bool = True) -> Iterator[list[Any]]:
-    """Rows of ``target`` with ``start <= key < end`` (None: unbounded), page by page.
-
-    A unique key pages by key (``key > last``); a key with duplicates (a table without a primary
-    key) pages by offset over an order of every column, so no row is skipped or seen twice.
-    """
-    select = ", ".join(q(c) for c in columns)
-    bounds = []
-    if start is not None:
-        bounds.append(f"{q(key)} >= {doris_literal(start)}")
-    if end is not None:
-        bounds.append(f"{q(key)} < {doris_literal(end)}")
-    order = q(key) if unique_key else ", ".join(q(c) for c in columns)
-    last = None
-    offset = 0
-    while True:
-        conditions = list(bounds)
-        if last is not None:
-            conditions.append(f"{q(key)} > {doris_literal(last)}")
-        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        paging = f"LIMIT {PAGE}" if unique_key else f"LIMIT {PAGE} OFFSET {offset}"
-        rows = catalog.execute(
-            target.database, f"SELECT {select} FROM {q(target.table)}{where} ORDER BY {order} {paging}", limit=PAGE,
-        ).rows
-        yield from (list(r) for r in rows)
-        if len(rows) < PAGE:
-            return
-        if unique_key:
-            last = rows[-1][columns.index(key)]
-        else:
-            offset += PAGE
-
-
-def doris_rows_by_keys(catalog: Any, target: TableId, columns: list[str], key: str,
-                       keys: list[Any]) -> Iterator[list[Any]]:
-    select = ", ".join(q(c) for c in columns)
-    for i in range(0, len(keys), 1000):
-        part = keys[i : i + 1000]
-        values = ", ".join(doris_literal(k) for k in part)
-        yield from (list(r) for r in catalog.execute(
-            target.database, f"SELECT {select} FROM {q(target.table)} WHERE {q(key)} IN ({values}) LIMIT {PAGE}",
-            limit=PAGE,
-        ).rows)
-
-
-def is_text_key(column: Column, tinyint1_as_boolean: bool) -> bool:
-    """Keys whose Doris order (of the text Doris holds) is not MySQL's: compared by value, not range.
-
-    MariaDB's UUID / INET6 / INET4 arrive as text, but the server orders them by their bytes."""
-    return kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean) in (
-        TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.BINARY, TypeKind.JSON, TypeKind.UUID,
-        TypeKind.INET6, TypeKind.INET4)
-
-
-# -- the service's checks ---------------------------------------------------------------------
 
 
 def chunk_parity(ctx: PipelineContext, key: str) -> ParityResult:
@@ -201,7 +71,7 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
 
     ``run_id``: the Dagster run asking; MySQL's side of a chunk that this run computed during the
     chunk's commit, with the binlog still where it was then, is not read again
-    (``cdc_core/pipeline/parity_overlap.py``)."""
+    (``cdc_core/pipeline/parity/overlap.py``)."""
     results: dict[str, ParityResult] = {}
     offset: dict[str, Any] | None = None
     for table in _tables(ctx, keys):
@@ -217,7 +87,7 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
         known: dict[str, Segment] = {}
         if run_id is not None:
             offset = offset or ctx.server_offset().to_dict()
-            known = parity_overlap.take(ctx, run_id, offset, table.work)
+            known = overlap.take(ctx, run_id, offset, table.work)
         mine, theirs = _segments_side_by_side(ctx, table.plan, table.work, known)
         detail = {"target": str(table.plan.target), "in_database": [c.name for c in table.plan.in_db],
                   "statements": "batched"}
@@ -228,7 +98,7 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
     return [results[k] for k in keys]
 
 
-def range_work(ctx: PipelineContext, keys: list[str]) -> list[parity_overlap.Work]:
+def range_work(ctx: PipelineContext, keys: list[str]) -> list[overlap.Work]:
     """The chunks among ``keys`` that ``chunks_parity`` compares by range in both databases, with
     their checksum plans (the ones whose MySQL side can be computed ahead)."""
     return [item for table in _tables(ctx, keys) for item in table.work]
@@ -242,7 +112,7 @@ class _TableChunks:
     chunks: list[Any]
     gone: bool = False  # MySQL no longer has the table
     plan: ChecksumPlan | None = None  # None: chunk by chunk
-    work: list[parity_overlap.Work] = field(default_factory=list)  # compared by range, with ``plan``
+    work: list[overlap.Work] = field(default_factory=list)  # compared by range, with ``plan``
 
 
 def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
@@ -257,7 +127,7 @@ def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
             tables.append(_TableChunks(table_id, chunks, gone=True))
             continue
         work = [] if plan is None else [
-            parity_overlap.Work(chunk_key(*r.key), plan, KeyRange(key_column.name, r.start[0] if r.start else None,
+            overlap.Work(chunk_key(*r.key), plan, KeyRange(key_column.name, r.start[0] if r.start else None,
                                                                   r.end[0] if r.end else None)) for r in chunks]
         tables.append(_TableChunks(table_id, chunks, plan=plan, work=work))
     return tables
@@ -279,7 +149,7 @@ def _range_plan(ctx: PipelineContext, tid: TableId) -> tuple[ChecksumPlan | None
 MYSQL_STREAMS = 2  # MySQL statements in flight per batched parity (one per core here; Doris's runs beside)
 
 
-def _segments_side_by_side(ctx: PipelineContext, plan: ChecksumPlan, work: list[parity_overlap.Work],
+def _segments_side_by_side(ctx: PipelineContext, plan: ChecksumPlan, work: list[overlap.Work],
                            known: dict[str, Segment]) -> tuple[list[Segment], list[Segment]]:
     """Doris's statement and MySQL's (split into contiguous parts, each on its own connection) at once;
     MySQL's side of the chunks in ``known`` is not read again."""
@@ -371,26 +241,3 @@ def _parity(ctx: PipelineContext, schema: TableSchema, reader_factory: Any, spli
     logger.debug("parity of %s %s: MySQL %d rows, Doris %d rows, %s", schema.table_id, key_range or "(whole)",
                  mine.count, theirs.count, "equal" if result.ok else "DIFFERENT")
     return result
-
-
-def row_sets(ctx: PipelineContext, schema: TableSchema, reader: Any, split: SnapshotSplit, key_column: Column,
-              key_range: tuple[Any, Any] | None, target: TableId) -> tuple[RowSet, RowSet]:
-    """The range's rows read from both sides and hashed here (the columns the databases cannot hash alike)."""
-    tinyint = ctx.definition.source.tinyint1_as_boolean
-    columns = list(schema.columns)
-    names = [c.name for c in columns]
-    mine, theirs = RowSet(columns, tinyint), RowSet(columns, tinyint)
-    keys: list[Any] = []
-    key_index = names.index(key_column.name)
-    for row in mysql_rows(reader, schema, split):
-        mine.add(row)
-        keys.append(row[key_index])
-    if is_text_key(key_column, tinyint) and key_range is not None:
-        doris = doris_rows_by_keys(ctx.sink.catalog, target, names, key_column.name, keys)
-    else:
-        start, end = key_range if key_range is not None else (None, None)
-        unique = tuple(schema.primary_key) == (key_column.name,)
-        doris = doris_rows_in_range(ctx.sink.catalog, target, names, key_column.name, start, end, unique_key=unique)
-    for row in doris:
-        theirs.add(row)
-    return mine, theirs
