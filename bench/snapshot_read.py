@@ -1,6 +1,6 @@
 """Chunk-read throughput as a ratio to the C client scanning the same table, in the same run.
 
-    .venv/bin/python bench/snapshot_read.py [--rows 1000000] [--chunk-size 8096]
+    .venv/bin/python bench/snapshot_read.py [--rows 1000000] [--chunk-size ROWS (default: Flink's, FLINK_DEFAULT_ROWS)]
 
 Starts a private MariaDB (``--dir``, ``--port``), fills ``shop.t(id bigint pk, name varchar(64),
 amount decimal(10,2), ts datetime(3))`` (the table every benchmark here uses) by
@@ -29,6 +29,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cdc_core.model.schema import TableId  # noqa: E402
+from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS  # noqa: E402
 from cdc_core.mysql.chunk_splitter import SplitOptions  # noqa: E402
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect  # noqa: E402
 from cdc_core.mysql.discovery import read_table_schema  # noqa: E402
@@ -92,7 +93,7 @@ def whole_table_seconds(settings: MySqlConnectionSettings, fetch_size: int) -> t
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--chunk-size", type=int, default=8096)
+    ap.add_argument("--chunk-size", type=int, default=FLINK_DEFAULT_ROWS)
     ap.add_argument("--fetch-size", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", default="/tmp/tidemark-bench-snapshot")

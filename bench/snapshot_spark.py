@@ -1,6 +1,6 @@
 """Snapshot throughput through Spark into the Doris stand-in, against the C client scan of the same table.
 
-    .venv/bin/python bench/snapshot_spark.py [--rows 1000000] [--chunk-size 8096] [--parallelism 2]
+    .venv/bin/python bench/snapshot_spark.py [--rows 1000000] [--chunk-size ROWS (default: Flink's, FLINK_DEFAULT_ROWS)] [--parallelism 2]
         [--dataframe | --read-only]
 
 Starts its own MariaDB and Doris stand-in on free ports in a temporary directory, fills
@@ -95,9 +95,11 @@ def cpu_seconds() -> dict[str, float]:
 
 
 def main() -> None:
+    from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--chunk-size", type=int, default=8096)
+    parser.add_argument("--chunk-size", type=int, default=FLINK_DEFAULT_ROWS)
     parser.add_argument("--parallelism", type=int, default=2)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dataframe", action="store_true", help="rows through a DataFrame, not fused tasks")

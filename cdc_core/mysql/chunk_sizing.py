@@ -26,7 +26,9 @@ TARGET_CHUNK_BYTES = 16 * 2**20
 MIN_AUTO_ROWS = 1_024
 MAX_AUTO_ROWS = 131_072
 FLINK_DEFAULT_ROWS = 8096
-"""Flink CDC's default, used when a table's row width is unknown (the server reports none)."""
+"""Flink CDC's default of ``scan.incremental.snapshot.chunk.size``, written here only: the chunk
+size of a table whose row width is unknown (the server reports none), and of
+``SplitOptions.from_source`` before the plan's sizes are applied."""
 
 
 def auto_chunk_rows(avg_row_bytes: int | None) -> int:
