@@ -326,8 +326,8 @@ def _splits(args: argparse.Namespace) -> int:
             missing = [t for t in args.table if t not in planned]
             if missing:
                 raise ValueError(
-                    f"table(s) {', '.join(missing)} are not in this pipeline's snapshot plan (check 'tables' / "
-                    "'tables.exclude', that the table exists, and scan.startup.mode); planned: "
+                    f"table(s) {', '.join(missing)} are not captured by this pipeline's snapshot plan (check "
+                    "'tables' / 'tables.exclude', that the table exists, and scan.startup.mode); planned: "
                     + (", ".join(sorted(planned)) or "none"))
             splits = tuple(s for s in splits if str(s.table_id) in args.table)
     except (ValueError, ConnectionError, ServerCheckError) as exc:
