@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from cdc_core.config import load_pipeline
+from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.planning import next_plan
 from cdc_core.pipeline.results import PlanSource
+from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import StateStore
 from devstack.pipeline_file import write_pipeline
 from orchestration.demo import DATABASE, load_demo
@@ -172,3 +174,39 @@ def test_splits_records_nothing_without_a_plan(mysql_server, root_conn, fresh_db
             store.close()
     else:
         assert not state_dir.exists()
+
+
+def test_splits_finishes_a_plan_still_being_split_without_recording_the_rest(mysql_server, root_conn, fresh_db,
+                                                                            tmp_path):
+    """A plan stopped between rounds (a text key splits one chunk per step): ``next_plan`` prints the
+    recorded chunks and the rest split from the recorded cursor, and the store keeps only what it had;
+    the run that finishes the plan then makes exactly those chunks."""
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.tags (code VARCHAR(20) PRIMARY KEY, n INT NOT NULL)")
+        cur.execute(f"INSERT INTO `{fresh_db}`.tags SELECT CONCAT('tag-', LPAD(seq, 5, '0')), seq "
+                    f"FROM `{fresh_db}`.seq_1_to_300")
+    definition = load_pipeline(write_pipeline(
+        tmp_path / "p.yaml", host=mysql_server.endpoint.host, port=mysql_server.endpoint.port,
+        fe="127.0.0.1:1", tables=f"{fresh_db}.\\.*", name=f"rounds_{fresh_db}", state_dir=tmp_path / "state",
+        source={"scan.incremental.snapshot.chunk.size": 50}))
+    service = PipelineService(definition)
+    try:
+        first = service.plan_splits(max_steps=2)
+        assert not first.complete and len(first.chunk_keys) == 2
+
+        plan = next_plan(definition)
+
+        assert plan.source is PlanSource.RESUMED
+        assert service.chunk_keys() == list(first.chunk_keys)  # nothing recorded by `splits`
+        done = service.plan_splits()
+        assert done.complete
+        with service.store.transaction(readonly=True) as tx:
+            ranges = {(c.table_id, c.chunk_index): (c.start, c.end) for c in tx.chunks()}
+    finally:
+        service.close()
+    assert [chunk_key(str(s.table_id), s.index) for s in plan.splits] == list(done.chunk_keys)
+    assert len(plan.splits) > len(first.chunk_keys)  # the rest was split by `splits`, as the run then did
+    assert all(ranges[(str(s.table_id), s.index)] == (None if s.start is None else list(s.start),
+                                                      None if s.end is None else list(s.end))
+               for s in plan.splits)
+    assert next_plan(definition).source is PlanSource.RECORDED
