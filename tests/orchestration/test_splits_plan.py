@@ -19,7 +19,7 @@ from cdc_core.pipeline.results import PlanSource
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import StateStore
 from devstack.pipeline_file import write_pipeline
-from orchestration.demo import DATABASE, load_demo
+from orchestration.cli.demo import DATABASE, load_demo
 from tests.orchestration.test_e2e_dagster import doris_standin  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
