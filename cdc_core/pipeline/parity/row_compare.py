@@ -17,11 +17,11 @@ from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import TypeKind, kind_of
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.parity.row_checksum import PAGE, doris_literal, q
-from cdc_core.schema import Column, TableId, TableSchema
 
 
 def _canonical(value: Any, kind: str) -> str:
