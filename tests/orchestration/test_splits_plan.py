@@ -18,6 +18,7 @@ from cdc_core.pipeline.planning import next_plan
 from cdc_core.pipeline.results import PlanSource
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import StateStore
+from cdc_core.state.keys import LABEL_EPOCH, PLANNED_TABLES
 from devstack.pipeline_file import write_pipeline
 from orchestration.cli.demo import DATABASE, load_demo
 from tests.orchestration.test_e2e_dagster import doris_standin  # noqa: F401
@@ -50,7 +51,7 @@ def _recorded_plan(pipeline: Path) -> list[dict]:
     assert store is not None, "the run recorded no state"
     try:
         with store.transaction(readonly=True) as tx:
-            order = {t: i for i, t in enumerate(tx.get("snapshot", "tables", []))}
+            order = {t: i for i, t in enumerate(PLANNED_TABLES.get_or(tx, []))}
             chunks = tx.chunks()
     finally:
         store.close()
@@ -156,7 +157,8 @@ def test_splits_records_nothing_without_a_plan(mysql_server, root_conn, fresh_db
         source={"scan.incremental.snapshot.chunk.size": 10}))
     if existing:
         store = StateStore.for_pipeline(definition)
-        store.put("meta", "label_epoch", "abc123")
+        with store.transaction() as tx:
+            LABEL_EPOCH.put(tx, "abc123")
         store.close()
 
     plan = next_plan(definition)
