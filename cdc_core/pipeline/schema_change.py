@@ -8,8 +8,8 @@ flow in Dagster terms is in docs/ARCHITECTURE.md). The coordinator's state machi
 no-op when the registry is already past it and a re-run resumes exactly where a crash stopped.
 
 The Dagster ops (``orchestration/defs/schema_change_job.py``) and ``tidemark run --once`` call these
-steps through ``PipelineService.schema_change_steps``; so do the tests. It is one module over
-~400 lines because the four steps and their helpers share one state machine and one set of
+steps through ``PipelineService.schema_change_steps``; so do the tests. It is one module of
+~550 lines because the four steps and their helpers share one state machine and one set of
 invariants (what the stream's filter expects of the chunks a change adds or marks for reading).
 """
 
