@@ -32,6 +32,8 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 from cdc_core.model.events import DataChangeEvent, SchemaChangeEvent
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.gtid import GtidState
+from cdc_core.mysql.query_text import statement
+from cdc_core.mysql.types.charsets import UndecodableTextError
 
 ChangeEvent = DataChangeEvent | SchemaChangeEvent
 
@@ -128,7 +130,12 @@ def step(ev: Any, pos: StreamPosition, on_query: QueryHandler, on_rows: RowsHand
 
 
 def _query(ev: QueryEvent, pos: StreamPosition, on_query: QueryHandler, size: int) -> BinlogStep:
-    query = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
+    try:
+        query = statement(ev)  # in the client's charset, exactly (mysql-replication reads it as UTF-8)
+    except UndecodableTextError:
+        if _first_word(str(ev.query)) not in _TRANSACTIONAL_STATEMENTS:
+            raise  # a DDL: its names, ENUM members, defaults and comments must be exact
+        query = str(ev.query)  # DML logged as a statement: only its first word is read (framing), never data
     head = query.lstrip()[:10].upper()
     if head.startswith("BEGIN") or head.startswith("XA START"):
         pos.in_transaction = True

@@ -14,6 +14,11 @@ paths share — sees identical input and a row reads the same from either path:
   the binlog, trailing zero bytes cut off): an empty value comes back as ``''``; made ``b''``.
 * ``TIMESTAMP``: kept as a naive UTC ``datetime`` (the binlog stores epoch seconds; the snapshot
   session must read with ``time_zone='+00:00'`` to match).
+* text (``CHAR``/``VARCHAR``/``TEXT``): mysql-replication decodes with Python's codec of a similar
+  name, which differs from MySQL's table for many charsets (or keeps bytes where Python has none).
+  :func:`keep_text_bytes` makes it keep every text column's bytes, and the normaliser decodes them
+  with :mod:`cdc_core.mysql.types.charsets` — the text the server itself converts them to, which is
+  what the snapshot's utf8mb4 session reads.
 """
 
 from __future__ import annotations
@@ -23,10 +28,20 @@ import json
 import re
 import struct
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from pymysqlreplication.constants import FIELD_TYPE
+
 from cdc_core.model.schema import Column, TableSchema
-from cdc_core.mysql.table_map_binding import SchemaHistoryMismatchError, bind_table_map, has_binlog_names
+from cdc_core.mysql.ddl.column_definitions import charset_of_collation
+from cdc_core.mysql.table_map_binding import (
+    SchemaHistoryMismatchError,
+    bind_table_map,
+    has_binlog_names,
+    use_history_members,
+)
+from cdc_core.mysql.types.charsets import UndecodableTextError, decoder_for
 
 _SET_VALUES = re.compile(r"'((?:[^']|'')*)'")
 
@@ -72,7 +87,7 @@ def _json(value: Any) -> Any:
 
     def plain(v: Any) -> Any:
         if isinstance(v, bytes):
-            return v.decode("utf-8", "replace")
+            return _UTF8(v)  # MySQL's binary JSON holds utf8mb4 strings
         if isinstance(v, dict):
             return {plain(k): plain(x) for k, x in v.items()}
         if isinstance(v, list | tuple):
@@ -111,11 +126,55 @@ def _binary(value: Any) -> Any:
     return b"" if isinstance(value, str) and value == "" else value
 
 
+_UTF8 = decoder_for("utf8mb4")
+_TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}
+_STRING_FIELDS = (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB)
+# Not a codec: mysql-replication cannot look it up and keeps the column's bytes (``keep_text_bytes``).
+RAW_TEXT = "tidemark-raw-bytes"
+
+
+def keep_text_bytes(table: Any, schema: TableSchema) -> None:
+    """Have mysql-replication (and the fast decoder) keep the raw bytes of every text column of a
+    named TableMap; the normaliser decodes them exactly. The TableMap's own charset (its collation
+    with ``FULL``; ``bind_table_map``'s with ``MINIMAL``) is kept for :func:`text_column`."""
+    for bcol in table.columns:
+        if bcol.character_set_name != RAW_TEXT and bcol.type in _STRING_FIELDS and bcol.name \
+                and schema.has_column(bcol.name) and schema.column(bcol.name).data_type.lower() in _TEXT:
+            collation = getattr(bcol, "collation_name", None)
+            if bcol.__dict__.get("_tidemark_charset") is None and collation:  # MINIMAL: bind_table_map's
+                bcol.__dict__["_tidemark_charset"] = charset_of_collation(collation)
+            bcol.character_set_name = RAW_TEXT
+
+
+def text_column(bcol: Any, column: Column) -> Column:
+    """The schema's column, with the TableMap's charset when the schema does not know it."""
+    charset = bcol.__dict__.get("_tidemark_charset")
+    if column.charset is None and charset is not None and column.data_type.lower() in _TEXT:
+        return replace(column, charset=charset)
+    return column
+
+
+def _text(column: Column) -> Callable[[Any], Any]:
+    decode = decoder_for(column.charset)
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, bytes | bytearray | memoryview):
+            try:
+                return decode(bytes(value))
+            except UndecodableTextError as exc:
+                raise UndecodableTextError(f"column {column.name!r}: {exc}") from exc
+        return value
+
+    return convert
+
+
 def normalizer(column: Column) -> Callable[[Any], Any] | None:
     """The binlog→pymysql normalisation for one column, or None when the values already agree."""
     data_type = column.data_type.lower()
     if data_type in _BINARY:
         return _binary
+    if data_type in _TEXT:
+        return _text(column)
     if data_type == "set":
         return _set(column)
     if data_type == "bit":
@@ -170,7 +229,7 @@ class RowImageConverter:
                     f"this offset lacks (schema columns: {', '.join(schema.column_names)}); the schema "
                     "history is out of step with the binlog"
                 )
-            column = schema.column(name)
+            column = text_column(bcol, schema.column(name))
             binlog_name = name
             norm = normalizer(column)
             plan.append((binlog_name, column.name, _compose(self.converter, column, norm)))
@@ -194,6 +253,9 @@ class RowImageConverter:
         table = ev.table_map[ev.table_id]
         if not has_binlog_names(table):
             bind_table_map(table, schema)  # before any row is decoded; raises when the two disagree
+        else:
+            use_history_members(table, schema)  # ENUM/SET members in non-UTF-8 charsets, exactly
+        keep_text_bytes(table, schema)  # before any row is decoded: text is decoded here, exactly
         if self._fast is not None:
             fast = self._fast.images(ev, schema)
             if fast is not None:

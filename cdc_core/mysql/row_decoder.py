@@ -15,8 +15,9 @@ Values are produced exactly as the slow path produces them (tests compare both, 
 path, on every type):
 
 * with :class:`cdc_core.mysql.types.DorisValueConverter`, the hot kinds are converted inline
-  (integers, booleans, DECIMAL to its exact text, DATE/DATETIME to their text, UTF-8/latin1 text,
-  DOUBLE); other kinds go through the converter with the value mysql-replication would give;
+  (integers, booleans, DECIMAL to its exact text, DATE/DATETIME to their text, text in any charset
+  through :mod:`cdc_core.mysql.types.charsets`, DOUBLE); other kinds go through the converter with
+  the value mysql-replication would give;
 * with any other converter (or none), every value is the one mysql-replication would give,
   passed through the converter.
 """
@@ -32,7 +33,7 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 
 from cdc_core.model.schema import Column, TableSchema
-from cdc_core.mysql.binlog_values import normalizer
+from cdc_core.mysql.binlog_values import RAW_TEXT, normalizer, text_column
 from cdc_core.mysql.row_formats import (
     COMPRESSED,
     DAYS,
@@ -46,6 +47,7 @@ from cdc_core.mysql.row_formats import (
     valid_date,
 )
 from cdc_core.mysql.types import DorisValueConverter, TypeKind, kind_of
+from cdc_core.mysql.types.charsets import decoder_for, is_utf8, utf8_refusal
 
 _SUPPORTED = {
     FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.INT24, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG, FIELD_TYPE.DOUBLE,
@@ -146,7 +148,14 @@ class _Builder:
             self.emit(f"p += {size}", ind)
             raw = "buf[p:p + n]"
             encoding = python_codec(c.character_set_name)
-            if t != FIELD_TYPE.BLOB and c.character_set_name is None:
+            if c.character_set_name == RAW_TEXT:  # a text column: MySQL's own charset table (binlog_values)
+                charset = self.schema_columns[i].charset
+                if is_utf8(charset):
+                    decoded = f"{raw}.decode()"
+                else:
+                    self.env[f"text{i}"] = decoder_for(charset)
+                    decoded = f"text{i}({raw})"
+            elif t != FIELD_TYPE.BLOB and c.character_set_name is None:
                 decoded = f"{raw}.decode()"  # as mysql-replication: no charset known → UTF-8
             elif encoding is not None:
                 decoded = f"{raw}.decode({encoding!r})"
@@ -313,7 +322,7 @@ class FastRowDecoder:
         cols = table.columns
         if all(c.type in _SUPPORTED for c in cols) and all(c.name for c in cols) \
                 and all(schema.has_column(c.name) for c in cols):
-            schema_cols = [schema.column(c.name) for c in cols]
+            schema_cols = [text_column(c, schema.column(c.name)) for c in cols]
             builder = _Builder(cols, schema_cols, [sc.name for sc in schema_cols], self.fused)
             builder.converter = self.converter
             plan = builder.build(update)
@@ -333,7 +342,10 @@ class FastRowDecoder:
         if decode is None:
             return None
         body = ev.packet.read(ev.event_size - ev.packet.read_bytes)
-        rows = decode(body)
+        try:
+            rows = decode(body)
+        except UnicodeDecodeError as exc:  # utf8 text is decoded inline: the same refusal as the charsets
+            raise utf8_refusal(exc, f"{schema.table_id}: ") from exc
         if update:
             return rows
         return [(r, r) for r in rows]

@@ -63,6 +63,7 @@ from cdc_core.mysql.types import (
     parse_tz,
     select_expression,
 )
+from cdc_core.mysql.types.charsets import UndecodableTextError
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,19 @@ def scan_condition(split: SnapshotSplit, key: Column) -> str | None:
         return f"{k} >= {start}"
     end = key_literal(key, split.end[0])
     return f"{k} >= {start} AND NOT ({k} = {end}) AND {k} <= {end}"
+
+
+def _not_utf8(schema: TableSchema) -> UndecodableTextError:
+    """A text value the server sends as bytes that are no UTF-8: the read stops, nothing is replaced."""
+    columns = [c.name for c in schema.columns if (c.charset or "").lower() in _SURROGATE_CHARSETS]
+    where = f" (its columns that can hold one: {', '.join(columns)})" if columns else ""
+    return UndecodableTextError(
+        f"table {schema.table_id} holds text the server sends as bytes that are not UTF-8, so no Doris value "
+        "can carry it; the value is not replaced. MariaDB allows one such value: a lone UTF-16 surrogate "
+        f"(0xD800-0xDFFF) in a ucs2/utf16/utf32/utf8 column{where}. Fix: correct the stored value at the source")
+
+
+_SURROGATE_CHARSETS = {"ucs2", "utf16", "utf16le", "utf32", "utf8", "utf8mb3", "utf8mb4"}
 
 
 def _default_binlog_reader(settings: MySqlConnectionSettings, server_id: int, schema: TableSchema,
@@ -270,7 +284,12 @@ class SnapshotSplitReader:
                 log.warning("table %s holds values the native reader rejects (%s); reading it as text",
                             schema.table_id, str(exc).splitlines()[0][:200])
                 self._safe_tables.add(schema.table_id)
-        return list(self._raw_batches(schema, split, safe=True))
+        try:
+            return list(self._raw_batches(schema, split, safe=True))
+        except BaseException as exc:
+            if type(exc).__name__ == "PanicException" and "convert the value `Bytes(" in str(exc):
+                raise _not_utf8(schema) from exc
+            raise
 
     def _convert(self, raw: pa.Table | pa.RecordBatch, schema: TableSchema) -> pa.Table:
         return arrow_to_doris(raw, schema.columns, tz=self.tz, tinyint1_as_boolean=self.tinyint1_as_boolean)

@@ -92,7 +92,7 @@ def bound_value(column: Column, raw: Any) -> KeyValue:
     if isinstance(raw, bytes | bytearray):
         if kind_of(column) == TypeKind.BINARY:
             return bytes(raw).hex()
-        return bytes(raw).decode("utf-8", errors="surrogateescape")
+        return bytes(raw).decode("utf-8")  # the session's utf8mb4 text: never replaced
     if isinstance(raw, Decimal):
         return format(raw, "f")
     return str(raw)

@@ -28,6 +28,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import TableMapEvent, find_charset
 
 from cdc_core.model.schema import Column, TableSchema
+from cdc_core.mysql.ddl.column_definitions import charset_of_collation
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +200,38 @@ def _mismatch(schema: TableSchema, detail: str) -> SchemaHistoryMismatchError:
     )
 
 
+def use_history_members(table: Any, schema: TableSchema) -> None:
+    """The ENUM/SET members of a named TableMap (``FULL``) in a charset other than UTF-8 → the history's.
+
+    mysql-replication decodes the members the TableMap carries as UTF-8 whatever their charset: a
+    member it cannot decode becomes ``''`` (macce or latin2 ``'Ł'`` would arrive as an empty ENUM) and
+    one whose bytes happen to be UTF-8 reads as other text. The history's members are the server's own
+    text (``information_schema`` or the parsed DDL). When the two disagree on the number of members,
+    :class:`SchemaHistoryMismatchError` stops the read: a row is never given a guessed member.
+    """
+    for bcol in table.columns:
+        if bcol.type not in (FIELD_TYPE.ENUM, FIELD_TYPE.SET) or not bcol.name \
+                or not schema.has_column(bcol.name):
+            continue
+        column = schema.column(bcol.name)
+        charset = _charset(column) or charset_of_collation(getattr(bcol, "collation_name", None) or "utf8mb4")
+        if charset in ("utf8mb3", "utf8mb4", "ascii"):
+            continue  # the library's UTF-8 decoding is exact
+        members = _values(column)
+        if bcol.type == FIELD_TYPE.ENUM:
+            given = list(getattr(bcol, "enum_values", None) or [""])[1:]
+            if len(given) != len(members):
+                raise _mismatch(schema, f"column {bcol.name}: the binlog's ENUM has {len(given)} values, the "
+                                        f"history's {column.column_type!r} {len(members)}")
+            bcol.enum_values = ["", *members]
+        else:
+            given = list(getattr(bcol, "set_values", None) or [])
+            if len(given) != len(members):
+                raise _mismatch(schema, f"column {bcol.name}: the binlog's SET has {len(given)} values, the "
+                                        f"history's {column.column_type!r} {len(members)}")
+            bcol.set_values = members
+
+
 def bind_table_map(table: Any, schema: TableSchema) -> None:
     """Give a TableMap without names the history's names, charsets, signedness and ENUM/SET values.
 
@@ -224,7 +257,9 @@ def bind_table_map(table: Any, schema: TableSchema) -> None:
         bcol.name = column.name
         bcol.unsigned = column.unsigned
         if bcol.type in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
-            bcol.character_set_name = _encoding(_text_charset(bcol, column, binlog_charset))
+            charset = _text_charset(bcol, column, binlog_charset)
+            bcol.__dict__["_tidemark_charset"] = charset  # binlog_values decodes text with it, exactly
+            bcol.character_set_name = _encoding(charset)
         elif bcol.type in (FIELD_TYPE.ENUM, FIELD_TYPE.SET):
             bcol.character_set_name = _encoding(_charset(column))  # values come from the history: no decoding
         if bcol.type == FIELD_TYPE.ENUM:

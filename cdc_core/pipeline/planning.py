@@ -33,6 +33,7 @@ from cdc_core.mysql.snapshot_assigner import (
     assign_into_store,
 )
 from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.mysql.types.charsets import UndecodableTextError, charset_problems
 from cdc_core.pipeline.context import PipelineContext, transform_rule_index
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
 from cdc_core.pipeline.results import NextPlan, PlanResult, PlanSource
@@ -109,6 +110,7 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
                 chunk_size = int(math.ceil(chunk_size * factor))
         schemas = [ctx.live_schema(t) for t in tables]
     check_doris_names(ctx, schemas)
+    check_charsets(schemas)
     state = AssignerState(tuple(tables)).to_dict()
     with ctx.store.transaction() as tx:
         for schema in schemas:
@@ -147,6 +149,14 @@ def check_doris_names(ctx: PipelineContext, schemas: list[TableSchema]) -> None:
     problems = doris_name_problems(ctx.definition, schemas)
     if problems:
         raise DorisNameError("Doris cannot take these names (nothing was loaded):\n  " + "\n  ".join(problems))
+
+
+def check_charsets(schemas: list[TableSchema]) -> None:
+    """Refuse, before anything is recorded or loaded, a text column in a charset Tidemark cannot decode
+    exactly (never read with a guess: ``cdc_core.mysql.types.charsets``)."""
+    problems = charset_problems(schemas)
+    if problems:
+        raise UndecodableTextError("Tidemark cannot read these columns exactly:\n  " + "\n  ".join(problems))
 
 
 def doris_name_problems(definition: PipelineDefinition, schemas: list[TableSchema]) -> list[str]:

@@ -150,9 +150,11 @@ def _server_ready(path: str, definition: PipelineDefinition) -> bool:
 
 
 def _names_fit_doris(path: str, definition: PipelineDefinition) -> bool:
-    """Every captured table's Doris table and column names are names Doris takes (each refusal on its line)."""
+    """Every captured table's Doris table and column names are names Doris takes, and every text column's
+    charset one Tidemark decodes exactly (each refusal on its line)."""
     from cdc_core.mysql.connection import MySqlConnectionSettings, connect
     from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
+    from cdc_core.mysql.types.charsets import charset_problems
     from cdc_core.pipeline.planning import doris_name_problems
 
     conn = connect(MySqlConnectionSettings.from_options(definition.source))
@@ -160,7 +162,7 @@ def _names_fit_doris(path: str, definition: PipelineDefinition) -> bool:
         schemas = [read_table_schema(conn, t) for t in list_captured_tables(conn, definition.source.selector)]
     finally:
         conn.close()
-    problems = doris_name_problems(definition, schemas)
+    problems = doris_name_problems(definition, schemas) + charset_problems(schemas)
     for problem in problems:
         print(f"{path}: {problem}", file=sys.stderr)
     return not problems

@@ -87,7 +87,7 @@ def _json_text(value: Any) -> str:
 
     def plain(v: Any) -> Any:
         if isinstance(v, bytes):
-            return v.decode("utf-8", errors="replace")
+            return v.decode("utf-8")  # MySQL's JSON strings are utf8mb4; a bad one stops, never replaced
         if isinstance(v, dict):
             return {plain(k): plain(x) for k, x in v.items()}
         if isinstance(v, list | tuple):
@@ -181,7 +181,7 @@ def _convert(kind: str, column: Column, value: Any, tz: dt.tzinfo) -> Any:  # no
         return base64.b64encode(raw).decode("ascii")
     if kind == TypeKind.JSON:
         if isinstance(value, bytes):
-            return value.decode("utf-8", errors="replace")
+            return value.decode("utf-8")  # JSON is utf8mb4 text; a bad byte stops, never replaced
         if isinstance(value, str):
             return value
         return _json_text(value)
