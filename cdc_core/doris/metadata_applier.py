@@ -10,8 +10,10 @@ Every change checks first whether it is already in place, so re-applying it afte
 * drop column — skipped when absent; else check (drop), ``DROP COLUMN``;
 * rename column — skipped when the old name is gone and the new one exists; else check (the
   connector checks with ``isDropColumn=true`` on the old name), ``RENAME COLUMN``;
-* alter column type — skipped when Doris already has the type; ``MODIFY COLUMN`` keeps the
-  comment; Doris's "Nothing is changed" counts as done;
+* alter column type — skipped when Doris already has the type, or a type that holds every value
+  of the new one (``cdc_core/doris/type_changes.py``: MySQL narrowings, tables made by an older
+  mapping); ``MODIFY COLUMN`` keeps the comment; Doris's "Nothing is changed" counts as done; a
+  change Doris refuses stops the stream naming the table, the column and the ways out;
 * column / table comment — ``MODIFY COLUMN ... COMMENT`` / ``MODIFY COMMENT``;
 * truncate — ``TRUNCATE TABLE``; drop — ``DROP TABLE IF EXISTS``; create — see
   :class:`TableCreator`; rename table — ``ALTER TABLE ... RENAME`` (skipped when done);
@@ -38,6 +40,7 @@ from cdc_core.doris.catalog import DorisCatalog, qualified, quote_ident, quote_s
 from cdc_core.doris.errors import QueryError, SchemaChangeError
 from cdc_core.doris.names import name_problems, table_name_problem
 from cdc_core.doris.table_creation import TableCreator, TypeMapper
+from cdc_core.doris.type_changes import holds, refused_message
 from cdc_core.model import events as ev
 from cdc_core.model.schema import TableId
 
@@ -200,6 +203,9 @@ class DorisMetadataApplier:
         current_type = self.catalog.column_types(db, table).get(current.name, current.type)
         if _normalize_type(current_type) == _normalize_type(new_type):
             return AppliedChange("skipped", target, reason=f"{name} is already {new_type}")
+        if holds(current_type, new_type):  # a MySQL narrowing, or a table made by an older mapping
+            return AppliedChange("skipped", target, reason=f"{name} is {current_type}, which holds every "
+                                                           f"value of {new_type}")
         self.catalog.check_light_schema_change(db, table, name, drop=False)
         stmt = f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN {quote_ident(name)} {new_type}"
         if current.is_key:
@@ -207,7 +213,11 @@ class DorisMetadataApplier:
         comment = event.column.comment or current.comment
         if comment:
             stmt += " COMMENT " + quote_string(comment)
-        return self._run(target, stmt)
+        try:
+            return self._run(target, stmt)
+        except QueryError as exc:
+            raise SchemaChangeError(refused_message(event.table_id, target, event.column, current_type, new_type,
+                                                    exc.reason or str(exc))) from exc
 
     def _rename_table(self, event: ev.RenameTableEvent, target: TableId) -> AppliedChange:
         db, table = target.database, target.table

@@ -113,6 +113,22 @@ class TableCreator:
             return "VARCHAR(65533)"
         return text
 
+    def key_problems(self, schema: TableSchema, target: TableId) -> list[str]:
+        """Each primary-key column whose Doris type Doris cannot key on (FLOAT, DOUBLE, JSON): such a
+        table is refused by name before anything is created (planning, ``validate --connect``)."""
+        problems = []
+        for name in self.key_columns(schema):
+            column = schema.column(name)
+            doris = self.doris_type(column, key=True)
+            if not _keyable(doris):
+                problems.append(
+                    f"{schema.table_id}: primary-key column {column.name} is {column.column_type}, a {doris} in Doris, "
+                    f"and Doris cannot key a table on {doris.split('(', 1)[0]} (Doris table {target} would be "
+                    f"refused). Give {schema.table_id} a transform: rule whose projection casts {column.name} to a "
+                    f"type Doris keys on (e.g. `CAST({column.name} AS DECIMAL(38,10)) AS {column.name}`) or "
+                    "whose primary-keys name other columns, or leave the table out of the source's tables")
+        return problems
+
     def create_table_ddl(self, schema: TableSchema, target: TableId) -> str:
         keys = self.key_columns(schema)
         lines = []
@@ -165,6 +181,9 @@ class TableCreator:
         info = self.catalog.table_info(target.database, target.table)
         if info is None:
             check_names(schema.table_id, target, [c.name for c in schema.columns])
+            problems = self.key_problems(schema, target)
+            if problems:
+                raise TableMismatchError("; ".join(problems))
             if not self.catalog.database_exists(target.database):
                 self.catalog.create_database(target.database)
             ddl = self.create_table_ddl(schema, target)

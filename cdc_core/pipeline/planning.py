@@ -22,6 +22,7 @@ from typing import Any
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.names import DorisNameError, name_problems
 from cdc_core.doris.routing import TableRouter
+from cdc_core.doris.table_creation import TableCreator, default_type_mapper
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.chunk_sizing import table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
@@ -145,10 +146,12 @@ def planned_split_options(ctx: PipelineContext) -> SplitOptions:
 
 
 def check_doris_names(ctx: PipelineContext, schemas: list[TableSchema]) -> None:
-    """Refuse, before anything is recorded or loaded, a table or column name Doris would refuse."""
+    """Refuse, before anything is recorded or loaded, a table or column name (or a key column type)
+    Doris would refuse."""
     problems = doris_name_problems(ctx.definition, schemas)
     if problems:
-        raise DorisNameError("Doris cannot take these names (nothing was loaded):\n  " + "\n  ".join(problems))
+        raise DorisNameError("Doris cannot take these tables as they are (nothing was loaded):\n  "
+                             + "\n  ".join(problems))
 
 
 def check_charsets(schemas: list[TableSchema]) -> None:
@@ -160,18 +163,22 @@ def check_charsets(schemas: list[TableSchema]) -> None:
 
 
 def doris_name_problems(definition: PipelineDefinition, schemas: list[TableSchema]) -> list[str]:
-    """Each name of the Doris tables ``schemas`` go to (by the ``route:`` rules) Doris would refuse.
+    """Each name of the Doris tables ``schemas`` go to (by the ``route:`` rules) Doris would refuse,
+    and each primary-key column Doris cannot key on (``TableCreator.key_problems``).
 
     A table with a transform is checked by its Doris table's name only: its columns are the
     projection's.
     """
     router = TableRouter.from_pipeline(definition)
+    creator = TableCreator(None, default_type_mapper(definition.source.tinyint1_as_boolean))  # type: ignore[arg-type]
     problems: list[str] = []
     for schema in schemas:
         transformed = transform_rule_index(definition, schema.table_id) is not None
         columns = () if transformed else [c.name for c in schema.columns]
         for target in router.route(schema.table_id):
             problems += name_problems(schema.table_id, target, columns)
+            if not transformed:  # a transform's key columns are the projection's
+                problems += creator.key_problems(schema, target)
     return problems
 
 

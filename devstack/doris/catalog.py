@@ -48,6 +48,7 @@ class Table:
     key_names: list[str]
     distribution: list[str] = field(default_factory=list)
     buckets: str = "AUTO"
+    random_distribution: bool = False  # DISTRIBUTED BY RANDOM (DUPLICATE tables only)
     properties: dict[str, str] = field(default_factory=dict)
     comment: str = ""
     # the partition clause as created (devstack/doris/sql.py:_partition_clause); {} unpartitioned

@@ -89,6 +89,70 @@ def drop_database(st: Storage, s: DropDatabase) -> None:
         st.after_ddl(cur)
 
 
+_WITHOUT_KEYS = "enable_duplicate_without_keys_by_default"
+# Properties whose value Doris parses as a boolean, refusing anything but true/false.
+_BOOLEAN_PROPERTIES = ("light_schema_change", "enable_unique_key_merge_on_write", _WITHOUT_KEYS,
+                       "store_row_column", "disable_auto_compaction", "is_being_synced")
+# Doris's short key: at most 3 columns and 36 bytes (FeConstants.shortkey_max_column_count / _maxsize_bytes)
+_SHORT_KEY_COLUMNS = 3
+_SHORT_KEY_BYTES = 36
+_INDEX_BYTES = {"BOOLEAN": 1, "TINYINT": 1, "SMALLINT": 2, "INT": 4, "BIGINT": 8, "LARGEINT": 16, "DATEV2": 4,
+                "DATETIMEV2": 8, "VARCHAR": 20}
+# Types Doris cannot sort (key) a table by: no short key of them either.
+_NOT_KEYABLE = ("FLOAT", "DOUBLE", "STRING", "JSONB")
+
+
+def _check_boolean_properties(props: dict[str, str]) -> None:
+    for name in _BOOLEAN_PROPERTIES:
+        value = props.get(name)
+        if value is not None and value.lower() not in ("true", "false"):
+            raise SqlError(f"Invalid {name} value: {value}. It must be true or false")
+
+
+def _index_bytes(dtype: DorisType) -> int:
+    if dtype.name == "CHAR":
+        return dtype.length or 1
+    if dtype.name == "DECIMALV3":
+        p = dtype.precision or 9
+        return 4 if p <= 9 else 8 if p <= 18 else 16
+    return _INDEX_BYTES.get(dtype.name, 8)
+
+
+def _default_duplicate_keys(columns: list[Column]) -> list[str]:
+    """The keys Doris picks for a DUPLICATE table created without a KEY clause (and without
+    ``enable_duplicate_without_keys_by_default``): the leading columns that fit Doris's short key,
+    stopping at a type that cannot be a key and after the first VARCHAR."""
+    keys: list[str] = []
+    size = 0
+    for c in columns:
+        dtype = c.dtype
+        size += _index_bytes(dtype)
+        if len(keys) >= _SHORT_KEY_COLUMNS or size > _SHORT_KEY_BYTES:
+            if not keys and dtype.name in ("CHAR", "VARCHAR"):
+                keys.append(c.name)
+            break
+        if dtype.name in _NOT_KEYABLE:
+            break
+        keys.append(c.name)
+        if dtype.name == "VARCHAR":
+            break
+    if not keys:
+        raise SqlError("The olap table first column could not be float, double, string or array, struct, map, "
+                       "please use decimal or varchar instead.")
+    return keys
+
+
+def _check_key_type(c: Column) -> None:
+    """Doris's rules for a key column's type (ColumnDef.analyze)."""
+    name = c.dtype.name
+    if name in ("FLOAT", "DOUBLE"):
+        raise SqlError("Float or double can not used as a key, use decimal instead.")
+    if name == "STRING":
+        raise SqlError(f"String Type should not be used in key column[{c.name}].")
+    if name == "JSONB":
+        raise SqlError(f"JSONB type should not be used in key column[{c.name}].")
+
+
 def _build_table(db: str, s: CreateTable) -> Table:
     if not s.columns:
         raise SqlError("Table should have at least one column")
@@ -102,16 +166,15 @@ def _build_table(db: str, s: CreateTable) -> Table:
     kind = s.keys_kind or "DUPLICATE"
     if kind == "AGGREGATE":
         raise SqlError("AGGREGATE KEY tables are not supported by the Doris stand-in")
+    props = {k.lower() if not k.startswith("function_column") else k: v for k, v in s.properties.items()}
+    _check_boolean_properties(props)
+    if s.random_distribution and kind == "UNIQUE":
+        raise SqlError("Create unique keys table should not contain random distribution desc")
     keys = s.key_names
     if not keys:
         if kind == "UNIQUE":
             raise SqlError("Unique key table must specify key columns")
-        keys = []
-        for c in s.columns[:3]:
-            if c.dtype.name in ("FLOAT", "DOUBLE", "STRING", "JSONB"):
-                break
-            keys.append(c.name)
-        keys = keys or [s.columns[0].name]
+        keys = [] if props.get(_WITHOUT_KEYS, "false").lower() == "true" else _default_duplicate_keys(s.columns)
     by_name = {c.name.lower(): c for c in s.columns}
     for i, k in enumerate(keys):
         if k.lower() not in by_name:
@@ -122,18 +185,19 @@ def _build_table(db: str, s: CreateTable) -> Table:
                            f"{s.columns[i].name} in the previous columns declaration.")
     for c in s.columns:
         c.is_key = c.name.lower() in {k.lower() for k in keys}
-        if c.is_key and c.dtype.name in ("FLOAT", "DOUBLE"):
-            raise SqlError("Float or double can not used as a key, use decimal instead.")
-        if c.is_key and c.dtype.name == "STRING":
-            raise SqlError(f"String Type should not be used in key column[{c.name}].")
-        if c.is_key and c.dtype.name == "JSONB":
-            raise SqlError(f"JSONB type should not be used in key column[{c.name}].")
+        if c.is_key:
+            _check_key_type(c)
     for d in s.distribution:
         if d.lower() not in by_name:
             raise SqlError(f"Distribution column[{d}] is not found")
         if kind == "UNIQUE" and d.lower() not in {k.lower() for k in keys}:
             raise SqlError(f"Distribution column[{d}] is not key column")
-    props = {k.lower() if not k.startswith("function_column") else k: v for k, v in s.properties.items()}
+        dtype = by_name[d.lower()].dtype.name
+        if dtype in ("FLOAT", "DOUBLE"):
+            raise SqlError("Floating point type column can not be distribution column")
+        if dtype in ("STRING", "JSONB"):
+            raise SqlError(f"{'String' if dtype == 'STRING' else 'JSONB'} Type should not be used in distribution "
+                           f"column[{by_name[d.lower()].name}].")
     partition = _check_partition(s, by_name, kind, props)
     rep = props.get("replication_num")
     if rep is not None and (not rep.isdigit() or int(rep) > 1):
@@ -174,6 +238,7 @@ def _build_table(db: str, s: CreateTable) -> Table:
     return Table(
         db=db, name=s.name, keys_type=KEYS_TYPES[kind], columns=s.columns, key_names=ordered_keys,
         distribution=[by_name[d.lower()].name for d in s.distribution], buckets=s.buckets,
+        random_distribution=s.random_distribution,
         properties=props, comment=s.comment, next_uid=len(s.columns), partition=partition,
     )
 
@@ -266,6 +331,8 @@ def _check_type_change(old: DorisType, new: DorisType, col: str, is_key: bool) -
     if old == new:
         return
     if old.name in ("CHAR", "VARCHAR", "STRING") and new.name in ("CHAR", "VARCHAR", "STRING"):
+        if new.name == "CHAR" and old.name != "CHAR":  # Doris's schema change matrix has no X -> CHAR
+            raise SqlError(f"Can not change {old.name} to CHAR")
         old_len = old.length or 2147483643
         new_len = new.length or 2147483643
         if new_len < old_len:

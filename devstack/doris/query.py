@@ -48,7 +48,8 @@ def _duck_meta(type_text: str) -> str:
 
 
 def _fmt_datetime(v: dt.datetime, precision: int | None) -> str:
-    base = v.strftime("%Y-%m-%d %H:%M:%S")
+    # not strftime: its %Y does not pad years before 1000 to four digits on Linux (Doris prints 0016-07-14)
+    base = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
     if precision is None:
         precision = 6 if v.microsecond else 0
     if precision:
@@ -213,13 +214,15 @@ def show_create(t: Table) -> str:
         lines.append(part)
     kind = "UNIQUE KEY" if t.is_unique else "DUPLICATE KEY"
     keys = ", ".join(f"`{k}`" for k in t.key_names)
-    dist = ", ".join(f"`{k}`" for k in (t.distribution or t.key_names[:1]))
+    dist = "RANDOM" if t.random_distribution else \
+        "HASH(" + ", ".join(f"`{k}`" for k in (t.distribution or t.key_names[:1])) + ")"
     props = ",\n".join(f'"{k}" = "{_q(v)}"' for k, v in sorted({"replication_allocation": "tag.location.default: 1",
                                                                 **t.properties}.items())
                        if k != "replication_num")
-    return (f"CREATE TABLE `{t.name}` (\n" + ",\n".join(lines) + f"\n) ENGINE=OLAP\n{kind}({keys})\n"
+    key_line = f"{kind}({keys})\n" if t.key_names else ""  # a DUPLICATE table without keys has none
+    return (f"CREATE TABLE `{t.name}` (\n" + ",\n".join(lines) + f"\n) ENGINE=OLAP\n{key_line}"
             f"COMMENT '{t.comment or 'OLAP'}'\n{_partition_text(t.partition)}"
-            f"DISTRIBUTED BY HASH({dist}) BUCKETS {t.buckets}\nPROPERTIES (\n{props}\n);")
+            f"DISTRIBUTED BY {dist} BUCKETS {t.buckets}\nPROPERTIES (\n{props}\n);")
 
 
 def _partition_text(part: dict) -> str:

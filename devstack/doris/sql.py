@@ -44,6 +44,7 @@ class CreateTable:
     comment: str
     # [AUTO] PARTITION BY RANGE|LIST (...) (...): {"auto", "kind", "columns", "function", "unit", "definitions"}
     partition: dict = field(default_factory=dict)
+    random_distribution: bool = False  # DISTRIBUTED BY RANDOM
 
 
 @dataclass
@@ -208,6 +209,7 @@ def _create_table(p: TokenCursor) -> CreateTable:
                 ct.distribution = p.name_list()
             else:
                 p.expect("RANDOM")
+                ct.random_distribution = True
             if p.accept("BUCKETS"):
                 ct.buckets = p.next().text.upper()
         elif p.accept("PROPERTIES"):

@@ -197,7 +197,7 @@ def test_doris_types(matrix):
     got = {c.name: doris_type(c) for c in schema.columns}
     assert got == {
         "id": "INT", "ti": "TINYINT", "tiu": "SMALLINT", "t1": "BOOLEAN", "si": "SMALLINT", "siu": "INT",
-        "mi": "INT", "miu": "INT", "i": "INT", "iu": "BIGINT", "bi": "BIGINT", "biu": "DECIMALV3(20,0)",
+        "mi": "INT", "miu": "INT", "i": "INT", "iu": "BIGINT", "bi": "BIGINT", "biu": "LARGEINT",
         "d": "DECIMALV3(10,2)", "d65": "STRING", "du": "DECIMALV3(5,0)", "f": "FLOAT", "db": "DOUBLE",
         "b1": "BOOLEAN", "b8": "BIGINT", "b64": "LARGEINT", "y": "INT", "dt": "DATEV2", "dtm": "DATETIMEV2(0)",
         "dtm3": "DATETIMEV2(3)", "dtm6": "DATETIMEV2(6)", "ts": "DATETIMEV2(0)", "ts6": "DATETIMEV2(6)",

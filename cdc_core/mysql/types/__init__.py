@@ -25,7 +25,7 @@ TINYINT / UNSIGNED          TINYINT / SMALLINT          int
 SMALLINT / UNSIGNED         SMALLINT / INT              int
 MEDIUMINT (±), INT          INT                         int
 INT UNSIGNED, BIGINT        BIGINT                      int
-BIGINT UNSIGNED             DECIMALV3(20,0)             int (exact up to 18446744073709551615)
+BIGINT UNSIGNED             LARGEINT                    int (exact up to 18446744073709551615)
 FLOAT / DOUBLE              FLOAT / DOUBLE              number (FLOAT: shortest float32 repr)
 DECIMAL(p,s)                DECIMALV3(p,s), p>38 STRING string with exactly s decimals
 BIT(1) / BIT(n≤63) / BIT(64) BOOLEAN / BIGINT / LARGEINT true/false / int
@@ -34,7 +34,8 @@ DATE                        DATEV2                      "YYYY-MM-DD"
 DATETIME(p)                 DATETIMEV2(p)               "YYYY-MM-DD HH:MM:SS[.p digits]"
 TIMESTAMP(p)                DATETIMEV2(p)               same, rendered in ``tz``
 TIME(p)                     STRING                      "[-]HH:MM:SS[.p digits]" (hours may be >24)
-CHAR(n) / VARCHAR(n)        CHAR/VARCHAR(n×bytes/char) string (UTF-8); STRING when ≥ 65533 bytes
+CHAR(n) / VARCHAR(n)        CHAR/VARCHAR(n×bytes/char) string (UTF-8); STRING when ≥ 65533 bytes;
+                            (n = 0: CHAR/VARCHAR(1))    '' or NULL
 TEXT types, ENUM, SET       STRING                      string; SET as "a,b" in definition order
 BINARY/VARBINARY/BLOB       STRING                      base64 (BINARY(n) right-padded with 0x00)
 JSON                        JSONB                       the JSON text

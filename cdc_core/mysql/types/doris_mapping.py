@@ -44,7 +44,10 @@ def doris_type(column: Column, *, tinyint1_as_boolean: bool = True) -> str:
             ("bigint", False): "BIGINT",
         }[(base, unsigned)]
     if kind == TypeKind.UINT64:
-        return "DECIMALV3(20,0)"
+        # LARGEINT, not Flink's DECIMALV3(20,0): Doris widens BIGINT (INT UNSIGNED, BIGINT) to LARGEINT
+        # but refuses any integer to DECIMALV3, so INT/BIGINT → BIGINT UNSIGNED stays a schema change
+        # Doris makes (cdc_core/doris/type_changes.py).
+        return "LARGEINT"
     if kind == TypeKind.FLOAT:
         return "FLOAT"
     if kind == TypeKind.DOUBLE:
@@ -63,7 +66,8 @@ def doris_type(column: Column, *, tinyint1_as_boolean: bool = True) -> str:
         return f"DATETIMEV2({min(max(fsp_of(column), 0), 6)})"
     if kind == TypeKind.STRING and base in ("char", "varchar"):
         per_char = 4 if (column.charset or "utf8mb4").lower().startswith("utf8mb4") else 3
-        n = char_length(column) * per_char
+        # CHAR(0) / VARCHAR(0) hold only '' or NULL; Doris sizes start at 1.
+        n = max(char_length(column) * per_char, 1)
         if base == "char" and n <= 255:
             return f"CHAR({n})"
         return f"VARCHAR({n})" if n < 65533 else "STRING"
