@@ -134,3 +134,25 @@ def test_tables_named_like_the_merges_own_aliases_merge_as_any_other(doris: Stan
         doris.load(db, name, jsonl({"id": 1, "v": "old", "ver": 1}, {"id": 2, "__DORIS_DELETE_SIGN__": 1, "ver": 3}),
                    headers=h)
         assert doris.rows(f"SELECT id, v FROM `{name}` ORDER BY id", db) == [[1, "a"]]
+
+
+def test_dates_before_year_1000_print_with_four_digit_years(doris, db):
+    """Doris prints ``0016-07-14 17:17:17`` (the stored value was always right; strftime's %Y drops
+    the zeros before year 1000 on Linux)."""
+    doris.ok(f"CREATE TABLE `{db}`.`old` (`id` INT NOT NULL, `d` DATE, `t` DATETIME, `t6` DATETIME(6)) "
+             "UNIQUE KEY(`id`) DISTRIBUTED BY HASH(`id`) BUCKETS 1 PROPERTIES ('replication_num' = '1')")
+    doris.load(db, "old", jsonl({"id": 1, "d": "0016-07-14", "t": "0016-07-14 17:17:17", "t6": "0001-01-01 00:00:00.5"},
+                                {"id": 2, "d": "0999-12-31", "t": "0999-12-31 23:59:59", "t6": None}), **JSONL)
+    assert doris.rows("SELECT d, t, t6 FROM old ORDER BY id", db) == [
+        ["0016-07-14", "0016-07-14 17:17:17", "0001-01-01 00:00:00.500000"],
+        ["0999-12-31", "0999-12-31 23:59:59", None]]
+
+
+def test_one_byte_strings_keep_empty_and_null_apart(doris, db):
+    """What a MySQL CHAR(0)/VARCHAR(0) becomes in Doris (CHAR(1)/VARCHAR(1)): '' stays '', NULL stays NULL."""
+    doris.ok(f"CREATE TABLE `{db}`.`z` (`id` INT NOT NULL, `c` CHAR(1), `v` VARCHAR(1)) "
+             "UNIQUE KEY(`id`) DISTRIBUTED BY HASH(`id`) BUCKETS 1 PROPERTIES ('replication_num' = '1')")
+    doris.load(db, "z", jsonl({"id": 1, "c": "", "v": ""}, {"id": 2, "c": None, "v": None}), **JSONL)
+    doris.load(db, "z", "3,,\n4,\\N,\\N\n", format="csv", column_separator=",")
+    assert doris.rows("SELECT id, c, v FROM z ORDER BY id", db) == [
+        [1, "", ""], [2, None, None], [3, "", ""], [4, None, None]]
