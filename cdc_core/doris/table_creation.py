@@ -4,9 +4,12 @@ Layout of a table Tidemark creates (Flink CDC's ``DorisSchemaFactory`` plus the 
 
 * UNIQUE KEY on the source primary key, key columns first in key order (Doris requires keys to
   lead; when the source has them elsewhere the columns are reordered and a message says so); a
-  STRING key becomes ``VARCHAR(65533)`` (Doris keys cannot be STRING). No primary key ⇒
-  DUPLICATE model, first column as key and distribution key (when Doris accepts it as a key;
-  else a keyless duplicate table distributed at random), no sequence column, deletes dropped.
+  STRING key becomes ``VARCHAR(65533)`` (Doris keys cannot be STRING); a FLOAT, DOUBLE or JSON
+  key column, which Doris cannot key on, is refused by name (:meth:`TableCreator.key_problems`,
+  also run at planning and ``validate --connect``). No primary key ⇒ DUPLICATE model, first
+  column as key and distribution key (when Doris accepts it as a key; else a duplicate table
+  without keys, ``enable_duplicate_without_keys_by_default``, distributed at random), no
+  sequence column, deletes dropped.
 * ``__tidemark_seq BIGINT`` last, named by ``function_column.sequence_col``: loads carry the
   source position of each row, and Doris keeps the higher one.
 * Key columns NOT NULL; value columns nullable (so later MySQL ``MODIFY ... NULL`` never breaks

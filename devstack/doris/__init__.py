@@ -22,7 +22,8 @@ Known deviations from a real Doris (2.1/3.x) — everything else aims to be byte
 
 * One FE and one BE; ``replication_num`` > 1 is rejected as on a one-BE cluster, but a CREATE TABLE
   *without* ``replication_num`` is accepted (a real Doris defaults to 3 replicas and would reject it).
-* Only UNIQUE KEY (merge-on-write semantics) and DUPLICATE KEY tables; no AGGREGATE model, a partition
+* Only UNIQUE KEY (merge-on-write semantics) and DUPLICATE KEY tables (keyless ones included, with
+  Doris's key, distribution and property checks: ``ddl.py``); no AGGREGATE model, a partition
   clause is checked and kept but the rows live in one implicit partition, no rollups/MVs, no complex types (ARRAY/MAP/STRUCT),
   no partial-column update, no group commit, no ``jsonpaths``/``json_root`` (these fail loudly).
 * JSON keys are matched to columns case-sensitively; DATETIMEV2(p) values are truncated (not rounded)
