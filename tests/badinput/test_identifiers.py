@@ -194,3 +194,40 @@ def test_a_database_named_with_quotes_and_unicode_is_routed_to_a_doris_name(pipe
             service.close()
     finally:
         sql(root_conn, f"DROP DATABASE IF EXISTS {quoted}")
+
+
+def test_primary_keys_doris_cannot_key_on_are_refused_before_anything_is_loaded(pipeline_factory, mysql_server,
+                                                                                 root_conn, fresh_db, doris_standin,
+                                                                                 tmp_path, capsys):
+    """A FLOAT, DOUBLE or JSON primary-key column: Doris cannot key a table on it. Planning and
+    ``tidemark validate --connect`` name the table, the column and the way out; a table without a
+    primary key whose first column is FLOAT is fine (a keyless Doris table)."""
+    from cdc_core.doris.names import DorisNameError
+    from orchestration.cli import main
+    from tests.orchestration.test_cli import write_pipeline
+
+    db = fresh_db
+    sql(root_conn,
+        f"CREATE TABLE `{db}`.fk (f FLOAT PRIMARY KEY, v INT)",
+        f"CREATE TABLE `{db}`.dk (id INT, d DOUBLE, PRIMARY KEY (id, d))",
+        f"CREATE TABLE `{db}`.nokey (f FLOAT, v INT)",
+        f"CREATE TABLE `{db}`.fine (id INT PRIMARY KEY, f FLOAT)")
+    service = spark_service(pipeline_factory(f"{db}.\\.*", pipeline=IN_PROCESS))
+    try:
+        with pytest.raises(DorisNameError) as caught:
+            service.plan_splits()
+        text = str(caught.value)
+        assert f"{db}.fk: primary-key column f is float, a FLOAT in Doris" in text
+        assert f"{db}.dk: primary-key column d is double, a DOUBLE in Doris" in text
+        assert "transform:" in text and "primary-keys" in text
+        assert "nokey" not in text and "fine" not in text
+        assert service.chunk_keys() == []
+    finally:
+        service.close()
+    assert [db] not in doris_query(doris_standin, "information_schema", "SHOW DATABASES")
+
+    ep = mysql_server.endpoint
+    path = write_pipeline(tmp_path, ep, db, ep.user, ep.password, fe=doris_standin.fe_http)
+    assert main(["validate", "--connect", str(path)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all("primary-key column" in line for line in lines), lines
