@@ -18,7 +18,8 @@ Doris partitions at creation only, so this decides the ``PARTITION BY`` clause o
   error, as in Flink CDC).
 
 Doris partitions a merge-on-write unique-key table by key columns only, refuses FLOAT/DOUBLE and
-STRING partition columns, and NULL-able columns for AUTO RANGE: such a choice is refused here,
+STRING partition columns, LIST-partitions only by integer, BOOLEAN, DATE/DATETIME, CHAR and
+VARCHAR columns, and refuses NULL-able columns for AUTO RANGE: such a choice is refused here,
 before any table is created, naming the option and the fix.
 """
 
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 AUTO_PARTITION_PREFIX = "table.create.auto-partition.properties."
 DATE_TRUNC_UNITS = ("second", "minute", "hour", "day", "week", "month", "quarter", "year")
 DEFAULT_UNIT = "day"
+# The column types Doris LIST-partitions by (Doris's "Data Partitioning" page)
+LIST_PARTITION_TYPES = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "DATE", "DATEV2", "DATETIME",
+                        "DATETIMEV2", "CHAR", "VARCHAR")
 
 
 class PartitionError(ValueError):
@@ -105,9 +109,13 @@ def partition_clause(spec: PartitionSpec, schema: TableSchema, target: TableId, 
                 "transform rule's primary-keys)")
         if types[c] in ("FLOAT", "DOUBLE", "STRING"):
             raise PartitionError(f"{spec.origin}: Doris cannot partition {target} by {c!r}, a {types[c]} column; "
-                                 "choose a DATE/DATETIME, integer, DECIMAL or VARCHAR column")
+                                 "choose a DATE/DATETIME, integer, BOOLEAN, CHAR or VARCHAR column")
     quoted = ", ".join(f"`{c}`" for c in columns)
     if not dated:
+        for c in columns:
+            if types[c] not in LIST_PARTITION_TYPES:
+                raise PartitionError(f"{spec.origin}: Doris cannot LIST-partition {target} by {c!r}, a {types[c]} "
+                                     "column; choose a DATE/DATETIME, integer, BOOLEAN, CHAR or VARCHAR column")
         return f"AUTO PARTITION BY LIST ({quoted}) ()"
     if spec.unit not in DATE_TRUNC_UNITS:
         raise PartitionError(f"{spec.origin}: partition unit {spec.unit!r} for {target} is not one of "

@@ -243,6 +243,9 @@ def _build_table(db: str, s: CreateTable) -> Table:
     )
 
 
+# Doris's "Data Partitioning" page: what a LIST partition column may be
+_LIST_PARTITION_TYPES = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "DATEV2", "DATETIMEV2", "CHAR",
+                         "VARCHAR")
 _DATE_TRUNC_UNITS = ("second", "minute", "hour", "day", "week", "month", "quarter", "year")
 
 
@@ -279,6 +282,8 @@ def _check_partition(s: CreateTable, by_name: dict[str, Column], kind: str, prop
             raise SqlError("Floating point type column can not be partition column")
         if c.dtype.name == "STRING":
             raise SqlError(f"String Type should not be used in partition column[{c.name}].")
+        if part["kind"] == "LIST" and c.dtype.name not in _LIST_PARTITION_TYPES:
+            raise SqlError(f"Column[{c.name}] type[{c.dtype.name}] cannot be a list partition key.")
         if part["auto"] and part["kind"] == "RANGE":
             if c.nullable:
                 raise SqlError("AUTO RANGE PARTITION doesn't support NULL column")
