@@ -38,8 +38,8 @@ FORMATS = ("json", "csv", "arrow")
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, dt.datetime):  # isoformat, not strftime: %Y drops the zeros of years before 1000
+        return value.replace(tzinfo=None).isoformat(" ", "microseconds")
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, dt.time):

@@ -127,6 +127,14 @@ def test_payloads_json_csv_arrow_and_gzip():
     assert back.column(SEQUENCE_COLUMN).to_pylist() == [9, 9] and arrow.headers["compress_type"] == "gz"
 
 
+def test_json_payload_datetimes_before_year_1000_keep_four_digit_years():
+    import datetime as dt
+
+    rows = [{"id": 1, "at": dt.datetime(16, 7, 14, 17, 17, 17), "d": dt.date(5, 1, 2)}]
+    lines = b"".join(PayloadBuilder("json").build(rows).chunks()).decode().splitlines()
+    assert json.loads(lines[0])["at"] == "0016-07-14 17:17:17.000000" and json.loads(lines[0])["d"] == "0005-01-02"
+
+
 def test_schema_change_filters_follow_include_and_exclude():
     from cdc_core.model.events import AddColumnEvent, DropColumnEvent, DropTableEvent, TruncateTableEvent
 
