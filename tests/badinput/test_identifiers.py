@@ -203,7 +203,7 @@ def test_primary_keys_doris_cannot_key_on_are_refused_before_anything_is_loaded(
     ``tidemark validate --connect`` name the table, the column and the way out; a table without a
     primary key whose first column is FLOAT is fine (a keyless Doris table)."""
     from cdc_core.doris.names import DorisNameError
-    from orchestration.cli import main
+    from orchestration.cli.tidemark import main
     from tests.orchestration.test_cli import write_pipeline
 
     db = fresh_db
