@@ -17,8 +17,8 @@ import pytest
 from cdc_core.doris.errors import QueryError
 from cdc_core.doris.partitioning import PartitionError, PartitionSpec
 from cdc_core.doris.table_creation import TableCreator, default_type_mapper
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.discovery import read_table_schema
-from cdc_core.schema import Column, TableId, TableSchema
 from tests.sink.conftest import make_client
 
 # Every column type MariaDB 10.11 has, in the spellings users write (zero-length strings included).

@@ -12,9 +12,9 @@ from cdc_core.doris.errors import SchemaChangeError
 from cdc_core.doris.sink import DorisSink
 from cdc_core.doris.table_creation import default_type_mapper
 from cdc_core.doris.type_changes import holds
-from cdc_core.events import AlterColumnTypeEvent, CreateTableEvent
+from cdc_core.model.events import AlterColumnTypeEvent, CreateTableEvent
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.types import doris_type
-from cdc_core.schema import Column, TableId, TableSchema
 from tests.sink.conftest import make_client, select
 
 INTEGERS = [f"{base}{sign}" for base in ("tinyint", "smallint", "mediumint", "int", "bigint")
