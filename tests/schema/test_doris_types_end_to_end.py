@@ -16,7 +16,7 @@ import pytest
 
 from cdc_core.pipeline.schema_change import SchemaChangeApplyError, SchemaChangeSteps
 from cdc_core.pipeline.service import PipelineService
-from jobs.executor import SparkExecutor
+from jobs.spark_executor import SparkExecutor
 from tests.schema.helpers import (
     assert_rows_match,
     carry_next_ddl,
