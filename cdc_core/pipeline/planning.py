@@ -35,6 +35,7 @@ from cdc_core.mysql.snapshot_assigner import (
 )
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types.charsets import UndecodableTextError, charset_problems
+from cdc_core.mysql.types.kinds import is_tinyint1
 from cdc_core.pipeline.context import PipelineContext, transform_rule_index
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
 from cdc_core.pipeline.results import NextPlan, PlanResult, PlanSource
@@ -179,7 +180,30 @@ def doris_name_problems(definition: PipelineDefinition, schemas: list[TableSchem
             problems += name_problems(schema.table_id, target, columns)
             if not transformed:  # a transform's key columns are the projection's
                 problems += creator.key_problems(schema, target)
+        if not transformed:
+            problems += boolean_key_problems(schema, definition.source.tinyint1_as_boolean)
     return problems
+
+
+def boolean_key_problems(schema: TableSchema, tinyint1_as_boolean: bool) -> list[str]:
+    """Each primary-key column that ``treat-tinyint1-as-boolean.enabled`` would read as a boolean.
+
+    A TINYINT(1) holds -128..127; read as a boolean every non-zero value becomes ``true``, so as a
+    key column the rows keyed 1, 2, … would overwrite one another in Doris: rows lost without a
+    word. Such a table is refused by name, with the way out, before anything is created.
+    """
+    if not tinyint1_as_boolean:
+        return []
+    return [
+        f"{schema.table_id}: primary-key column {name} is {schema.column(name).column_type}, which "
+        "treat-tinyint1-as-boolean.enabled (default true) reads as a boolean, so rows whose keys differ "
+        "only in it (1, 2, -1, ...) would overwrite one another in Doris. Set "
+        "'treat-tinyint1-as-boolean.enabled: false' in the source block (TINYINT(1) then arrives as TINYINT), "
+        "or give the table a transform: rule whose projection casts the column "
+        f"(e.g. `CAST({name} AS TINYINT) AS {name}`)"
+        for name in schema.primary_key
+        if is_tinyint1(schema.column(name))
+    ]
 
 
 def chunk_keys(ctx: PipelineContext) -> list[str]:

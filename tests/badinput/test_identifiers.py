@@ -231,3 +231,42 @@ def test_primary_keys_doris_cannot_key_on_are_refused_before_anything_is_loaded(
     assert main(["validate", "--connect", str(path)]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and all("primary-key column" in line for line in lines), lines
+
+
+def test_a_tinyint1_primary_key_read_as_boolean_is_refused_and_loads_exactly_without_the_option(
+        pipeline_factory, root_conn, fresh_db, doris_standin):
+    """``treat-tinyint1-as-boolean.enabled`` (default true) reads every non-zero TINYINT(1) as true: as a
+    key column, rows keyed 1 and 2 would overwrite one another in Doris. Planning refuses the table by
+    name with the way out; with the option off the same rows arrive exactly, by snapshot and binlog."""
+    from cdc_core.doris.names import DorisNameError
+
+    db = fresh_db
+    sql(root_conn,
+        f"CREATE TABLE `{db}`.flags (grp INT, f TINYINT(1), v VARCHAR(8), PRIMARY KEY (grp, f))",
+        f"INSERT INTO `{db}`.flags VALUES (1, 0, 'zero'), (1, 1, 'one'), (1, 2, 'two'), (1, -1, 'minus')",
+        f"CREATE TABLE `{db}`.plain (id INT PRIMARY KEY, active TINYINT(1))",
+        f"INSERT INTO `{db}`.plain VALUES (1, 1), (2, 0)")
+    service = spark_service(pipeline_factory(f"{db}.\\.*", pipeline=IN_PROCESS))
+    try:
+        with pytest.raises(DorisNameError) as caught:
+            service.plan_splits()
+        text = str(caught.value)
+        assert f"{db}.flags: primary-key column f is tinyint(1)" in text
+        assert "treat-tinyint1-as-boolean.enabled: false" in text
+        assert "plain" not in text  # a TINYINT(1) outside the key stays a boolean
+        assert service.chunk_keys() == []
+    finally:
+        service.close()
+
+    service = spark_service(pipeline_factory(
+        f"{db}.\\.*", pipeline=IN_PROCESS, source={"treat-tinyint1-as-boolean.enabled": False}))
+    try:
+        snapshot(service)
+        sql(root_conn, f"INSERT INTO `{db}`.flags VALUES (1, 3, 'three')",
+            f"UPDATE `{db}`.flags SET v = 'TWO' WHERE f = 2")
+        catch_up(service)
+        assert doris_query(doris_standin, db, "SELECT grp, f, v FROM flags ORDER BY f") == [
+            [1, -1, "minus"], [1, 0, "zero"], [1, 1, "one"], [1, 2, "TWO"], [1, 3, "three"]]
+        assert all(v.equal for v in service.verify())
+    finally:
+        service.close()
