@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,8 @@ def parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = Non
 
 
 def _parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = None) -> PipelineDefinition:
+    """Every block is checked even when an earlier one has a problem: a typo in ``source`` must not
+    hide one in ``sink`` or ``pipeline`` (the error carries them all, one line each)."""
     path = Path(path)
     env = dict(os.environ) if env is None else env
     try:
@@ -249,41 +252,69 @@ def _parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = No
         raise PipelineConfigError(path, where, f"not valid YAML: {problem}") from None
     if not isinstance(raw, dict):
         raise PipelineConfigError(path, None, "expected a mapping with 'source', 'sink' and 'pipeline' blocks")
+    problems: list[PipelineConfigError] = []
+
+    def checked(block: Callable[[], Any]) -> Any:
+        """The block's value, or None with its problems recorded."""
+        try:
+            return block()
+        except PipelineConfigError as exc:
+            problems.append(exc)
+            return None
+
     for key in raw:
         if key not in _BLOCKS:
             hint = difflib.get_close_matches(str(key), _BLOCKS, n=1)
-            raise PipelineConfigError(
+            problems.append(PipelineConfigError(
                 path, str(key), "unknown block" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-            )
+            ))
     for required in ("source", "sink"):
         if required not in raw:
-            raise PipelineConfigError(path, required, "missing required block")
-    raw = _substitute(raw, "", path, env)
+            problems.append(PipelineConfigError(path, required, "missing required block"))
+    blocks: dict[str, Any] = {}
+    for key, value in raw.items():
+        try:
+            blocks[str(key)] = _substitute(value, str(key), path, env)
+        except PipelineConfigError as exc:  # that block is not checked further: its text is not complete
+            problems.append(exc)
+    source = checked(lambda: _source(blocks["source"], path, raw)) if "source" in blocks else None
+    sink = checked(lambda: _sink(blocks["sink"], path, raw)) if "sink" in blocks else None
+    routes = tuple(checked(lambda i=i, r=r: _validate(RouteRule, r, f"route[{i}]", path, raw))
+                   for i, r in enumerate(checked(lambda: _as_list(blocks.get("route"), "route", path)) or []))
+    transforms = tuple(checked(lambda i=i, t=t: _validate(TransformRule, t, f"transform[{i}]", path, raw))
+                       for i, t in enumerate(checked(lambda: _as_list(blocks.get("transform"), "transform", path))
+                                             or []))
+    pipeline = checked(lambda: _pipeline_options(blocks.get("pipeline"), path, raw)) if (
+        "pipeline" in blocks or "pipeline" not in raw) else None
+    if problems:
+        lines = [line for problem in problems for line in problem.lines]
+        first = problems[0]
+        raise PipelineConfigError(first.path, first.key, first.problem, (*first.more, *lines[len(first.lines):]))
+    return PipelineDefinition(path, source, sink, routes, transforms, pipeline)
 
-    source_raw = _as_mapping(raw["source"], "source", path)
+
+def _source(block: Any, path: Path, raw: dict) -> Any:
+    source_raw = _as_mapping(block, "source", path)
     source_type = str(source_raw.get("type", "")).lower()
     if source_type not in _SOURCES:
         problem = "missing required option" if not source_type else f"unsupported source type {source_type!r}"
         raise PipelineConfigError(path, "source.type", problem + " (supported: mysql)")
     source_raw = _gather_prefixed(source_raw, PREFIXED_OPTIONS["source"], "source", path)
-    source = _validate(_SOURCES[source_type], source_raw, "source", path, raw)
+    return _validate(_SOURCES[source_type], source_raw, "source", path, raw)
 
-    sink_raw = _as_mapping(raw["sink"], "sink", path)
+
+def _sink(block: Any, path: Path, raw: dict) -> Any:
+    sink_raw = _as_mapping(block, "sink", path)
     sink_type = str(sink_raw.get("type", "")).lower()
     if sink_type not in _SINKS:
         problem = "missing required option" if not sink_type else f"unsupported sink type {sink_type!r}"
         raise PipelineConfigError(path, "sink.type", problem + " (supported: doris)")
     sink_raw = _gather_prefixed(sink_raw, PREFIXED_OPTIONS["sink"], "sink", path)
-    sink = _validate(_SINKS[sink_type], sink_raw, "sink", path, raw)
+    return _validate(_SINKS[sink_type], sink_raw, "sink", path, raw)
 
-    routes = tuple(
-        _validate(RouteRule, r, f"route[{i}]", path, raw) for i, r in enumerate(_as_list(raw.get("route"), "route", path))
-    )
-    transforms = tuple(
-        _validate(TransformRule, t, f"transform[{i}]", path, raw)
-        for i, t in enumerate(_as_list(raw.get("transform"), "transform", path))
-    )
-    pipeline_raw = _as_mapping(raw.get("pipeline"), "pipeline", path)
+
+def _pipeline_options(block: Any, path: Path, raw: dict) -> PipelineOptions:
+    pipeline_raw = _as_mapping(block, "pipeline", path)
     pipeline_raw = _gather_prefixed(pipeline_raw, PREFIXED_OPTIONS["pipeline"], "pipeline", path)
     pipeline_raw.setdefault("name", path.stem)
     unknown_tidemark = [k for k in pipeline_raw if isinstance(k, str) and k.startswith("tidemark.")
@@ -293,8 +324,7 @@ def _parse_pipeline(text: str, path: Path | str, env: dict[str, str] | None = No
         hint = difflib.get_close_matches(unknown_tidemark[0], known, n=1, cutoff=0.8)
         raise PipelineConfigError(path, f"pipeline.{unknown_tidemark[0]}", "unknown Tidemark option"
                                   + (f" (did you mean '{hint[0]}'?)" if hint else " (README.md lists them)"))
-    pipeline = _validate(PipelineOptions, pipeline_raw, "pipeline", path, raw)
-    return PipelineDefinition(path, source, sink, routes, transforms, pipeline)
+    return _validate(PipelineOptions, pipeline_raw, "pipeline", path, raw)
 
 
 def load_pipeline(path: Path | str, env: dict[str, str] | None = None) -> PipelineDefinition:

@@ -67,6 +67,30 @@ def test_validate_lists_every_problem_of_a_file_on_its_own_line(tmp_path, capsys
                      f"{path}: source.username: missing required option (add 'username: ...' under 'source:')"]
 
 
+def test_validate_reports_every_blocks_problems(tmp_path, capsys):
+    """Issue 29, item 7: a typo in ``source`` does not hide one in ``sink`` or ``pipeline``."""
+    path = tmp_path / "blocks.yaml"
+    path.write_text(GOOD.replace("  port: 3306\n", "  prot: 3306\n")
+                    .replace("  fenodes: 127.0.0.1:8030\n", "  fenode: 127.0.0.1:8030\n")
+                    .replace("  parallelism: 2\n", "  parallelism: two\n"))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    for text in ("source.prot: unknown option (did you mean 'port'?) (line 4)",
+                 "sink.fenode: unknown option (did you mean 'fenodes'?) (line 10)",
+                 "pipeline.parallelism: expected an integer, got 'two' (line 13)"):
+        assert f"{path}: {text}" in err.splitlines(), err
+    assert "secret-pw" not in err
+
+
+def test_an_unknown_block_does_not_hide_the_other_blocks_problems(tmp_path, capsys):
+    path = tmp_path / "unknown_block.yaml"
+    path.write_text(GOOD.replace("pipeline:\n", "pipelines:\n").replace("  username: root\n", "  usernam: root\n"))
+    assert main(["validate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert f"{path}: pipelines: unknown block (did you mean 'pipeline'?) (line 12)" in lines, lines
+    assert f"{path}: sink.usernam: unknown option (did you mean 'username'?) (line 11)" in lines, lines
+
+
 def test_a_missing_file_exits_2_with_the_path(tmp_path, capsys):
     path = tmp_path / "nope.yaml"
     for argv in (["validate", str(path)], ["status", str(path)], ["run", str(path), "--once"]):
