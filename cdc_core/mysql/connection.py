@@ -263,8 +263,8 @@ def connection_error(settings: MySqlConnectionSettings, exc: BaseException) -> C
     if code == 1045 and tls.mode in ("disabled", "preferred"):
         return ConnectionError(
             f"cannot connect to MySQL as {settings.describe()}: {text}; check username and password in the "
-            f"pipeline's source block (a user created REQUIRE SSL also needs ssl-mode: required or verify-ca; "
-            f"it is {tls.mode})")
+            f"pipeline's source block. If that user must connect over TLS (created REQUIRE SSL), also set "
+            f"ssl-mode: required (or verify-ca) there; the source's ssl-mode is now {tls.mode}")
     if code in NOTHING_ANSWERED:
         return ConnectionError(
             f"cannot connect to MySQL as {settings.describe()}: {text}; the server does not answer there: "

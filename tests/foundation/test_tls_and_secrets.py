@@ -134,6 +134,18 @@ def test_connection_failures_name_the_tls_option_and_never_the_password():
     assert "does not answer there: if it is restarting, the next run goes on" in str(gone)
 
 
+def test_a_refused_login_hint_reads_plainly():
+    """Issue 29, item 10: the wrong-password hint says what to check, then the TLS case in its own
+    sentence naming the option's present value (was "(… needs ssl-mode: required or verify-ca; it is
+    preferred)")."""
+    plain = MySqlConnectionSettings("db", 3306, "cdc", SECRET, 5, MySqlTls("preferred"))
+    text = str(connection_error(plain, Exception(1045, "Access denied for user 'cdc'@'x' (using password: YES)")))
+    assert text.endswith("(error 1045); check username and password in the pipeline's source block. If that user "
+                         "must connect over TLS (created REQUIRE SSL), also set ssl-mode: required (or verify-ca) "
+                         "there; the source's ssl-mode is now preferred"), text
+    assert SECRET not in text and "\n" not in text
+
+
 def test_objects_holding_a_password_never_show_it():
     definition = _parse()
     settings = MySqlConnectionSettings.from_options(definition.source)
