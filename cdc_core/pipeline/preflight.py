@@ -76,7 +76,7 @@ def check_doris(definition: Any) -> None:
     except DorisError as exc:
         raise ConnectionCheckError("doris", (
             f"the Doris FE at {sink.fenodes} does not answer: check sink.fenodes in {definition.path} (the FE's "
-            f"HTTP address, host:8030), and that the FE is up ({_why(client.redact(str(exc)))})")) from exc
+            f"HTTP address, host:8030), and that the FE is up ({connection_gist(client.redact(str(exc)))})")) from exc
     finally:
         client.close()
 
@@ -88,12 +88,15 @@ def check_connections(definition: Any) -> None:
     logger.debug("%s: MySQL and Doris answer", definition.name)
 
 
-def _why(text: str) -> str:
-    """The gist of a failed request: what the socket said, or the start of Doris's answer."""
-    for gist in ("Connection refused", "Name or service not known", "No route to host", "timed out"):
+def connection_gist(text: str) -> str:
+    """The gist of a failed connection or request, for a one-line message: what the socket said
+    (not urllib3's "Max retries exceeded … NewConnectionError(…)"), else the text's first line."""
+    for gist in ("Connection refused", "Name or service not known", "No route to host", "timed out",
+                 "Can't connect", "Lost connection", "Access denied"):
         if gist in text:
             return gist.lower()
-    return text[:200]
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first[:200]
 
 
 def _redact(text: str, secret: str) -> str:

@@ -4,7 +4,10 @@ Everything comes from the state store, one MySQL connection (the server's positi
 files' sizes and clock, and a short binlog read for the age of the oldest change not applied) and
 one Doris request (is the FE there); no Spark, no Dagster run, and no state written: unlike the
 stream's own steps, this never fixes the startup mode or draws a label epoch, so asking for the
-status of a pipeline that never ran leaves it as it was (with an empty state store). The orchestration only
+status of a pipeline that never ran leaves it as it was (with an empty state store). A server that
+does not answer does not stop it: what the state store knows is shown, the fields only that server
+could give are None, and ``unreachable`` says which server did not answer and why (a status is
+wanted most while something is down). The orchestration only
 formats the frozen :class:`PipelineStatus` (``orchestration/cli/status.py``) and adds what Dagster
 knows (the last failed run).
 """
@@ -20,9 +23,10 @@ from typing import Any
 
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
-from cdc_core.doris.errors import DorisConnectionError, DorisError
+from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, DorisError
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.binlog_distance import EventTimeUnavailable, bytes_between, first_event_time, server_time
+from cdc_core.mysql.connection import NOTHING_ANSWERED
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
 from cdc_core.mysql.purge import binary_logs
@@ -30,6 +34,7 @@ from cdc_core.mysql.snapshot_assigner import AssignerState
 from cdc_core.mysql.startup import StartupPlan, resolve_startup
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
+from cdc_core.pipeline.preflight import connection_gist
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
 from cdc_core.schema_evolution.registry import SchemaRegistry
 from cdc_core.state import BatchStatus, ChunkRecord, ChunkStatus
@@ -87,8 +92,8 @@ class StreamPosition:
 
     startup_mode: str
     committed_offset: dict[str, Any] | None
-    server_offset: dict[str, Any]
-    behind: bool
+    server_offset: dict[str, Any] | None  # None: MySQL does not answer
+    behind: bool | None  # None: unknown (MySQL does not answer)
     bytes_behind: int | None
     seconds_behind: float | None
     seconds_behind_unknown: str | None = None
@@ -121,7 +126,8 @@ class PipelineStatus:
     pending_ddl: dict[str, Any] | None  # the DDL the stream stopped before, waiting for its schema change
     schema_registry: str  # the schema-change coordinator's state (IDLE when no change is under way)
     schema_change_error: str | None  # the error the schema change under way recorded, if any
-    doris_fe: str  # the FE that answered
+    doris_fe: str | None  # the FE that answered (None: none did)
+    unreachable: dict[str, str] = dataclasses.field(default_factory=dict)  # "mysql"/"doris": why it did not answer
 
     def chunk_totals(self) -> TableProgress:
         """Every table's chunks added up (``table`` is ``*``)."""
@@ -141,11 +147,13 @@ class PipelineStatus:
             "paused": {"binlog": self.binlog_paused, "pending_ddl": self.pending_ddl,
                        "schema_registry": self.schema_registry, "schema_change_error": self.schema_change_error},
             "doris_fe": self.doris_fe,
+            "unreachable": dict(self.unreachable),
         }
 
 
 def pipeline_status(ctx: PipelineContext) -> PipelineStatus:
-    """Gather the status; :class:`Unreachable` when MySQL or Doris does not answer."""
+    """Gather the status; a server that does not answer leaves its fields None and is named in
+    ``unreachable`` (the state store's part is complete either way)."""
     store = ctx.store
     with store.transaction(readonly=True) as tx:
         chunks = tx.chunks()
@@ -176,13 +184,25 @@ def pipeline_status(ctx: PipelineContext) -> PipelineStatus:
         finished = [FinishedChunk.from_state(c) for c in chunks if c.status is ChunkStatus.COMMITTED]
         start = HybridSplitAssigner.resume_offset(
             startup, finished, committed=committed, plan_offset=plan_offset)
-    stream = _stream_position(ctx, startup, start, batches)
-    doris_fe = _probe_doris(ctx)
+    unreachable: dict[str, str] = {}
+    try:
+        stream = _stream_position(ctx, startup, start, batches)
+    except Unreachable as exc:
+        logger.debug("status of %s: MySQL does not answer", ctx.definition.name, exc_info=True)
+        unreachable[exc.system] = str(exc)
+        stream = _stored_position(ctx, startup, start, batches)
+    try:
+        doris_fe: str | None = _probe_doris(ctx)
+    except Unreachable as exc:
+        logger.debug("status of %s: Doris does not answer", ctx.definition.name, exc_info=True)
+        unreachable[exc.system] = str(exc)
+        doris_fe = None
     return PipelineStatus(
         pipeline=ctx.definition.name, phase=phase, plan_complete=plan_complete, snapshot_done=snapshot_done,
         tables=_progress(chunks, planned_tables), stream=stream,
         pending_transactions=_pending(chunks, batches), binlog_paused=paused or None, pending_ddl=pending_ddl,
         schema_registry=current.get("status", "IDLE"), schema_change_error=current.get("error"), doris_fe=doris_fe,
+        unreachable=unreachable,
     )
 
 
@@ -226,7 +246,11 @@ def _stream_position(ctx: PipelineContext, startup: StartupPlan | None, start: B
             logs = binary_logs(cur) if start is not None and start.file != server.file else []
             now = server_time(cur)
     except ConnectionError as exc:
-        raise Unreachable("mysql", f"{where} cannot be reached: {exc}") from exc
+        cause = getattr(exc.__cause__, "args", None) or (None,)
+        what = "does not answer" if cause[0] in NOTHING_ANSWERED else "refused the connection"
+        raise Unreachable("mysql", f"{where} {what} ({connection_gist(str(exc))}): check hostname, port, "
+                                   "username and password in the pipeline's source block, and that the server "
+                                   "is up") from exc
     behind = start is not None and server > start
     bytes_behind = None if start is None else bytes_between(logs, start, server)
     seconds: float | None = None
@@ -243,13 +267,29 @@ def _stream_position(ctx: PipelineContext, startup: StartupPlan | None, start: B
             unknown = str(exc)
         else:
             seconds = 0.0 if written is None else max(0.0, round(now - written, 3))
-    last = max(batches, key=lambda b: BinlogOffset.from_dict(b.end_offset), default=None)
     return StreamPosition(
         startup_mode=startup.mode if startup is not None else ctx.definition.source.startup_mode,
         committed_offset=None if start is None else start.to_dict(), server_offset=server.to_dict(),
         behind=behind, bytes_behind=bytes_behind, seconds_behind=seconds, seconds_behind_unknown=unknown,
-        last_batch=None if last is None else {"batch_id": last.batch_id, "status": last.status.value,
-                                              "end_offset": last.end_offset},
+        last_batch=_last_batch(batches),
+    )
+
+
+def _last_batch(batches: list[Any]) -> dict[str, Any] | None:
+    last = max(batches, key=lambda b: BinlogOffset.from_dict(b.end_offset), default=None)
+    return None if last is None else {"batch_id": last.batch_id, "status": last.status.value,
+                                      "end_offset": last.end_offset}
+
+
+def _stored_position(ctx: PipelineContext, startup: StartupPlan | None, start: BinlogOffset | None,
+                     batches: list[Any]) -> StreamPosition:
+    """What the state store knows of the stream when MySQL does not answer: the committed offset and
+    the last batch; the server's position, and so the lag, unknown."""
+    return StreamPosition(
+        startup_mode=startup.mode if startup is not None else ctx.definition.source.startup_mode,
+        committed_offset=None if start is None else start.to_dict(), server_offset=None, behind=None,
+        bytes_behind=None, seconds_behind=None, seconds_behind_unknown="the MySQL source does not answer",
+        last_batch=_last_batch(batches),
     )
 
 
@@ -261,9 +301,14 @@ def _probe_doris(ctx: PipelineContext) -> str:
     try:
         DorisCatalog(client).execute("information_schema", "SHOW DATABASES")
     except DorisError as exc:
-        what = "cannot be reached" if isinstance(exc, DorisConnectionError) else "refused the status query"
-        raise Unreachable("doris", f"the Doris sink (fenodes {options.fenodes}) {what}: {exc} (check fenodes, username "
-                                   "and password in the pipeline's sink block, and that the FE is up)") from exc
+        if isinstance(exc, DorisConnectionError):
+            what = f"does not answer ({connection_gist(client.redact(str(exc)))})"
+        elif isinstance(exc, DorisAuthError):
+            what = f"refused user '{options.username}'"
+        else:
+            what = f"refused the status query ({connection_gist(client.redact(str(exc)))})"
+        raise Unreachable("doris", f"the Doris sink (fenodes {options.fenodes}) {what}: check fenodes, username "
+                                   "and password in the pipeline's sink block, and that the FE is up") from exc
     finally:
         client.close()
     logger.debug("Doris FE answered in %.2f s", time.monotonic() - started)

@@ -103,6 +103,8 @@ def status_table(report: StatusReport) -> Table:
         table.add_row(name, Text(value, style=style))  # Text: brackets in a message are not markup
 
     row("file", report.file)
+    for system, why in status.unreachable.items():  # first: the rest of the table is read in its light
+        row({"mysql": "MySQL", "doris": "Doris"}.get(system, system), why, "red")
     row("phase", status.phase.value + ("" if status.plan_complete or not status.tables
                                                   else " (the split plan is not complete)"))
     row("snapshot", _chunks(status.chunk_totals()) if status.tables else "no chunks planned")
@@ -140,7 +142,7 @@ def status_table(report: StatusReport) -> Table:
     if not report.dagster_instance:
         row("last failed run", f"— (no Dagster instance at {report.dagster_home})")
     elif failed is None:
-        row("last failed run", "none")
+        row("last failed run", "none (or a later run of the same job succeeded)")
     else:
         row("last failed run", f"{failed.job} {failed.run_id[:8]} at {failed.ended_at or '?'}")
         row("  error", failed.message, "red")

@@ -13,8 +13,10 @@
   gone (a ``kill -9``, an OOM kill, a reboot) is marked failed, so it no longer blocks the
   pipeline. Its prepared work is resolved by the next run (``PipelineService.resolve_pending``).
   Runs on other hosts are Dagster's run monitoring's (dagster.yaml).
-* ``latest_failed_run`` / ``failure_message``: the most recent failed run of a pipeline and why
-  it failed (``tidemark status``).
+* ``latest_failed_run`` / ``failure_message``: the most recent failed run of a pipeline that no
+  later run of the same work (job and asset selection) made good, and why it failed (``tidemark
+  status``): after an outage, once the binlog job succeeds again, its old ConnectionError is history,
+  not the pipeline's last error.
 * ``next_run_key``: the run key a sensor asks for when the run of a key may fail. Dagster
   launches one run per run key, so after a failure the same work is asked for again under a
   numbered key (``<base>~retry1`` ...), a bounded number of times.
@@ -121,10 +123,20 @@ def _selected_asset_keys(instance: DagsterInstance, run: DagsterRun) -> set[Asse
 
 def latest_failed_run(instance: DagsterInstance, prefix: tuple[str, ...], job_names: set[str],
                       look_at: int = 200) -> DagsterRun | None:
-    """The most recent failed run (of the last ``look_at`` failed runs) of the pipeline whose
-    assets are under ``prefix`` or whose jobs are ``job_names``, however it was launched."""
-    runs = instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.FAILURE]), limit=look_at)
+    """The most recent failed run (of the last ``look_at`` finished runs) of the pipeline whose
+    assets are under ``prefix`` or whose jobs are ``job_names``, however it was launched, unless a
+    later run of the same work succeeded: that failure is over (a run that failed while Doris was
+    down, followed by good runs once it was back, is not the pipeline's last error)."""
+    runs = instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.FAILURE, DagsterRunStatus.SUCCESS]),
+                             limit=look_at)
+    made_good: set[tuple[str, frozenset[AssetKey]]] = set()
     for run in runs:  # newest first
+        work = (run.job_name, frozenset(run.asset_selection or ()))
+        if run.status == DagsterRunStatus.SUCCESS:
+            made_good.add(work)
+            continue
+        if work in made_good:
+            continue
         if run.job_name in job_names:
             return run
         if any(tuple(k.path[: len(prefix)]) == prefix for k in _selected_asset_keys(instance, run)):

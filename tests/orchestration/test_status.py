@@ -88,7 +88,7 @@ def test_the_json_has_its_documented_fields():
     report = StatusReport("/p/shop.yaml", _status(), "/s/dagster", True, None)
     doc = json.loads(json.dumps(report.to_dict()))
     assert set(doc) == {"file", "pipeline", "phase", "snapshot", "binlog", "pending_transactions", "paused",
-                        "doris_fe", "last_error"}
+                        "doris_fe", "unreachable", "last_error"}
     assert doc["snapshot"]["chunks"] == {"chunks": 6, "committed": 4, "prepared": 1, "running": 0, "pending": 1}
     assert doc["snapshot"]["tables"][0] == {"table": "shop.orders", "chunks": 4, "committed": 2, "prepared": 1,
                                             "running": 0, "pending": 1}
@@ -157,21 +157,34 @@ def _offline_pipeline(tmp_path: Path, name: str, port: int = 1, fe: str = "127.0
 
 
 def test_status_says_which_server_cannot_be_reached(mysql_server, doris_standin, tmp_path, capsys):
-    """MySQL on a port where nothing listens: the error names the MySQL source; MySQL up and Doris
-    on such a port: it names the Doris sink. Exit status 1 either way, and no password shown."""
+    """Issue 29, item 3: MySQL on a port where nothing listens: the status is shown all the same
+    (what the state store knows; the server's fields null), one line names the MySQL source and its
+    block; MySQL up and Doris on such a port: the same for the Doris sink. Exit status 1 either way,
+    no password, no library log line, no traceback."""
     from devstack.procs import free_port
 
     path = _offline_pipeline(tmp_path, "nomysql", port=free_port(), fe=doris_standin.fe_http)
-    assert main(["status", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith(f"tidemark status: {path}: the MySQL source 127.0.0.1:") and "cannot be reached" in err
-    assert "source block" in err
+    assert main(["status", str(path), "--json"]) == 1
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["phase"] == "not_started" and doc["snapshot"]["chunks"]["chunks"] == 0
+    assert doc["binlog"]["server_offset"] is None and doc["binlog"]["behind"] is None
+    assert doc["binlog"]["seconds_behind_unknown"] == "the MySQL source does not answer"
+    assert doc["doris_fe"] == doris_standin.fe_http and list(doc["unreachable"]) == ["mysql"]
+    assert captured.err.splitlines() == [f"tidemark status: {path}: {doc['unreachable']['mysql']}"], captured.err
+    assert doc["unreachable"]["mysql"].startswith("the MySQL source 127.0.0.1:")
+    assert "does not answer (connection refused): check hostname, port" in doc["unreachable"]["mysql"]
+    assert "source block" in doc["unreachable"]["mysql"]
 
     path = _offline_pipeline(tmp_path, "nodoris", port=mysql_server.endpoint.port, fe=f"127.0.0.1:{free_port()}")
     assert main(["status", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith(f"tidemark status: {path}: the Doris sink (fenodes 127.0.0.1:") and "cannot be reached" in err
-    assert "sink block" in err and "password: cdc" not in err
+    captured = capsys.readouterr()
+    assert "tidemark status nodoris" in captured.out and "no chunks planned" in captured.out
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tidemark status: {path}: the Doris sink (fenodes 127.0.0.1:")
+    assert "does not answer (connection refused): check fenodes" in lines[0] and "sink block" in lines[0]
+    for text in ("password: cdc", "Max retries", "NewConnectionError", "urllib3", "Traceback"):
+        assert text not in captured.err + captured.out, text
 
 
 def _status_json(path: Path, capsys) -> dict:
