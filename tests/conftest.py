@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import PurePath
@@ -28,6 +29,10 @@ from devstack.mysql import MariaDBServer
 from devstack.procs import free_port
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The CLI's log file (orchestration/cli/cli_logging.py), for every in-process and subprocess run of
+# `tidemark` in the session: under the temp directory, not the working tree.
+os.environ.setdefault("TIDEMARK_LOG_FILE", os.path.join(tempfile.gettempdir(),
+                                                        f"tidemark-tests-{os.getpid()}", "tidemark.log"))
 
 # The fixtures that start a server or Spark; a test using any of them is in the integration tier.
 # ``doris`` is the stand-in of tests/sink and of tests/doris_standin; ``private_standin`` is a

@@ -71,6 +71,21 @@ class Timeouts:
         return (self.connect, self.read)
 
 
+_SOCKET_REASON = re.compile(r"\[Errno -?\d+\] [^'\")\]]+|timed out|Name or service not known|"
+                            r"Connection refused|Connection reset by peer|Remote end closed connection[^'\")]*")
+
+
+def connection_reason(exc: BaseException) -> str:
+    """What the socket said about a failed request, on one line (``[Errno 111] Connection refused``,
+    ``Read timed out``), else the exception's class and first line."""
+    text = str(exc)
+    found = _SOCKET_REASON.search(text)
+    if found:
+        return f"{type(exc).__name__} ({found.group(0).strip()})"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(exc).__name__}: {first[:200]}"
+
+
 class DorisHttpClient:
     """One Doris cluster as seen over HTTP: FE nodes, optional BE nodes, credentials, retry policy.
 
@@ -240,12 +255,15 @@ class DorisHttpClient:
                     "certificates, and that fenodes names the host the certificate was issued for"
                 )) from None
             except (requests.ConnectionError, requests.Timeout) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                log.warning("Doris %s failed (attempt %d of %d): %s", what, n + 1, self.max_retries + 1, self.redact(last))
+                # The attempt's full text (urllib3's "Max retries exceeded … NewConnectionError(…)")
+                # goes to the log file; the error says what the socket said, on one line.
+                last = connection_reason(exc)
+                log.info("Doris %s failed (attempt %d of %d): %s: %s", what, n + 1, self.max_retries + 1,
+                         type(exc).__name__, self.redact(str(exc)))
                 continue
             if resp.status_code >= 500:
                 last = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                log.warning("Doris %s failed (attempt %d of %d): %s", what, n + 1, self.max_retries + 1, self.redact(last))
+                log.info("Doris %s failed (attempt %d of %d): %s", what, n + 1, self.max_retries + 1, self.redact(last))
                 continue
             if resp.status_code in (401, 403):
                 raise DorisAuthError(

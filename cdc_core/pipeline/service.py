@@ -256,8 +256,8 @@ class PipelineService:
             yield
 
     def status(self) -> PipelineStatus:
-        """Where the pipeline stands (``tidemark status``), read without changing anything; raises
-        ``cdc_core.pipeline.status.Unreachable`` naming MySQL or Doris when one does not answer."""
+        """Where the pipeline stands (``tidemark status``), read without changing anything; a server
+        that does not answer is named in its ``unreachable`` (its fields None)."""
         return pipeline_status(self.context)
 
     # -- orchestration bookkeeping ----------------------------------------------------------

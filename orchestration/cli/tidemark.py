@@ -8,16 +8,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from cdc_core.config import PipelineDefinition
     from cdc_core.mysql.splits import SnapshotSplit
+    from cdc_core.pipeline.verify import TableVerdict
 
 Handler = Callable[[argparse.Namespace], int]
+logger = logging.getLogger(__name__)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message as one line (its first), for the terminal; the rest is in the log file."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def _print_json(value: object) -> None:
@@ -231,24 +242,61 @@ def _run(args: argparse.Namespace) -> int:
 # -- verify ----------------------------------------------------------------------------------
 
 
-def _verify(args: argparse.Namespace) -> int:
-    """Exit 0 when every table is equal, 1 when one differs, 2 when it could not be verified."""
-    from rich.console import Console
+def _report_width() -> int | None:
+    """The terminal's width on a terminal (rich reads it); else wide enough that no cell is cut: a
+    report piped to a file or a CI log is read whole (rich's default there is 80 columns)."""
+    return None if sys.stdout.isatty() else 1_000
+
+
+def verify_table(pipeline: str, verdicts: Sequence[TableVerdict]) -> Table:
+    """One row per table; its Doris table only when a ``route:`` sends one elsewhere (then the
+    others read "same"). Cells fold rather than being cut ("tidemark_dem…")."""
     from rich.table import Table
 
+    routed = any(v.target != v.table_id for v in verdicts)
+    table = Table(title=f"tidemark verify {pipeline}")
+    for name in ("table", *(("Doris table",) if routed else ()), "MySQL rows", "Doris rows", "segments", "result"):
+        table.add_column(name, overflow="fold")
+    for v in verdicts:
+        if v.skipped:
+            result = f"[yellow]not compared: {v.skipped}[/]"
+        elif v.equal:
+            result = "[green]equal[/]"
+        else:
+            shown = ", ".join("/".join(str(x) for x in k) for k in v.differing_keys[:10])
+            more = " …" if v.keys_truncated or len(v.differing_keys) > 10 else ""
+            result = f"[red]DIFFERENT[/] ({v.differing_segments} segment(s); keys: {shown or '-'}{more})"
+        doris = (("same" if v.target == v.table_id else v.target),) if routed else ()
+        table.add_row(v.table_id, *doris, f"{v.mysql_rows:,}", f"{v.doris_rows:,}", str(v.segments), result)
+    return table
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Exit 0 when every table is equal, 1 when one differs, 2 when it could not be verified (an invalid
+    file, no snapshot yet, a table the pipeline does not capture, a server that does not answer)."""
+    from rich.console import Console
+
     from cdc_core.config import load_pipeline
+    from cdc_core.doris.errors import DorisError
+    from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
     from cdc_core.pipeline.service import PipelineService
 
-    service = PipelineService(load_pipeline(args.pipeline))
+    definition = load_pipeline(args.pipeline)
+    service = PipelineService(definition)
     try:
         if not service.captured_tables():
             print(f"tidemark verify: pipeline '{service.definition.name}' has no snapshot yet (no table to compare); "
                   f"run `tidemark run {args.pipeline} --once` first", file=sys.stderr)
             return 2
         try:
+            check_connections(definition)  # a server down or a refused login: one line with the fix
             verdicts = service.verify(args.table or None, max_keys=args.max_keys)
-        except (ValueError, ConnectionError) as exc:
+        except ConnectionCheckError as exc:
             print(f"tidemark verify: {exc}", file=sys.stderr)
+            return 2
+        except (ValueError, ConnectionError, DorisError) as exc:  # a server that went away meanwhile, too
+            logger.debug("verify of %s failed", args.pipeline, exc_info=True)
+            print(f"tidemark verify: {_one_line(exc)}", file=sys.stderr)
             return 2
     finally:
         service.close()
@@ -256,20 +304,7 @@ def _verify(args: argparse.Namespace) -> int:
         _print_json({"pipeline": service.definition.name, "equal": all(v.equal for v in verdicts),
                      "tables": [v.as_dict() for v in verdicts]})
     else:
-        table = Table(title=f"tidemark verify {service.definition.name}")
-        for name in ("table", "Doris table", "MySQL rows", "Doris rows", "segments", "result"):
-            table.add_column(name)
-        for v in verdicts:
-            if v.skipped:
-                result = f"[yellow]not compared: {v.skipped}[/]"
-            elif v.equal:
-                result = "[green]equal[/]"
-            else:
-                shown = ", ".join("/".join(str(x) for x in k) for k in v.differing_keys[:10])
-                more = " …" if v.keys_truncated or len(v.differing_keys) > 10 else ""
-                result = f"[red]DIFFERENT[/] ({v.differing_segments} segment(s); keys: {shown or '-'}{more})"
-            table.add_row(v.table_id, v.target, f"{v.mysql_rows:,}", f"{v.doris_rows:,}", str(v.segments), result)
-        Console().print(table)
+        Console(width=_report_width()).print(verify_table(service.definition.name, verdicts))
     return 0 if all(v.equal for v in verdicts) else 1
 
 
@@ -464,8 +499,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from cdc_core.config import PipelineConfigError
+    from orchestration.cli.cli_logging import configure_cli_logging
 
     args = build_parser().parse_args(argv)
+    configure_cli_logging()  # library logging to the log file; ours one line each (orchestration/cli/cli_logging.py)
     try:
         return args.handler(args)
     except PipelineConfigError as exc:

@@ -142,3 +142,43 @@ def test_demo_load_creates_the_sample_tables(root_conn):
         assert {t: n for t, (n, _) in summary.items()} == counts
     finally:
         run_sql(root_conn, f"DROP DATABASE IF EXISTS {DATABASE}")
+
+
+def _verify_text(verdicts, width: int | None) -> str:
+    import io
+
+    from rich.console import Console
+
+    from orchestration.cli.tidemark import verify_table
+
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None).print(verify_table("demo", verdicts))
+    return out.getvalue()
+
+
+def test_verify_table_is_not_cut_and_names_the_doris_table_only_when_routed(monkeypatch):
+    """Issue 29, item 8: piped (not a tty) the table is as wide as its cells, nothing cut to
+    "tidemark_dem…"; on a narrow terminal the cells fold; the "Doris table" column appears only when
+    a route sends a table elsewhere, and then says "same" for the others."""
+    import io
+
+    from cdc_core.pipeline.verify import TableVerdict
+    from orchestration.cli import tidemark
+
+    long = "tidemark_demo_with_a_long_database_name.customer_addresses_history"
+    verdicts = [TableVerdict(long, long, True, 12_345, 12_345, 3),
+                TableVerdict("tidemark_demo.orders", "tidemark_demo.orders", True, 10, 10, 1)]
+    monkeypatch.setattr(tidemark.sys, "stdout", io.StringIO())
+    assert tidemark._report_width() == 1_000
+    piped = _verify_text(verdicts, tidemark._report_width())
+    assert long in piped and "…" not in piped and "Doris table" not in piped
+    assert max(len(line) for line in piped.splitlines()) < 200  # as wide as needed, not 1000
+    narrow = _verify_text(verdicts, 60)
+    folded = "".join(line.strip("│ ").split("│")[0].strip() for line in narrow.splitlines())
+    assert "…" not in narrow and "customer_addresses_history" in folded, narrow
+
+    routed = [verdicts[0], TableVerdict("tidemark_demo.orders", "analytics.orders_copy", False, 10, 9, 1, 1,
+                                        ((7,),))]
+    text = _verify_text(routed, 1_000)
+    assert "Doris table" in text and "analytics.orders_copy" in text and "same" in text
+    assert text.count(long) == 1
