@@ -141,6 +141,43 @@ def test_the_last_failed_run_of_the_pipeline_and_its_cause(tmp_path):
     assert failed.ended_at is not None
 
 
+def test_a_failure_a_later_run_of_the_same_job_made_good_is_not_the_last_error(tmp_path):
+    """Issue 29, item 3: the binlog job failed while Doris was down, then ran fine once it was back:
+    status no longer shows the old ConnectionError as the pipeline's last failure. A failure of
+    another job stays (the snapshot job's success does not make a binlog failure good)."""
+    handle = PipelineHandle.load(_offline_pipeline(tmp_path, "shop"))
+    home = tmp_path / "dagster"
+    outage = {"down": True}
+
+    @dg.op(name="binlog_stream")
+    def binlog_stream():
+        if outage["down"]:
+            raise ConnectionError("the Doris FE at 127.0.0.1:8030 does not answer")
+
+    @dg.op(name="snapshot_splits")
+    def snapshot_splits():
+        raise RuntimeError("the splits failed")
+
+    prepare_home(home)
+    binlog_job = dg.GraphDefinition("b", node_defs=[binlog_stream]).to_job(name="shop_binlog_job")
+    splits_job = dg.GraphDefinition("s", node_defs=[snapshot_splits]).to_job(name="shop_splits_job")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        binlog_job.execute_in_process(instance=instance, raise_on_error=False)
+    failed = last_failed_run(handle, home)
+    assert failed is not None and failed.job == "shop_binlog_job" and "does not answer" in failed.message
+
+    outage["down"] = False
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert binlog_job.execute_in_process(instance=instance).success
+    assert last_failed_run(handle, home) is None
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        splits_job.execute_in_process(instance=instance, raise_on_error=False)
+        assert binlog_job.execute_in_process(instance=instance).success
+    failed = last_failed_run(handle, home)
+    assert failed is not None and failed.job == "shop_splits_job", failed
+
+
 def test_status_of_an_invalid_pipeline_file_names_the_file_and_the_key(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("source: {type: mysql}\nsink: {type: doris}\n")
