@@ -15,6 +15,7 @@ from dagster import AssetKey, AssetSpec, Definitions, definitions, in_process_ex
 
 from orchestration.defs.assets import build_assets
 from orchestration.defs.checks import build_checks
+from orchestration.defs.console_logger import one_line_console_logger
 from orchestration.defs.doris_tables import doris_table_specs
 from orchestration.defs.hooks import build_hooks
 from orchestration.defs.jobs import build_jobs
@@ -60,7 +61,9 @@ def build_definitions(handles: list[PipelineHandle],
                 )
             if isinstance(spec, AssetSpec):
                 writers[spec.key] = handle.slug
-    return Definitions.merge(*parts, Definitions(executor=in_process_executor))
+    # The console logger: one line per record (orchestration/defs/console_logger.py).
+    return Definitions.merge(*parts, Definitions(executor=in_process_executor,
+                                                 loggers={"console": one_line_console_logger}))
 
 
 def definitions_for_paths(paths: list[Path]) -> Definitions:

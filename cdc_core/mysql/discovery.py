@@ -13,12 +13,15 @@ The chunk key is the first primary-key column, or the column named for the table
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
 
-from cdc_core.config.selectors import TableSelector, parse_chunk_key_columns
+from cdc_core.config.selectors import TablePattern, TableSelector, parse_chunk_key_columns
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.connection import quote_ident
 from cdc_core.mysql.ddl.column_definitions import charset_of_collation
@@ -39,22 +42,86 @@ _ER_BAD_DB_ERROR = 1049
 _ER_NO_SUCH_TABLE = 1146
 
 
-def list_captured_tables(conn: Any, selector: TableSelector) -> list[TableId]:
-    """Base tables matching the selector, sorted by database then table (code points)."""
+def _server_tables(conn: Any) -> list[TableId]:
+    """Every base table the user can see, outside the system databases."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
             "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME"
         )
         rows = cur.fetchall()
-    out = []
-    for db, table in rows:
-        db, table = _text(db), _text(table)
-        if db.lower() in SYSTEM_DATABASES:
-            continue
-        if selector.matches(db, table):
-            out.append(TableId(db, table))
+    return [TableId(_text(db), _text(table)) for db, table in rows if _text(db).lower() not in SYSTEM_DATABASES]
+
+
+def list_captured_tables(conn: Any, selector: TableSelector) -> list[TableId]:
+    """Base tables matching the selector, sorted by database then table (code points)."""
+    out = [t for t in _server_tables(conn) if selector.matches(t.database, t.table)]
     return sorted(out)  # code-point order, independent of information_schema's collation
+
+
+@dataclass(frozen=True)
+class UnmatchedPattern:
+    """A ``tables`` pattern that matches no table on the server, and the server's tables whose
+    names are close to it (a typo's likely meaning)."""
+
+    pattern: str
+    near: tuple[str, ...]
+
+    def describe(self) -> str:
+        meant = f"did you mean {' or '.join(self.near)}?" if self.near else "no table has a similar name"
+        return f"'{self.pattern}' matches no table ({meant})"
+
+
+class NoTableMatchedError(DiscoveryError):
+    """No ``tables`` pattern matches a table on the server: the pipeline would capture nothing."""
+
+    def __init__(self, unmatched: Sequence[UnmatchedPattern]):
+        self.unmatched = tuple(unmatched)
+        super().__init__("source.tables: " + "; ".join(u.describe() for u in self.unmatched)
+                         + ": nothing to capture; fix source.tables in the pipeline file (a pattern is "
+                         "'database.table', a regex for each part)")
+
+
+def unmatched_patterns(conn: Any, selector: TableSelector) -> list[UnmatchedPattern]:
+    """The ``tables`` patterns that match no table on the server now, each with near names.
+
+    A pattern whose every table ``tables.exclude`` removes does match (the exclusion is deliberate).
+    Near names are by ``difflib``, part by part: when the database part matches, the tables of those
+    databases whose names are close to the table part (``shop.custmers``: ``shop.customers``); when it
+    does not, the tables of the databases whose names are close to it that the table part matches or
+    is close to (``shopx.orders``: ``shop.orders``)."""
+    tables = _server_tables(conn)
+    out = []
+    for pattern in selector.include:
+        if any(pattern.matches(t.database, t.table) for t in tables):
+            continue
+        out.append(UnmatchedPattern(pattern.text, tuple(str(t) for t in _near(pattern, tables))))
+    return out
+
+
+def _near(pattern: TablePattern, tables: list[TableId], n: int = 3, cutoff: float = 0.75) -> list[TableId]:
+    def close(text: str, names: set[str]) -> set[str]:
+        return set(difflib.get_close_matches(text, sorted(names), n=n, cutoff=cutoff))
+
+    databases = {t.database for t in tables}
+    matching = {d for d in databases if pattern.database.fullmatch(d)} or close(pattern.database.pattern, databases)
+    candidates = [t for t in tables if t.database in matching]
+    names = {t.table for t in candidates}
+    wanted = {n for n in names if pattern.table.fullmatch(n)} | close(pattern.table.pattern, names)
+    ranked = difflib.get_close_matches(pattern.table.pattern, sorted(wanted), n=max(1, len(wanted)), cutoff=0.0)
+    return [t for name in ranked for t in candidates if t.table == name][:n]
+
+
+def require_matching_tables(conn: Any, selector: TableSelector) -> list[UnmatchedPattern]:
+    """:class:`NoTableMatchedError` when no pattern matches any table; else the patterns that match
+    none (a warning: a table created later that matches is captured by the binlog as it appears)."""
+    unmatched = unmatched_patterns(conn, selector)
+    if len(unmatched) == len(selector.include):
+        raise NoTableMatchedError(unmatched)
+    if not list_captured_tables(conn, selector):
+        raise DiscoveryError("source.tables.exclude: every table source.tables matches is excluded: nothing to "
+                             "capture; fix source.tables or source.tables.exclude in the pipeline file")
+    return unmatched
 
 
 def _text(value: Any) -> str:

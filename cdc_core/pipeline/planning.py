@@ -26,7 +26,7 @@ from cdc_core.doris.table_creation import TableCreator, default_type_mapper
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.chunk_sizing import table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
-from cdc_core.mysql.discovery import table_status
+from cdc_core.mysql.discovery import require_matching_tables, table_status
 from cdc_core.mysql.server_check import check_server
 from cdc_core.mysql.snapshot_assigner import (
     AssignerState,
@@ -91,6 +91,12 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
     source = ctx.definition.source
     captured = ctx.captured_tables()
     with ctx.connection() as conn:
+        # A pattern that matches nothing was a silent no-op ("0 of 0 chunks"): no match at all fails the
+        # plan, naming the pattern and the tables it could have meant; a pattern of several that matches
+        # nothing yet is a note (a table created later that matches is captured as it appears).
+        for unmatched in require_matching_tables(conn, source.selector):
+            logger.warning("%s: source.tables: %s", ctx.definition.name, unmatched.describe())
+            notes.append(f"source.tables: {unmatched.describe()}; a table created later that matches is captured")
         check_server(conn, captured, user=f"'{ctx.settings.user}'")
         tables: list[TableId] = captured if source.startup_mode in SNAPSHOT_MODES else []
         start_offset = ctx.server_offset()

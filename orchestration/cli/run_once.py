@@ -31,7 +31,9 @@ from orchestration.defs.schema_change_job import run_config_for, schema_change_j
 
 # Chunks per in-process run: small enough for a live progress bar, big enough for Spark.
 CHUNKS_PER_RUN = 64
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Warnings on the terminal, one line each; a failure is said once, by `tidemark run` itself
+# (orchestration/defs/console_logger.py).
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING", "show_failures": False}}}}
 MAX_BATCHES = 100_000
 # Passes over the chunks not committed yet: a chunk whose load Doris lost is read again in the next.
 SNAPSHOT_PASSES = 3
@@ -87,6 +89,11 @@ def _contiguous_ranges(ordered: list[str], wanted: set[str], limit: int) -> list
 
 def _first_error(result: Any) -> str:
     for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.user_failure_data:
+            # an expected failure (orchestration/defs/failures.py): its one line says the cause and the fix
+            description = event.step_failure_data.user_failure_data.description
+            if description:
+                return f"{event.step_key}: {description}"
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
             message = error.message.strip().splitlines()[-1] if error.message else ""
@@ -140,7 +147,7 @@ class OnceRun:
             if all("no_pending_transactions" in (k or "") for k in failed_steps):
                 return result
         if not result.success:
-            raise RunOnceError(f"{self.handle.slug}: {_first_error(result)}")
+            raise RunOnceError(_first_error(result))  # `tidemark run SLUG:` prefixes it
         return result
 
     def run(self) -> Summary:

@@ -161,15 +161,30 @@ def _server_ready(path: str, definition: PipelineDefinition) -> bool:
 
 
 def _names_fit_doris(path: str, definition: PipelineDefinition) -> bool:
-    """Every captured table's Doris table and column names are names Doris takes, and every text column's
-    charset one Tidemark decodes exactly (each refusal on its line)."""
+    """The ``tables`` patterns match tables (as planning requires: none matching at all is an error,
+    one of several matching nothing yet a warning), every captured table's Doris table and column
+    names are names Doris takes, and every text column's charset one Tidemark decodes exactly (each
+    refusal on its line)."""
     from cdc_core.mysql.connection import MySqlConnectionSettings, connect
-    from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
+    from cdc_core.mysql.discovery import (
+        DiscoveryError,
+        list_captured_tables,
+        read_table_schema,
+        require_matching_tables,
+    )
     from cdc_core.mysql.types.charsets import charset_problems
     from cdc_core.pipeline.planning import doris_name_problems
 
     conn = connect(MySqlConnectionSettings.from_options(definition.source))
     try:
+        try:
+            unmatched = require_matching_tables(conn, definition.source.selector)
+        except DiscoveryError as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            return False
+        for pattern in unmatched:
+            print(f"{path}: source.tables: warning: {pattern.describe()}; a table created later that matches is "
+                  "captured", file=sys.stderr)
         schemas = [read_table_schema(conn, t) for t in list_captured_tables(conn, definition.source.selector)]
     finally:
         conn.close()
@@ -227,7 +242,7 @@ def _run(args: argparse.Namespace) -> int:
             try:
                 summary = once.run()
             except RunOnceError as exc:
-                console.print(f"[red]tidemark run {handle.slug}: {exc}[/]")
+                console.print(f"[red]tidemark run {handle.slug}: {escape(str(exc))}[/]", soft_wrap=True)
                 status = max(status, exc.code)
                 continue
             finally:

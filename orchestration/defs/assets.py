@@ -29,6 +29,7 @@ from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.results import BatchResult, ChunkResult, ResolveReport
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.stream_run import StreamRunEnd
+from orchestration.defs.failures import one_line_failures
 from orchestration.defs.hooks import PipelineHooks
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 
@@ -200,6 +201,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
             "partition per chunk."
         ),
     )
+    @one_line_failures
     def snapshot_splits(context: AssetExecutionContext) -> MaterializeResult:
         service = pipeline_of(context, handle).service()
         resolved = resolve_first(context, service)
@@ -253,6 +255,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
             "commit hook makes them visible). Backfill a range or all of them from the UI."
         ),
     )
+    @one_line_failures
     def snapshot_chunks(context: AssetExecutionContext) -> MaterializeResult:
         pipeline = pipeline_of(context, handle)
         service = pipeline.service()
@@ -292,6 +295,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
             "every snapshot chunk is committed. binlog_sensor and incremental_schedule drive it."
         ),
     )
+    @one_line_failures
     def binlog_stream(context: AssetExecutionContext) -> MaterializeResult:
         service = pipeline_of(context, handle).service()
         resolved = resolve_first(context, service)

@@ -22,6 +22,7 @@ from dagster import (
 
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.service import PipelineService
+from orchestration.defs.failures import one_line_failures
 from orchestration.defs.pipelines import PipelineHandle
 
 # A chunk_parity check run on its own (not after a materialization) looks at this many chunks.
@@ -97,6 +98,7 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
         asset=handle.chunks_key, name="chunk_parity", required_resource_keys={resource_key}, blocking=False,
         description="Row count and checksum of each chunk's key range, MySQL against Doris (after the commit hook).",
     )
+    @one_line_failures
     def chunk_parity(context: AssetCheckExecutionContext) -> AssetCheckResult:
         service = service_of(context)
         op_context = context.op_execution_context
@@ -114,6 +116,7 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
         description="`tidemark verify` as a check: every captured table, MySQL against Doris by checksums "
         "computed in both databases; the keys that differ in the metadata.",
     )
+    @one_line_failures
     def table_parity(context: AssetCheckExecutionContext) -> AssetCheckResult:
         service = service_of(context)
         verdicts, quiet = quiet_between(service, service.verify)
@@ -123,6 +126,7 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
         extra = {"differing_keys": MetadataValue.json(keys)} if keys else {}
         return parity_result(results, quiet, f"{len(verdicts)} table(s)", extra)
 
+    @one_line_failures
     def no_pending(context: AssetCheckExecutionContext) -> AssetCheckResult:
         pending = service_of(context).pending_transactions()
         if not pending:

@@ -152,7 +152,12 @@ def failure_message(instance: DagsterInstance, run: DagsterRun) -> str:
     steps = []
     for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_FAILURE):
         event = entry.dagster_event
-        error = getattr(event.event_specific_data, "error", None) if event is not None else None
+        data = event.event_specific_data if event is not None else None
+        user_failure = getattr(data, "user_failure_data", None)
+        if user_failure is not None and user_failure.description:  # an expected failure: its one line
+            steps.append(f"{event.step_key}: {user_failure.description}")
+            continue
+        error = getattr(data, "error", None)
         if error is None:
             continue
         causes = []

@@ -52,6 +52,7 @@ from dagster import (
 
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
+from orchestration.defs.failures import one_line_failures
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.runs import EXECUTING_STATUSES, IN_FLIGHT_STATUSES, next_run_key, runs_in_flight
 
@@ -101,24 +102,28 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
 
     @op(name="quiesce", required_resource_keys={resource_key},
         description="Pause binlog_stream (its sensor and schedule skip) and wait for in-flight stream runs.")
+    @one_line_failures
     def quiesce(context: OpExecutionContext, config: SchemaChangeConfig):
         result = steps(context).quiesce(config.offset())
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @op(name="flush", ins={"after": In(Nothing)}, required_resource_keys={resource_key},
         description="Apply and commit the binlog up to the DDL with the old schema (the FlushEvent).")
+    @one_line_failures
     def flush(context: OpExecutionContext):
         result = steps(context).flush()
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @op(name="apply", ins={"after": In(Nothing)}, required_resource_keys={resource_key},
         description="Derive the Doris changes per schema.change.behavior and apply them (the MetadataApplier).")
+    @one_line_failures
     def apply(context: OpExecutionContext):
         result = steps(context).apply()
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @op(name="resume", ins={"after": In(Nothing)}, required_resource_keys={resource_key},
         description="Move the committed offset past the DDL, lift the pause and apply the first batch after it.")
+    @one_line_failures
     def resume(context: OpExecutionContext):
         result = steps(context).resume(first_batch=True)
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
