@@ -484,8 +484,10 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
     ui.add_argument("-v", "--verbose", action="store_true",
-                    help="show all of Dagster's output here (by default its INFO lines, e.g. every sensor tick, go "
-                    "only to the log files under DAGSTER_HOME/logs; warnings and errors show here)")
+                    help="show all of Dagster's output here, tracebacks included (by default its INFO lines, e.g. "
+                    "every sensor tick, and tracebacks go only to the log files <instance>/dev_logs/daemon.log and "
+                    "webserver.log, the instance being <tidemark.state.dir>/dagster or $TIDEMARK_DAGSTER_HOME; "
+                    "warnings and errors show here too)")
     ui.set_defaults(handler=_dev)
 
     st = sub.add_parser("status", help="where a pipeline stands: snapshot progress, binlog lag, pauses, last error "

@@ -1,5 +1,6 @@
 """``tidemark dev`` is quiet by default: Dagster's INFO lines (every sensor tick) go only to the log
-files, warnings and errors (with their tracebacks) also reach the terminal; ``-v`` shows all."""
+files, warnings and errors also reach the terminal without their tracebacks (issue 29, item 2: a
+failed sensor run printed two stack traces); ``-v`` shows all."""
 
 from __future__ import annotations
 
@@ -43,10 +44,36 @@ def test_line_levels_of_dagster_and_uvicorn_output():
     assert line_level("Traceback (most recent call last):\n") is None
 
 
-def test_the_terminal_gets_warnings_and_errors_with_their_tracebacks():
+def test_the_terminal_gets_warnings_and_errors_without_their_tracebacks():
     shown = _filtered(LevelFilter(), DAEMON)
-    assert shown == DAEMON[0:3] + DAEMON[6:10]
+    assert shown == [DAEMON[0], DAEMON[6], DAEMON[9]]  # the exception's line stays: it is the cause
     assert not any("Checking for new runs" in line or "skipped" in line for line in shown)
+
+
+# A failed run's step, as a run worker under `tidemark dev` printed it before its console logger
+# was one line per record (orchestration/defs/console_logger.py): still no stack trace shown.
+STEP_FAILURE = [
+    "2026-11-23 15:20:01 +0000 - dagster - ERROR - shop_binlog_job - 1f2e - 77 - shop__binlog_stream - STEP_FAILURE"
+    ' - Execution of step "shop__binlog_stream" failed.\n',
+    "\n",
+    "dagster._core.errors.DagsterExecutionStepExecutionError: Error occurred while executing op \"x\":\n",
+    "\n",
+    "Stack Trace:\n",
+    '  File "/x/dagster/_core/execution/plan/utils.py", line 56, in op_execution_error_boundary\n',
+    "    yield\n",
+    "\n",
+    "The above exception was caused by the following exception:\n",
+    "ConnectionError: the Doris FE at 127.0.0.1:8030 does not answer\n",
+    "\n",
+    "Stack Trace:\n",
+    '  File "/x/orchestration/defs/assets.py", line 300, in binlog_stream\n',
+]
+
+
+def test_a_failed_steps_stack_trace_is_not_shown_but_its_exceptions_are():
+    shown = _filtered(LevelFilter(), STEP_FAILURE)
+    assert shown == [STEP_FAILURE[0], STEP_FAILURE[2], STEP_FAILURE[9]]
+    assert _filtered(LevelFilter(logging.NOTSET), STEP_FAILURE) == STEP_FAILURE
 
 
 def test_output_that_never_states_a_level_is_shown():
@@ -72,7 +99,8 @@ def test_the_relay_writes_every_line_to_the_file_and_the_filtered_ones_to_the_te
     relay.join(30)
     assert not relay.is_alive()
     assert (tmp_path / "logs" / "daemon.log").read_text() == "".join(DAEMON)
-    assert terminal.getvalue() == "".join(DAEMON[0:3] + DAEMON[6:10])
+    pointer = f"  (the rest is in {tmp_path / 'logs' / 'daemon.log'})\n"
+    assert terminal.getvalue() == "".join([DAEMON[0], pointer, DAEMON[6], pointer, DAEMON[9]])
 
 
 def test_dev_takes_verbose():
@@ -80,3 +108,16 @@ def test_dev_takes_verbose():
     assert (args.pipelines, args.verbose, args.port) == (["p.yaml"], False, 3000)
     assert build_parser().parse_args(["dev", "p.yaml", "-v"]).verbose
     assert build_parser().parse_args(["dev", "--verbose", "a.yaml", "b.yaml"]).pipelines == ["a.yaml", "b.yaml"]
+
+
+def test_dev_help_names_the_log_folder_dev_uses(capsys):
+    """Issue 29, item 10: `dev --help` named DAGSTER_HOME/logs; the logs are in <instance>/dev_logs."""
+    import pytest
+
+    from orchestration.cli.dev import DEV_LOG_DIR
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["dev", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"<instance>/{DEV_LOG_DIR}/daemon.log and webserver.log" in text, text
+    assert "<tidemark.state.dir>/dagster or $TIDEMARK_DAGSTER_HOME" in text and "/logs " not in text
