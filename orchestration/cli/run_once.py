@@ -59,6 +59,7 @@ class Summary:
     start_offset: str = "-"
     final_offset: str = "-"
     schema_changes: int = 0
+    snapshot_done_before: bool = False  # committed by an earlier run: nothing of it loaded by this one
     notes: list[str] = field(default_factory=list)
 
 
@@ -173,6 +174,9 @@ class OnceRun:
         if not self.service.binlog_ready():
             with phase("snapshot"):
                 self._snapshot()
+        else:
+            self.summary.snapshot_done_before = True
+            self.summary.chunks_total = len(self.service.chunk_statuses())
         if missing is not None:
             raise RunOnceError(f"the snapshot is committed, but this build's service cannot read the binlog yet "
                                f"({type(missing).__name__}: {missing})")
@@ -288,11 +292,20 @@ class OnceRun:
         self.console.log(f"schema change at {offset or 'the pending DDL'} carried over to Doris")
 
 
+def snapshot_line(summary: Summary) -> str:
+    """The summary's snapshot row: what this run loaded, or that an earlier run did it all."""
+    if summary.snapshot_done_before:
+        if not summary.chunks_total:
+            return "none needed (the startup mode starts the stream without a snapshot)"
+        return f"done before this run ({summary.chunks_total} chunk(s) committed); nothing to load"
+    return (f"{summary.chunks_loaded} of {summary.chunks_total} chunks loaded, {summary.rows:,} rows"
+            + (f" in {summary.snapshot_s:.1f} s ({summary.rows / summary.snapshot_s:,.0f} rows/s)"
+               if summary.snapshot_s else ""))
+
+
 def summary_table(handle: PipelineHandle, summary: Summary) -> Table:
     table = Table(title=f"tidemark run {handle.slug} --once", show_header=False)
-    table.add_row("snapshot", f"{summary.chunks_loaded} of {summary.chunks_total} chunks loaded, {summary.rows:,} rows"
-                  + (f" in {summary.snapshot_s:.1f} s ({summary.rows / summary.snapshot_s:,.0f} rows/s)"
-                     if summary.snapshot_s else ""))
+    table.add_row("snapshot", snapshot_line(summary))
     table.add_row("binlog", f"{summary.batches} batch(es), {summary.events:,} events, up to {summary.final_offset} "
                   f"(target {summary.start_offset})"
                   + (f", {summary.schema_changes} schema change(s)" if summary.schema_changes else ""))

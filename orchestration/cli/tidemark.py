@@ -368,8 +368,9 @@ def _splits(args: argparse.Namespace) -> int:
     from cdc_core.mysql.server_check import ServerCheckError
     from cdc_core.pipeline.service import PipelineService
 
+    definition = load_pipeline(Path(args.pipeline))  # an invalid or missing file: exit 2, as every command
     try:
-        plan = PipelineService.next_plan(load_pipeline(Path(args.pipeline)))
+        plan = PipelineService.next_plan(definition)
         splits = plan.splits
         if args.table:
             planned = {str(s.table_id) for s in splits} | set(plan.tables)

@@ -92,7 +92,9 @@ def test_an_unknown_block_does_not_hide_the_other_blocks_problems(tmp_path, caps
 
 
 def test_a_missing_file_exits_2_with_the_path(tmp_path, capsys):
+    """Issue 29, item 10: `splits` (and `verify`) exit 2 as well (`splits` exited 1)."""
     path = tmp_path / "nope.yaml"
-    for argv in (["validate", str(path)], ["status", str(path)], ["run", str(path), "--once"]):
+    for argv in (["validate", str(path)], ["status", str(path)], ["run", str(path), "--once"], ["splits", str(path)],
+                 ["verify", str(path)]):
         assert main(argv) == 2
         assert f"{path}: no such pipeline file (check the path" in capsys.readouterr().err

@@ -40,6 +40,10 @@ def test_snapshot_then_binlog_up_to_the_start_offset(harness):
     again = once(harness).run()
     assert again.chunks_loaded == 0 and again.batches == 0
     assert "run_chunks" not in runner.names() and "run_binlog_batch" not in runner.names()
+    # issue 29, item 10: the re-run's summary says the snapshot is done, not "0 of 0 chunks loaded"
+    assert again.snapshot_done_before and again.chunks_total == 5
+    text = str(summary_table(harness.handle, again).columns[1]._cells)
+    assert "done before this run (5 chunk(s) committed); nothing to load" in text and "0 of 0" not in text
 
 
 def test_the_commit_computes_mysqls_side_of_parity_only_for_a_run_that_checks_it(harness):
