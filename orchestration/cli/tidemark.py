@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from cdc_core.config import PipelineDefinition
     from cdc_core.mysql.splits import SnapshotSplit
-    from cdc_core.pipeline.verify import TableVerdict
+    from cdc_core.pipeline.parity.table_verify import TableVerdict
 
 Handler = Callable[[argparse.Namespace], int]
 logger = logging.getLogger(__name__)

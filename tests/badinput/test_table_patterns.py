@@ -66,6 +66,14 @@ def test_one_pattern_of_several_matching_nothing_is_a_warning(mysql_server, dori
     assert any(f"'{shop}.invoices' matches no table" in note for note in plan.notes), plan.notes
 
 
+def test_splits_refuses_a_pattern_that_matches_nothing(mysql_server, doris_standin, shop, tmp_path, capsys):
+    path = pipeline(tmp_path, mysql_server, doris_standin, f"{shop}.custmers")
+    assert main(["splits", str(path)]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"tidemark splits: source.tables: '{shop}.custmers' matches no table (did you mean "
+                           f"{shop}.customers?)"), line
+
+
 def test_planning_refuses_a_pattern_list_that_matches_nothing(mysql_server, doris_standin, shop, tmp_path):
     path = pipeline(tmp_path, mysql_server, doris_standin, f"{shop}.custmers,{shop}x.orders")
     service = PipelineService(load_pipeline(path))

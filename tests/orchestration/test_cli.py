@@ -162,7 +162,7 @@ def test_verify_table_is_not_cut_and_names_the_doris_table_only_when_routed(monk
     a route sends a table elsewhere, and then says "same" for the others."""
     import io
 
-    from cdc_core.pipeline.verify import TableVerdict
+    from cdc_core.pipeline.parity.table_verify import TableVerdict
     from orchestration.cli import tidemark
 
     long = "tidemark_demo_with_a_long_database_name.customer_addresses_history"

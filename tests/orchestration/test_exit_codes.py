@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from cdc_core.pipeline.parity.table_verify import TableVerdict
 from cdc_core.pipeline.status import Phase, PipelineStatus, StreamPosition
-from cdc_core.pipeline.verify import TableVerdict
 from devstack.procs import free_port
 from orchestration.cli.tidemark import main
 from tests.orchestration.fakes import write_pipeline
@@ -174,9 +174,11 @@ def test_status_1_when_a_server_does_not_answer_and_the_status_is_shown(pipeline
 
 
 def test_splits_0_with_a_plan(pipeline, monkeypatch, capsys):
-    from cdc_core.mysql import plan
+    from cdc_core.pipeline.results import NextPlan, PlanSource
+    from cdc_core.pipeline.service import PipelineService
 
-    monkeypatch.setattr(plan, "plan_splits", lambda source, tables: [])
+    monkeypatch.setattr(PipelineService, "next_plan", staticmethod(lambda definition: NextPlan(
+        (), ("shop.orders",), PlanSource.COMPUTED)))
     assert main(["splits", str(pipeline)]) == 0
     assert "0 chunk(s)" in capsys.readouterr().out
 
