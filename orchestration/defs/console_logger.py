@@ -1,13 +1,18 @@
 """Dagster's console logger, one line per record: a run's terminal output carries no stack trace.
 
 Dagster's default console logger prints a failed step as its error with the whole stack trace
-(Dagster's frames, then ours), so one failed sensor run under ``tidemark dev`` or one ``tidemark
-run --once`` whose server is down filled the terminal. This logger is Dagster's own colored
-console logger (same name, format and ``log_level``) with one change: each record is cut to its
+(Dagster's frames, then ours), so one ``tidemark run --once`` whose server is down filled the
+terminal. This logger is Dagster's own colored console logger (same name, format and
+``log_level``) with one change: each record is cut to its
 first paragraph and joined onto one line — for a failed step, "Execution of step … failed." and
 the exception's one line (``orchestration/defs/failures.py``); ``show_failures: false`` drops the
 failure events for a caller that reports the failure itself (``tidemark run --once``). The stack trace is still in the
 run's event log (the UI) and in the ``STEP_FAILURE`` event; only the terminal is spared it.
+
+Dagster uses a job's loggers only for a run whose run config names them (else its default console
+logger): ``tidemark run --once`` names it. Runs the UI, a sensor or a schedule launch keep Dagster's
+default; under ``tidemark dev`` their stack traces are kept off the terminal by ``tidemark dev``
+itself (``orchestration/cli/dev_logs.py``).
 """
 
 from __future__ import annotations
