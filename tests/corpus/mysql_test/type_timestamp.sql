@@ -1,0 +1,53 @@
+-- Extracted from mysql-test/t/type_timestamp.test (hans511002/erymysql@8405b16bc793dd9586d452d7da3632f27666ace2, a fork carrying MariaDB Server 10.1.25's suite); licence GPL-2.0.
+-- Statements MariaDB 10.11 ran without an error, in the test's order, by tests/corpus/extract.py;
+-- each DROP TABLE became a RENAME TABLE to t__N (every table the test fills is kept).
+-- kept: 47 statements; tables renamed: 6; dropped: drop of no table: 1, not kept (kind): 8, over the table cap: 1.
+-- The first two statements (SET NAMES latin1, sql_mode '') are mysql-test-run's session.
+DELIMITER ;;;;
+SET NAMES latin1;;;;
+SET SESSION sql_mode = '';;;;
+set time_zone="+03:00";;;;
+CREATE TABLE t1 (a int, t timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP);;;;
+CREATE TABLE t2 (a int, t datetime);;;;
+SET TIMESTAMP=1234;;;;
+insert into t1 values(1,NULL);;;;
+insert into t1 values(2,"2002-03-03");;;;
+SET TIMESTAMP=1235;;;;
+insert into t1 values(3,NULL);;;;
+SET TIMESTAMP=1236;;;;
+insert into t1 (a) values(4);;;;
+insert into t2 values(5,"2002-03-04"),(6,NULL),(7,"2002-03-05"),(8,"00-00-00");;;;
+SET TIMESTAMP=1237;;;;
+insert into t1 select * from t2;;;;
+SET TIMESTAMP=1238;;;;
+insert into t1 (a) select a+1 from t2 where a=8;;;;
+RENAME TABLE `t1` TO `t1__1`;;;;
+RENAME TABLE `t2` TO `t2__1`;;;;
+SET TIMESTAMP=1234;;;;
+CREATE TABLE t1 (value TEXT NOT NULL, id VARCHAR(32) NOT NULL, stamp timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, PRIMARY KEY (id));;;;
+INSERT INTO t1 VALUES ("my value", "myKey","1999-04-02 00:00:00");;;;
+UPDATE t1 SET value="my value" WHERE id="myKey";;;;
+UPDATE t1 SET id="myKey" WHERE value="my value";;;;
+RENAME TABLE `t1` TO `t1__2`;;;;
+create table t1 (a timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP);;;;
+insert into t1 values (now());;;;
+RENAME TABLE `t1` TO `t1__3`;;;;
+create table t1 (ix timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP);;;;
+insert into t1 values (19991101000000),(19990102030405),(19990630232922),(19990601000000),(19990930232922),(19990531232922),(19990501000000),(19991101000000),(19990501000000);;;;
+truncate table t1;;;;
+insert into t1 values ("19991101000000"),("19990102030405"),("19990630232922"),("19990601000000");;;;
+RENAME TABLE `t1` TO `t1__4`;;;;
+CREATE TABLE t1 (date date, date_time datetime, time_stamp timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP);;;;
+INSERT INTO t1 VALUES ("1998-12-31","1998-12-31 23:59:59",19981231235959);;;;
+INSERT INTO t1 VALUES ("1999-01-01","1999-01-01 00:00:00",19990101000000);;;;
+INSERT INTO t1 VALUES ("1999-09-09","1999-09-09 23:59:59",19990909235959);;;;
+INSERT INTO t1 VALUES ("2000-01-01","2000-01-01 00:00:00",20000101000000);;;;
+INSERT INTO t1 VALUES ("2000-02-28","2000-02-28 00:00:00",20000228000000);;;;
+INSERT INTO t1 VALUES ("2000-02-29","2000-02-29 00:00:00",20000229000000);;;;
+INSERT INTO t1 VALUES ("2000-03-01","2000-03-01 00:00:00",20000301000000);;;;
+INSERT INTO t1 VALUES ("2000-12-31","2000-12-31 23:59:59",20001231235959);;;;
+INSERT INTO t1 VALUES ("2001-01-01","2001-01-01 00:00:00",20010101000000);;;;
+INSERT INTO t1 VALUES ("2004-12-31","2004-12-31 23:59:59",20041231235959);;;;
+INSERT INTO t1 VALUES ("2005-01-01","2005-01-01 00:00:00",20050101000000);;;;
+INSERT INTO t1 VALUES ("2030-01-01","2030-01-01 00:00:00",20300101000000);;;;
+RENAME TABLE `t1` TO `t1__5`;;;;

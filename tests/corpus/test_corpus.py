@@ -1,0 +1,51 @@
+"""The corpus (tests/corpus/ORIGINS.md) through ``tidemark run --once``, snapshot then binlog, compared
+with MySQL from outside (tests/corpus/harness.py).
+
+The default suite runs a sample (tests/corpus/sample.py) that must come out equal table for table;
+the slow tier runs the whole corpus, where a table Tidemark refuses by name is acceptable and a
+differing table is a failure, and the sample again under ``binlog_row_metadata=MINIMAL``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.corpus.corpus import all_groups, group
+from tests.corpus.harness import CorpusRun, Outcome
+from tests.corpus.sample import MINIMAL_SAMPLE_DBS, SAMPLE_DBS
+from tests.orchestration.test_e2e_dagster import doris_standin  # noqa: F401
+
+
+def _run(mysql_server, fe: str, dbs, tmp_path, base: int):
+    groups = [group(db) for db in dbs] if dbs else list(all_groups())
+    report = CorpusRun(mysql_server, fe, groups, tmp_path, server_id_base=base).run()
+    print(report.summary())
+    return report
+
+
+def test_the_corpus_sample_arrives_equal(mysql_server, doris_standin, tmp_path):  # noqa: F811
+    report = _run(mysql_server, doris_standin.fe_http, SAMPLE_DBS, tmp_path, 5600)
+    assert not report.differing, report.summary()
+    assert report.count(Outcome.REFUSED) == 0, report.summary()
+    assert report.count(Outcome.EQUAL) >= 30, report.summary()  # sakila's 16 tables and the tests'
+    assert {r.table.split(".")[0] for r in report.results} >= {*SAMPLE_DBS, *(f"{db}_b" for db in SAMPLE_DBS
+                                                                             if db.startswith("mt_"))}
+
+
+def test_the_corpus_sample_under_minimal_row_metadata(mysql_server, root_conn, doris_standin, tmp_path):  # noqa: F811
+    """The session's server under MINIMAL (column names from the schema history), restored after."""
+    with root_conn.cursor() as cur:
+        cur.execute("SET GLOBAL binlog_row_metadata = 'MINIMAL'")
+    try:
+        report = _run(mysql_server, doris_standin.fe_http, MINIMAL_SAMPLE_DBS, tmp_path, 5700)
+    finally:
+        with root_conn.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
+    assert not report.differing, report.summary()
+    assert report.count(Outcome.EQUAL) >= 10, report.summary()
+
+
+@pytest.mark.slow
+def test_the_whole_corpus_arrives_equal_or_refused_by_name(mysql_server, doris_standin, tmp_path):  # noqa: F811
+    report = _run(mysql_server, doris_standin.fe_http, None, tmp_path, 5800)
+    assert not report.differing, report.summary()
