@@ -85,7 +85,7 @@ def run_file(conn, path: Path) -> int:
     return count
 
 
-def load_group(conn, g: Group, *, db: str | None = None) -> None:
+def load_group(conn, g: Group, *, db: str | None = None, root: Path = CORPUS_DIR) -> None:
     """Load ``g`` into MariaDB; a mysql-test group into ``db`` (default: its own) from scratch.
 
     A sample group always goes to the database its files name (they ``CREATE`` and ``USE`` it).
@@ -99,7 +99,7 @@ def load_group(conn, g: Group, *, db: str | None = None) -> None:
             cur.execute(f"CREATE DATABASE `{target}` CHARACTER SET latin1 COLLATE latin1_swedish_ci")
             cur.execute(f"USE `{target}`")
     for f in g.files:
-        n = run_file(conn, CORPUS_DIR / f)
+        n = run_file(conn, root / f)
         log.info("loaded %s: %d statements", f, n)
     with conn.cursor() as cur:  # the next group starts from the server's defaults
         cur.execute("SET NAMES utf8mb4")

@@ -115,7 +115,8 @@ _REFUSALS = ("has no primary key", "SchemaChangeRefused", "is refused", "cannot 
 def keyless_chunk_keys(conn, dbs: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     """A chunk key column for each keyless table of ``dbs`` (``db.table`` → column), as a user would
     set ``scan.incremental.snapshot.chunk.key-column``: an index's first column, else the first column
-    of an orderable type; and the keyless tables with no such column."""
+    of an orderable type, else the first column (Tidemark then takes it or says why not); and the
+    keyless tables no column can name (a ``:`` or ``;`` in every candidate)."""
     orderable = {"tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "char", "varchar", "date",
                  "datetime", "timestamp", "year", "time", "enum", "binary", "varbinary"}
     with conn.cursor() as cur:
@@ -133,8 +134,9 @@ def keyless_chunk_keys(conn, dbs: Sequence[str]) -> tuple[dict[str, str], list[s
             indexed = [r[0] for r in cur.fetchall() if r[1].lower() in orderable]
             cur.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s "
                         "AND table_name = %s ORDER BY ordinal_position", (db, table))
-            plain = [r[0] for r in cur.fetchall() if r[1].lower() in orderable]
-            column = (indexed or plain or [None])[0]
+            every = [(r[0], r[1].lower()) for r in cur.fetchall()]
+            plain = [n for n, t in every if t in orderable]
+            column = (indexed or plain or [n for n, _ in every] or [None])[0]
             if column is None or ":" in column or ";" in column:
                 none.append(f"{db}.{table}")
             else:
