@@ -475,14 +475,36 @@ class SchemaChangeSteps:
                 schemas[renamed_to] = schemas.pop(e.table_id)
         return schemas.get(table_id)
 
+    @staticmethod
+    def _recreated(upstream: dict[TableId, TableSchema | None], events: Sequence[SchemaChangeEvent]) -> set[TableId]:
+        """The tables these events create (or rename into) under a name no table held just before:
+        a name an earlier table had, dropped or renamed away since, now belongs to a new table."""
+        schemas = dict(upstream)
+        out: set[TableId] = set()
+        for e in events:
+            if isinstance(e, CreateTableEvent) and schemas.get(e.table_id) is None:
+                out.add(e.table_id)
+            if isinstance(e, RenameTableEvent) and e.new_table_id is not None and schemas.get(e.new_table_id) is None:
+                out.add(e.new_table_id)
+            schemas[e.table_id] = apply_to_schema(schemas.get(e.table_id), e)
+            if isinstance(e, RenameTableEvent) and e.new_table_id is not None:
+                schemas[e.new_table_id] = schemas.pop(e.table_id)
+        return out
+
     def _start_streaming(self, tx: Any, tables: Sequence[TableId], upstream: dict[TableId, TableSchema | None],
                          events: Sequence[ev.SchemaChangeEvent], flushed_to: BinlogOffset, ddl_offset: BinlogOffset) -> None:
         """A table new to the stream (created, or renamed into a captured name) holds, in Doris,
         everything up to the DDL (nothing, or the renamed table's rows); a finished whole-table
         "chunk" at the DDL's offset tells the stream's filter that every change after it is due."""
+        recreated = self._recreated(upstream, events)
         for table_id in tables:
             if tx.chunks(table_id=str(table_id)):
-                continue
+                if table_id not in recreated:
+                    continue
+                # the chunks of an earlier table of this name (dropped or renamed away): they name its
+                # key column, which the new table may not have, and its rows, which are not the new one's
+                tx.delete_chunks(str(table_id))
+                self.log(f"{table_id}: a new table of this name; the chunks of the table it replaces are retired")
             schema = self._new_schema(table_id, upstream, events)
             if schema is None or not schema.columns:
                 continue

@@ -149,6 +149,10 @@ class StateTransaction:
         if rows:
             self.conn.execute(chunks_table.insert(), rows)
 
+    def delete_chunks(self, table_id: str) -> int:
+        """Forget every chunk of ``table_id`` (a table of that name that no longer exists); the count."""
+        return self.conn.execute(chunks_table.delete().where(chunks_table.c.table_id == table_id)).rowcount
+
     def update_chunk(self, table_id: str, chunk_index: int, **fields: Any) -> None:
         """Set some fields of one chunk (``status`` a :class:`ChunkStatus`); a missing chunk is a KeyError."""
         if "status" in fields:

@@ -180,7 +180,7 @@ def doris_rows(fe: str, db: str, table: str, cols: list[Column]) -> collections.
     while True:
         body = doris_query(fe, db, f"SELECT {names} FROM `{table}` ORDER BY {order} LIMIT {PAGE} OFFSET {offset}")
         if body.get("code") != 0:
-            return str(body.get("msg") or body.get("data") or body)[:300]
+            return f"{body.get('msg')}: {body.get('data')}"[:300]
         rows = body["data"]["data"]
         for r in rows:
             out[_key(tuple(got(c, v) for c, v in zip(cols, r, strict=True)))] += 1
