@@ -53,6 +53,8 @@ class Column:
             return f"CONVERT({q} USING utf8mb4)"
         if self.data_type == "bit":
             return f"CAST({q} + 0 AS CHAR)"
+        if self.column_type.startswith("year(2)"):
+            return f"CAST(YEAR({q}) AS CHAR)"  # the year: YEAR(2) reads as two digits
         if self.data_type in {"date", "datetime", "timestamp", "time", "year"}:
             return f"CAST({q} AS CHAR)"
         return q

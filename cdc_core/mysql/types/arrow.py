@@ -47,7 +47,7 @@ def select_expression(column: Column, *, tinyint1_as_boolean: bool = True, safe:
     Safe form: they come back as MySQL's own text — needed for zero dates such as
     ``0000-00-00``, which the native reader cannot represent (the reader falls back to it).
     Always: wide DECIMAL, TIME and MariaDB's UUID / INET6 / INET4 as text (the server's own
-    rendering, which ``fixed_binary`` reproduces for the binlog), BIT as an unsigned integer, binary types as base64,
+    rendering, which ``fixed_binary`` reproduces for the binlog), BIT as an unsigned integer, YEAR as the year (``YEAR(2)`` displays two digits), binary types as base64,
     spatial values as SRID + WKB.
     """
     kind = kind_of(column, tinyint1_as_boolean=tinyint1_as_boolean)
@@ -61,6 +61,8 @@ def select_expression(column: Column, *, tinyint1_as_boolean: bool = True, safe:
         expr = f"CAST({q} AS CHAR)"
     elif kind == TypeKind.BIT:
         expr = f"CAST({q} AS UNSIGNED)"
+    elif kind == TypeKind.YEAR and column.column_type.lower().startswith("year(2)"):
+        expr = f"YEAR({q})"  # YEAR(2) reads as two digits, even + 0; YEAR() is the year, as the binlog carries it
     elif kind == TypeKind.BINARY:
         expr = f"REPLACE(TO_BASE64({q}), '\\n', '')"
     elif kind == TypeKind.GEOMETRY:
