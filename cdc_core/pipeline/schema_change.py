@@ -476,19 +476,19 @@ class SchemaChangeSteps:
         return schemas.get(table_id)
 
     @staticmethod
-    def _recreated(upstream: dict[TableId, TableSchema | None], events: Sequence[SchemaChangeEvent]) -> set[TableId]:
+    def _recreated(upstream: dict[TableId, TableSchema | None],
+                   events: Sequence[ev.SchemaChangeEvent]) -> set[TableId]:
         """The tables these events create (or rename into) under a name no table held just before:
         a name an earlier table had, dropped or renamed away since, now belongs to a new table."""
         schemas = dict(upstream)
         out: set[TableId] = set()
         for e in events:
-            if isinstance(e, CreateTableEvent) and schemas.get(e.table_id) is None:
-                out.add(e.table_id)
-            if isinstance(e, RenameTableEvent) and e.new_table_id is not None and schemas.get(e.new_table_id) is None:
-                out.add(e.new_table_id)
+            effect = table_effect(e)
+            if effect.enters is not None and schemas.get(effect.enters) is None:
+                out.add(effect.enters)
             schemas[e.table_id] = apply_to_schema(schemas.get(e.table_id), e)
-            if isinstance(e, RenameTableEvent) and e.new_table_id is not None:
-                schemas[e.new_table_id] = schemas.pop(e.table_id)
+            if effect.renamed_to is not None:
+                schemas[effect.renamed_to] = schemas.pop(e.table_id)
         return out
 
     def _start_streaming(self, tx: Any, tables: Sequence[TableId], upstream: dict[TableId, TableSchema | None],

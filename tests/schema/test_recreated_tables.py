@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.executor import spark_service
+from jobs.spark_executor import spark_service
 from tests.schema.helpers import assert_rows_match, catch_up, sql
 
 

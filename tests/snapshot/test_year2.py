@@ -5,9 +5,9 @@ paths now give the year, as README's type table says (``YEAR`` → ``INT``, "the
 
 from __future__ import annotations
 
+from cdc_core.model.schema import TableId
+from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.discovery import read_table_schema
-from cdc_core.mysql.offsets import read_current_offset
-from cdc_core.schema import TableId
 from tests.snapshot.conftest import run
 from tests.snapshot.test_types import _binlog_reader_rows, _snapshot_rows
 
