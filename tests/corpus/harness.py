@@ -105,7 +105,26 @@ class Report:
         for r in self.results:
             if r.outcome is not Outcome.EQUAL:
                 lines.append(f"  {r.outcome:9s} {r.table}: {r.detail}"[:400])
+        causes: dict[str, int] = {}
+        for r in self.results:
+            if r.outcome is not Outcome.EQUAL:
+                causes[f"{r.outcome}: {_cause(r.detail)}"] = causes.get(f"{r.outcome}: {_cause(r.detail)}", 0) + 1
+        if causes:
+            lines.append("by cause (tables):")
+            lines += [f"  {n:4d}  {c}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1])]
         return "\n".join(lines)
+
+
+def _cause(detail: str) -> str:
+    """A differing or refused table's reason with its names and values taken out, to count causes."""
+    text = detail.split("; the group's binlog run failed: ", 1)
+    why = text[1] if len(text) > 1 else text[0]
+    for marker in ("detailMessage = ", "KeyError: ", "Error: ", "failed: ", "column "):
+        if marker in why:
+            why = why[why.index(marker):]
+            break
+    why = re.sub(r"`[^`]*`|'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\b\w+\.\w+\b|\d+", "_", why)
+    return " ".join(why.split())[:120]
 
 
 # Tidemark's own refusals (a table it will not take, named, with the way out), not failures.
