@@ -70,7 +70,7 @@ def chunked_seconds(settings: MySqlConnectionSettings, chunk_size: int, fetch_si
     table = TableId("shop", "t")
     schema = read_table_schema(conn, table)
     splits = SnapshotSplitAssigner(conn, [table], lambda _t: schema,
-                                   SplitOptions(chunk_size=chunk_size, sleep_every_10_chunks_s=0)).plan()
+                                   SplitOptions(chunk_size=chunk_size, split_pause_s=0)).plan()
     conn.close()
     rows = 0
     t0 = time.perf_counter()

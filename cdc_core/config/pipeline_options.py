@@ -95,6 +95,10 @@ class PipelineOptions(OptionBlock):
     # guidance is at most 100k partitions per asset (the UI slows down past it). A plan that would
     # need more grows the chunk sizes (``cdc_core/pipeline/planning.py``).
     snapshot_max_partitions: int = Field(100_000, gt=0, alias="tidemark.snapshot.max-partitions")
+    # Planning pauses this long after every 10 chunks of one table split by queries (a text or
+    # composite key: Flink's ``maySleep``, 100 ms, which Flink hard-codes), sparing MySQL during a
+    # long run of split queries; a table of fewer chunks never waits. 0: no pause.
+    snapshot_split_pause_ms: int = Field(100, ge=0, alias="tidemark.snapshot.split-pause-ms")
     # A binlog batch with fewer changes than this (and no transform) is compacted and loaded in the
     # driver: a Spark job costs seconds, which freshness cannot afford. Above the default batch size
     # (``binlog_max_events``), so a batch goes to Spark only when the user raises that: each

@@ -15,7 +15,10 @@
   ``SELECT MAX(k) FROM (SELECT k FROM t WHERE k >= prev ORDER BY k LIMIT chunk_size) T``; when
   the result equals ``prev`` (more than chunk_size rows share one key) the next key
   ``SELECT MIN(k) FROM t WHERE k > prev`` is taken; a result ≥ MAX ends the table with
-  ``[prev, null)``. Flink sleeps 100 ms every 10 chunks to spare the server; so do we.
+  ``[prev, null)``. Flink sleeps 100 ms every 10 chunks to spare the server during a long run of
+  such queries; so do we, but only within such a run on one table (after its 10th, 20th … chunk:
+  ``split_pause_s``, ``tidemark.snapshot.split-pause-ms``), never before a table's first chunk,
+  where Flink's pause cost 100 ms per text- or composite-keyed table and spared the server nothing.
 
 Where Flink compares key values in Java (``Objects.equals``, ``ObjectUtils.compare``) we let
 the server compare them, in the same query, with the column's own collation. For
@@ -61,10 +64,14 @@ class SplitOptions:
     distribution_factor_lower: float = 0.05
     chunk_key_column: str | None = None
     tinyint1_as_boolean: bool = True
-    sleep_every_10_chunks_s: float = 0.1
+    # The courtesy pause every 10 uneven chunks of one table (Flink's ``maySleep``: 100 ms).
+    split_pause_s: float = 0.1
     # Per-table chunk sizes fixed by the plan (``cdc_core/mysql/chunk_sizing.py``), by "db.table";
     # a table not listed takes ``chunk_size``.
     table_chunk_sizes: tuple[tuple[str, int], ...] = ()
+    # Approximate row counts fixed by the plan's first round (``SHOW TABLE STATUS``'s Rows, read for
+    # all tables at once), by "db.table"; a table not listed is asked when it is split.
+    table_rows: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_source(cls, source: Any) -> SplitOptions:
@@ -79,6 +86,10 @@ class SplitOptions:
     def rows_per_chunk(self, table_id: TableId) -> int:
         """The chunk size of this table: the plan's for it, else ``chunk_size``."""
         return dict(self.table_chunk_sizes).get(str(table_id), self.chunk_size)
+
+    def approximate_rows(self, table_id: TableId) -> int | None:
+        """The plan's row estimate of this table, None when it has none."""
+        return dict(self.table_rows).get(str(table_id))
 
 
 @dataclass(frozen=True)
@@ -255,7 +266,8 @@ class ChunkSplitter:
             lo, hi = cur.fetchone()
         self._min = None if lo is None else bound_value(self._column, lo)
         self._max = None if hi is None else bound_value(self._column, hi)
-        self._rows = approximate_row_count(self._conn, schema.table_id)
+        planned = self._options.approximate_rows(schema.table_id)
+        self._rows = approximate_row_count(self._conn, schema.table_id) if planned is None else planned
         self._analyzed_for = schema.table_id
 
     def _split(self, table_id: TableId, index: int, rng: ChunkRange) -> SnapshotSplit:
@@ -320,6 +332,8 @@ class ChunkSplitter:
         return bound_value(column, end)
 
     def _may_sleep(self, count: int) -> None:
-        if count % 10 == 0 and self._options.sleep_every_10_chunks_s > 0:
-            self._sleep(self._options.sleep_every_10_chunks_s)
+        """Pause after every 10 uneven chunks of one table (``count`` is the chunk's index in its table):
+        a long run of split queries yields to the server; a table of fewer chunks never waits."""
+        if count > 0 and count % 10 == 0 and self._options.split_pause_s > 0:
+            self._sleep(self._options.split_pause_s)
             log.info("ChunkSplitter has split %d chunks", count)

@@ -26,7 +26,7 @@ from cdc_core.doris.table_creation import TableCreator, default_type_mapper
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.chunk_sizing import table_chunk_rows
 from cdc_core.mysql.chunk_splitter import SplitOptions
-from cdc_core.mysql.discovery import require_matching_tables, table_status
+from cdc_core.mysql.discovery import read_table_schemas, require_matching_tables, table_statuses
 from cdc_core.mysql.server_check import check_server
 from cdc_core.mysql.snapshot_assigner import (
     AssignerState,
@@ -72,8 +72,10 @@ def plan_splits(ctx: PipelineContext, max_steps: int | None = None) -> PlanResul
         state = AssignerState.from_dict(saved_state)
         if not state.finished:
             options = planned_split_options(ctx)
+            # every remaining table's schema in a few queries, not a few per table
+            schemas = read_table_schemas(conn, list(state.remaining_tables), skip_missing=True)
             assigner = SnapshotSplitAssigner(
-                conn, [], ctx.live_schema, options,
+                conn, [], lambda t: schemas.get(t) or ctx.live_schema(t), options,
                 unbounded_chunk_first=source.unbounded_chunk_first, state=state,
             )
             added = assign_into_store(assigner, ctx.store, max_steps=max_steps)
@@ -101,7 +103,7 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
         tables: list[TableId] = captured if source.startup_mode in SNAPSHOT_MODES else []
         start_offset = ctx.server_offset()
         chunk_size = SplitOptions.from_source(source).chunk_size
-        statuses = {t: table_status(conn, t) for t in tables}
+        statuses = table_statuses(conn, tables)
         sizes = table_chunk_rows(statuses, source.chunk_size)
         if tables:
             total = sum(rows for rows, _ in statuses.values())
@@ -116,7 +118,8 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
                 )
                 sizes = grown
                 chunk_size = int(math.ceil(chunk_size * factor))
-        schemas = [ctx.live_schema(t) for t in tables]
+        by_table = read_table_schemas(conn, tables)
+        schemas = [by_table[t] for t in tables]
     check_doris_names(ctx, schemas)
     check_charsets(schemas)
     state = AssignerState(tuple(tables)).to_dict()
@@ -141,15 +144,19 @@ def _sizes_text(sizes: dict[str, int]) -> str:
 
 
 def planned_split_options(ctx: PipelineContext) -> SplitOptions:
-    """The split options the plan fixed in its first round: the chunk size per table.
+    """The split options the plan fixed in its first round: the chunk size and row estimate per table
+    (the estimates were read for all tables at once; the splitter need not ask for each again).
 
     A plan recorded before per-table sizes existed has one ``chunk_size`` for every table."""
     with ctx.store.transaction(readonly=True) as tx:
         chunk_size = CHUNK_SIZE.get(tx)
         sizes = CHUNK_SIZES.get_or(tx, {})
+        rows = TABLE_ROWS.get_or(tx, {})
     options = SplitOptions.from_source(ctx.definition.source)
     return dataclasses.replace(options, chunk_size=int(chunk_size or options.chunk_size),
-                               table_chunk_sizes=tuple(sorted((t, int(n)) for t, n in sizes.items())))
+                               table_chunk_sizes=tuple(sorted((t, int(n)) for t, n in sizes.items())),
+                               table_rows=tuple(sorted((t, int(n)) for t, n in rows.items())),
+                               split_pause_s=ctx.definition.pipeline.snapshot_split_pause_ms / 1000)
 
 
 def check_doris_names(ctx: PipelineContext, schemas: list[TableSchema]) -> None:

@@ -51,7 +51,7 @@ def analyze(root_conn, db: str, *tables: str) -> None:
 
 def plan(conn, db: str, table: str, **options) -> list[dict]:
     unbounded_first = options.pop("unbounded_chunk_first", False)
-    opts = SplitOptions(sleep_every_10_chunks_s=0, **options)
+    opts = SplitOptions(split_pause_s=0, **options)
     tid = TableId(db, table)
     assigner = SnapshotSplitAssigner(conn, [tid], lambda t: read_table_schema(conn, t), opts,
                                      unbounded_chunk_first=unbounded_first)

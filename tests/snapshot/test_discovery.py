@@ -49,7 +49,7 @@ def test_plan_is_persisted_step_by_step_and_resumes(root_conn, fresh_db, text_co
         f"INSERT INTO `{fresh_db}`.b SELECT seq FROM `{fresh_db}`.seq_0_to_100")
     analyze(root_conn, fresh_db, "a", "b")
     tables = [TableId(fresh_db, "a"), TableId(fresh_db, "b")]
-    options = SplitOptions(chunk_size=25, sleep_every_10_chunks_s=0)
+    options = SplitOptions(chunk_size=25, split_pause_s=0)
 
     def schemas(t):
         return read_table_schema(text_conn, t)

@@ -14,6 +14,7 @@ import pytest
 
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.chunk_splitter import (
+    ChunkSplitter,
     ChunkSplitterState,
     SplitOptions,
     distribution_factor,
@@ -245,7 +246,7 @@ def test_uneven_splitting_is_lazy_and_resumes_from_its_cursor(root_conn, fresh_d
         f"INSERT INTO `{fresh_db}`.b SELECT seq FROM `{fresh_db}`.seq_0_to_100")
     analyze(root_conn, fresh_db, "a", "b")
     tables = [TableId(fresh_db, "a"), TableId(fresh_db, "b")]
-    options = SplitOptions(chunk_size=20, sleep_every_10_chunks_s=0)
+    options = SplitOptions(chunk_size=20, split_pause_s=0)
 
     def schemas(t):
         return read_table_schema(text_conn, t)
@@ -373,3 +374,46 @@ def test_uuid_and_inet6_keys_split_by_queries_in_mariadb_order(root_conn, fresh_
     rows = {row["k"]: row["v"] for row in chunk.table.to_pylist()}
     assert chunk.backfill_events == 2 and rows[inside] == -1 and outside not in rows
     assert sorted(rows, key=lambda k: sort_key(type_name, k)) == keys[59:118]
+
+
+def test_the_courtesy_pause_falls_within_a_long_run_of_split_queries_on_one_table_not_per_table(
+        root_conn, fresh_db, text_conn):
+    """Flink pauses every 10 uneven chunks, the first included: 100 ms per text-keyed table of one
+    chunk. The pause now comes after a table's 10th, 20th ... chunk only."""
+    run(root_conn, *[f"CREATE TABLE `{fresh_db}`.s{i} (k VARCHAR(8) PRIMARY KEY)" for i in range(3)],
+        *[f"INSERT INTO `{fresh_db}`.s{i} SELECT LPAD(seq, 4, '0') FROM `{fresh_db}`.seq_0_to_{n}"
+          for i, n in enumerate((5, 5, 249))])
+    analyze(root_conn, fresh_db, "s0", "s1", "s2")
+    tables = [TableId(fresh_db, f"s{i}") for i in range(3)]
+    pauses: list[float] = []
+    splitter = ChunkSplitter(text_conn, SplitOptions(chunk_size=10, split_pause_s=0.25), sleep=pauses.append)
+    counts = []
+    for table in tables:
+        schema = read_table_schema(text_conn, table)
+        chunks = splitter.split_chunks(schema)
+        while splitter.has_next_chunk():
+            chunks += splitter.split_chunks(schema)
+        counts.append(len(chunks))
+    assert counts[:2] == [1, 1] and 20 < counts[2] < 30
+    assert pauses == [0.25, 0.25]  # table s2's chunks 10 and 20; none for s0, s1 or any table's first chunk
+
+
+def test_schemas_and_row_estimates_of_many_tables_are_read_at_once_and_equal_the_per_table_reads(
+        root_conn, fresh_db, text_conn):
+    from cdc_core.mysql.discovery import DiscoveryError, read_table_schemas, table_status, table_statuses
+
+    run(root_conn, f"CREATE TABLE `{fresh_db}`.a (id BIGINT PRIMARY KEY, j JSON, c VARCHAR(4) COMMENT 'x') "
+                   "COMMENT 'table a' DEFAULT CHARSET latin1",
+        f"CREATE TABLE `{fresh_db}`.b (x INT, y VARCHAR(16), PRIMARY KEY (y, x))",
+        f"CREATE TABLE `{fresh_db}`.c_d (k VARCHAR(32) PRIMARY KEY)",
+        f"INSERT INTO `{fresh_db}`.b SELECT seq, seq FROM `{fresh_db}`.seq_1_to_30")
+    analyze(root_conn, fresh_db, "a", "b", "c_d")
+    tables = [TableId(fresh_db, t) for t in ("a", "b", "c_d")]
+    batched = read_table_schemas(text_conn, tables)
+    assert batched == {t: read_table_schema(text_conn, t) for t in tables}
+    assert batched[tables[0]].column("j").data_type == "json" and batched[tables[1]].primary_key == ("y", "x")
+    assert table_statuses(text_conn, tables) == {t: table_status(text_conn, t) for t in tables}
+    gone = TableId(fresh_db, "gone")
+    assert read_table_schemas(text_conn, [*tables, gone], skip_missing=True).keys() == set(tables)
+    with pytest.raises(DiscoveryError, match="does not exist"):
+        read_table_schemas(text_conn, [*tables, gone])
