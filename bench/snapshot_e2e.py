@@ -1,18 +1,19 @@
 """The snapshot as a user runs it: ``tidemark run PIPELINE --once`` and a daemon-executed backfill
 of ``snapshot_chunks``, each beside the ``mariadb --quick`` scan of the same table in the same run.
 
-    .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile]
+    .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile] [--key varchar] [--parity-ab]
         [--chunk-size N (default: the pipeline's, sized by row width)] [--parallelism 2] [--out bench/results/snapshot_e2e-<date>.json]
 
 For each row count: a private MariaDB and Doris stand-in on free ports, the table
 ``shop.t(id BIGINT PK, name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3))`` filled in MariaDB,
-then, measured in the same run:
+then, measured in the same run (``--key varchar``: the key is ``k VARCHAR(32)``, 20 hex digits, a dash and
+the row's number, in ``utf8mb4_general_ci``; the text-keyed table of issue 30):
 
 * the limit: ``mariadb --quick -e 'SELECT * FROM shop.t' > /dev/null`` over TCP (best of 2);
 * ``tidemark run PIPELINE --once`` as a subprocess, wall time from exec to exit, its phases
   (``--timings``: planning, Spark start, read + load, commits, parity, binlog) and the peak RSS of
   each process it and the servers ran (sampled every 0.2 s from /proc through psutil);
-* (5M rows and more, unless ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
+* (5M rows and more, or any with ``--parity-ab``; never with ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
   pipeline state into an empty Doris: what the parity check costs, its own step plus what it added
   to the commits, beside the plain difference of the two runs' wall times (``parity_cost``);
 * (unless ``--no-daemon``) the same snapshot by a fresh pipeline state, launched as a UI backfill
@@ -56,14 +57,18 @@ VENV_BIN = Path(sys.executable).parent
 TARGET_5M_S = 40.0
 
 
-def fill(mysql: MariaDBServer, rows: int) -> int:
+def fill(mysql: MariaDBServer, rows: int, key: str = "bigint") -> int:
     batches = max(1, rows // 100_000)
     per = rows // batches
+    key_column = ("k VARCHAR(32) COLLATE utf8mb4_general_ci PRIMARY KEY" if key == "varchar"
+                  else "id BIGINT PRIMARY KEY")
     mysql.root_sql(
-        "DROP DATABASE IF EXISTS shop; CREATE DATABASE shop; CREATE TABLE shop.t (id BIGINT PRIMARY KEY, "
-        "name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3));"
+        f"DROP DATABASE IF EXISTS shop; CREATE DATABASE shop; CREATE TABLE shop.t ({key_column}, "
+        "name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3)) DEFAULT CHARSET utf8mb4;"
         + "".join(
-            f"INSERT INTO shop.t SELECT seq + {b * per}, CONCAT('customer-', seq + {b * per}, '-', MD5(seq)), "
+            "INSERT INTO shop.t SELECT "
+            + (f"CONCAT(LEFT(MD5(seq + {b * per}), 20), '-', seq + {b * per})" if key == "varchar" else f"seq + {b * per}")
+            + f", CONCAT('customer-', seq + {b * per}, '-', MD5(seq)), "
             f"(seq % 100000) / 100, '2026-01-01' + INTERVAL (seq + {b * per}) SECOND FROM shop.seq_1_to_{per};"
             for b in range(batches)
         )
@@ -350,11 +355,11 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
     else:
         mysql, doris = stack
     try:
-        rows = fill(mysql, rows_wanted)
+        rows = fill(mysql, rows_wanted, getattr(args, "key", "bigint"))
         settled_s = settle(mysql)
         doris_sql(doris, "DROP DATABASE IF EXISTS shop")
         scan_s = c_client_scan(mysql.port)
-        report: dict = {"rows": rows, "chunk_size": args.chunk_size, "parallelism": args.parallelism,
+        report: dict = {"rows": rows, "key": getattr(args, "key", "bigint"), "chunk_size": args.chunk_size, "parallelism": args.parallelism,
                         "mysql_settled_after_fill_s": round(settled_s, 1),
                         "c_client_scan_s": round(scan_s, 3), "c_client_rows_per_s": round(rows / scan_s)}
         profile = out_dir / f"snapshot_e2e-{rows}.speedscope.json" if args.profile else None
@@ -366,7 +371,7 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
         report["tidemark_run_once"] = once
         if rows >= 5_000_000:
             report["tidemark_run_once"]["within_40s"] = once["wall_s"] <= TARGET_5M_S
-        if rows >= 5_000_000 and not args.no_parity_ab:
+        if (rows >= 5_000_000 or getattr(args, "parity_ab", False)) and not args.no_parity_ab:
             log(f"tidemark run --once {once['wall_s']} s; again with --no-checks (what parity costs)...")
             doris_sql(doris, "DROP DATABASE IF EXISTS shop")
             bare = run_once(work, pipeline_file(work, "bench_nochecks", mysql, doris, args), None,
@@ -439,6 +444,10 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the servers' directories")
     parser.add_argument("--no-parity-ab", action="store_true",
                         help="skip the second run --once with --no-checks (5M rows and more)")
+    parser.add_argument("--key", choices=("bigint", "varchar"), default="bigint",
+                        help="the table's key: id BIGINT, or k VARCHAR(32) (utf8mb4_general_ci)")
+    parser.add_argument("--parity-ab", action="store_true",
+                        help="the --no-checks run (what parity costs) at any row count")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

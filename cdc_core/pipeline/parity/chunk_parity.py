@@ -8,8 +8,15 @@ whose text the two engines cannot render alike are compared by reading rows (``r
 MySQL's side may already have been computed during the commits (``overlap.py``).
 
 Ranges: a chunk of a numeric or temporal key is compared by the same half-open range on both
-sides. A character key is compared by MySQL's keys (its collation may order and compare
-differently from Doris's binary strings): the chunk's rows in MySQL, looked up by key in Doris.
+sides. A character key's chunks are ranges in MySQL's collation, which Doris (comparing bytes)
+cannot reproduce: such a table is compared by the byte order of the key's UTF-8 text on both
+sides (``row_checksum.mysql_segments_by_bytes``), in segments cut at the chunks' bounds sorted by
+their bytes, segment i reported as the table's i-th chunk. Where the collation orders the bounds
+as their bytes do (keys of one case, no accents or trailing spaces) segment i holds chunk i's rows
+exactly; where it does not, the segments still cover the table once, and the result's
+``key_order`` detail says the ranges are by bytes. A table with columns compared by reading rows
+(``ChecksumPlan.by_rows``) and a character key keeps the slower path: the chunk's rows in MySQL,
+looked up by key in Doris.
 
 A table with a transform, routed to several targets, or merged with others into one target is
 not compared (its Doris rows are not the source's rows); the result says why it was skipped.
@@ -27,6 +34,7 @@ from cdc_core.mysql.connection import connect
 from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
+from cdc_core.mysql.types import TypeKind, kind_of
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.parity import overlap
@@ -37,19 +45,26 @@ from cdc_core.pipeline.parity.row_checksum import (
     doris_row_hashes,
     doris_segment,
     doris_segments,
+    doris_segments_by_bytes,
+    key_bytes_order,
     mysql_row_hashes,
     mysql_segment,
     mysql_segments,
+    mysql_segments_by_bytes,
 )
 from cdc_core.pipeline.parity.row_compare import is_text_key, row_sets
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.snapshot import chunk_records
+from cdc_core.state import ChunkRecord
 
 logger = logging.getLogger(__name__)
 
 
 def chunk_parity(ctx: PipelineContext, key: str) -> ParityResult:
     """Row count and checksum of the chunk's key range, MySQL against Doris."""
+    tables = _tables(ctx, [key])
+    if tables and tables[0].bounds is not None:  # a character key: by the bytes of its text, for the table
+        return chunks_parity(ctx, [key])[0]
     record = chunk_records(ctx, [key])[0]
     table_id = TableId.parse(record.table_id)
     start = None if record.start is None else record.start[0]
@@ -84,6 +99,9 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
             for record in table.chunks:
                 results[chunk_key(*record.key)] = chunk_parity(ctx, chunk_key(*record.key))
             continue
+        if table.bounds is not None:
+            results.update(_by_bytes(ctx, table))
+            continue
         known: dict[str, Segment] = {}
         if run_id is not None:
             offset = offset or ctx.server_offset().to_dict()
@@ -100,8 +118,9 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
 
 def range_work(ctx: PipelineContext, keys: list[str]) -> list[overlap.Work]:
     """The chunks among ``keys`` that ``chunks_parity`` compares by range in both databases, with
-    their checksum plans (the ones whose MySQL side can be computed ahead)."""
-    return [item for table in _tables(ctx, keys) for item in table.work]
+    their checksum plans (the ones whose MySQL side can be computed ahead: not a character key's,
+    which is one statement for the whole table)."""
+    return [item for table in _tables(ctx, keys) if table.bounds is None for item in table.work]
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,12 @@ class _TableChunks:
     gone: bool = False  # MySQL no longer has the table
     plan: ChecksumPlan | None = None  # None: chunk by chunk
     work: list[overlap.Work] = field(default_factory=list)  # compared by range, with ``plan``
+    # A character key: the table's chunk bounds sorted by their bytes (``work``'s ranges are the
+    # segments between them), and the key column.
+    bounds: list[Any] | None = None
+    key_column: Column | None = None
+    positions: dict[str, int] = field(default_factory=dict)  # chunk key -> segment
+    bounds_alike: bool = True  # the bytes order the bounds as MySQL's collation does
 
 
 def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
@@ -126,6 +151,16 @@ def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
         except TableNotFoundError:
             tables.append(_TableChunks(table_id, chunks, gone=True))
             continue
+        if plan is not None and is_text_key(key_column, ctx.definition.source.tinyint1_as_boolean):
+            bounds, position, alike = _bytes_segments(ctx, table_id)
+            if all(r.key in position for r in chunks):
+                work = [overlap.Work(chunk_key(*r.key), plan, _segment(key_column, bounds, position[r.key]))
+                        for r in chunks]
+                tables.append(_TableChunks(table_id, chunks, plan=plan, work=work, bounds=bounds,
+                                           key_column=key_column, bounds_alike=alike,
+                                           positions={chunk_key(*r.key): position[r.key] for r in chunks}))
+                continue
+            plan = None  # the plan's chunks do not cut the key at distinct bounds: chunk by chunk
         work = [] if plan is None else [
             overlap.Work(chunk_key(*r.key), plan, KeyRange(key_column.name, r.start[0] if r.start else None,
                                                                   r.end[0] if r.end else None)) for r in chunks]
@@ -133,19 +168,72 @@ def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
     return tables
 
 
+def _bytes_segments(ctx: PipelineContext, table_id: str) -> tuple[list[Any], dict[tuple, int], bool]:
+    """The table's chunk bounds sorted by their bytes; each chunk's segment (its place in chunk
+    order), none when the bounds do not cut the table into as many segments as it has chunks; and
+    whether the bytes order the bounds as the chunks (MySQL's collation) do."""
+    with ctx.store.transaction(readonly=True) as tx:
+        chunks: list[ChunkRecord] = sorted((c for c in tx.chunks() if c.table_id == table_id),
+                                           key=lambda c: c.chunk_index)
+    ends = [c.end[0] for c in chunks if c.end]
+    bounds = sorted(set(ends) | {c.start[0] for c in chunks if c.start}, key=key_bytes_order)
+    alike = [key_bytes_order(e) for e in ends] == [key_bytes_order(b) for b in bounds]
+    if len(bounds) + 1 != len(chunks) or len({key_bytes_order(b) for b in bounds}) != len(bounds):
+        return bounds, {}, alike
+    return bounds, {c.key: i for i, c in enumerate(chunks)}, alike
+
+
+def _segment(column: Column, bounds: list[Any], i: int) -> KeyRange:
+    return KeyRange(column.name, bounds[i - 1] if i > 0 else None, bounds[i] if i < len(bounds) else None)
+
+
+def _by_bytes(ctx: PipelineContext, table: _TableChunks) -> dict[str, ParityResult]:
+    """A character-keyed table's chunks, by the byte order of the key on both sides (module doc):
+    one statement per side for the whole table, run side by side."""
+    assert table.plan is not None and table.bounds is not None and table.key_column is not None
+    plan, bounds, column = table.plan, table.bounds, table.key_column
+
+    def mysql_side() -> list[Segment]:
+        with ctx.connection() as conn:
+            return mysql_segments_by_bytes(conn, plan, column, bounds)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-parity") as pool:
+        doris = pool.submit(doris_segments_by_bytes, ctx.sink.catalog, plan, column, bounds)
+        mine = mysql_side()
+        theirs = doris.result()
+    detail: dict[str, Any] = {"target": str(plan.target), "in_database": [c.name for c in plan.in_db],
+                              "statements": "batched", "mysql_side_during_commit": False,
+                              "key_order": "bytes of the key's UTF-8 text, on both sides"}
+    if not table.bounds_alike:
+        detail["note"] = ("MySQL's collation orders this table's chunk bounds unlike their bytes: each result "
+                          "covers the range between two bounds in byte order (all of them cover the table once)")
+    out = {}
+    for item in table.work:
+        i = table.positions[item.key]
+        out[item.key] = ParityResult(table.table_id, (item.key_range.start, item.key_range.end), mine[i].count,
+                                     theirs[i].count, mine[i].checksum, theirs[i].checksum, detail)
+    return out
+
+
 def _range_plan(ctx: PipelineContext, tid: TableId) -> tuple[ChecksumPlan | None, Column]:
     """The table's checksum plan when its chunks can be compared by range in both databases (every
-    column hashed there, a numeric or temporal chunk key, its Doris rows its own), else None."""
+    column hashed there, a chunk key whose text both sides order alike: a number or a time, or a
+    character key by its bytes; its Doris rows its own), else None."""
     schema, key_column = _schema_and_chunk_key(ctx, tid)
     targets = ctx.targets(tid)
     tinyint = ctx.definition.source.tinyint1_as_boolean
     plan = ChecksumPlan.of(schema, targets[0], tinyint1_as_boolean=tinyint) if len(targets) == 1 else None
-    if (plan is None or plan.by_rows or is_text_key(key_column, tinyint) or ctx.has_transform(tid)
+    by_bytes = kind_of(key_column, tinyint1_as_boolean=tinyint) in _BYTE_ORDERED_KEYS
+    if (plan is None or plan.by_rows or (is_text_key(key_column, tinyint) and not by_bytes)
+            or ctx.has_transform(tid)
             or ctx.sink.router.is_merged(targets[0], ctx.captured_tables())):
         return None, key_column
     return plan, key_column
 
 
+# Keys whose text Doris holds and MySQL renders alike (``ChecksumPlan.mysql_text``): comparable by its bytes.
+_BYTE_ORDERED_KEYS = frozenset({TypeKind.STRING, TypeKind.ENUM, TypeKind.SET, TypeKind.UUID, TypeKind.INET6,
+                                TypeKind.INET4})
 MYSQL_STREAMS = 2  # MySQL statements in flight per batched parity (one per core here; Doris's runs beside)
 
 

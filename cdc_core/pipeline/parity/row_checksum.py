@@ -318,3 +318,59 @@ def doris_segments(catalog: Any, plan: ChecksumPlan, ranges: list[KeyRange]) -> 
                            f"FROM {q(plan.target.table)}{where} GROUP BY {case}", limit=PAGE).rows
     found = {int(b): Segment(int(n), int(t or 0)) for b, n, t in rows if b is not None}
     return [found.get(i, Segment(0, 0)) for i in range(len(ranges))]
+
+
+# -- text keys: ranges by the bytes of the key's UTF-8 text ------------------------------------------
+#
+# A character key's chunks are ranges in MySQL's collation ('a' = 'A' = 'a ' under utf8mb4_general_ci,
+# 'é' between 'e' and 'f'), while Doris compares the UTF-8 bytes of the text it holds. The same bounds
+# would select different rows on the two sides. Here both sides put each row into a segment by the
+# bytes of the key's text — MySQL by ``CAST(<the text Doris holds> AS BINARY)`` (no collation, no
+# PAD SPACE), Doris by its own byte order — so a segment holds the same rows on both sides, and its
+# count and checksum are computed in the database as for any other key. The bounds are the chunks'
+# bounds sorted by their bytes; a row's segment is found by a binary search written as nested CASEs
+# (log₂ of the bounds comparisons a row), one statement per side for a whole table.
+
+
+def key_bytes_order(value: Any) -> bytes:
+    """A bound's place in Doris's order: the UTF-8 bytes of its text."""
+    return str(value).encode("utf-8")
+
+
+def _bytes_search(expr: str, bounds: list[Any], first: int, literal: Any) -> str:
+    """SQL giving ``first`` + the number of ``bounds`` (sorted) that are <= ``expr``."""
+    if not bounds:
+        return str(first)
+    mid = len(bounds) // 2
+    return (f"CASE WHEN {expr} < {literal(bounds[mid])} THEN {_bytes_search(expr, bounds[:mid], first, literal)} "
+            f"ELSE {_bytes_search(expr, bounds[mid + 1:], first + mid + 1, literal)} END")
+
+
+def _mysql_bytes_literal(value: Any) -> str:
+    return f"X'{key_bytes_order(value).hex()}'"
+
+
+def _segments_of(rows: list[Any], count: int) -> list[Segment]:
+    found = {int(b): Segment(int(n), int(t or 0)) for b, n, t in rows if b is not None}
+    return [found.get(i, Segment(0, 0)) for i in range(count)]
+
+
+def mysql_segments_by_bytes(conn: Any, plan: ChecksumPlan, column: Column, bounds: list[Any]) -> list[Segment]:
+    """COUNT and checksum of the ``len(bounds) + 1`` segments the bounds (sorted by
+    :func:`key_bytes_order`) cut the key's byte order into, computed by MySQL in one statement."""
+    key = f"CAST({plan.mysql_text(column)} AS BINARY)"
+    bucket = f"CASE WHEN {q(column.name)} IS NULL THEN NULL ELSE {_bytes_search(key, bounds, 0, _mysql_bytes_literal)} END"
+    table = f"{q(plan.schema.table_id.database)}.{q(plan.schema.table_id.table)}"
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {bucket} AS b, COUNT(*), COALESCE(SUM({plan.mysql_row_hash()}), 0) FROM {table} "
+                    "GROUP BY b")
+        return _segments_of(list(cur.fetchall()), len(bounds) + 1)
+
+
+def doris_segments_by_bytes(catalog: Any, plan: ChecksumPlan, column: Column, bounds: list[Any]) -> list[Segment]:
+    """The same segments computed by Doris (whose strings compare by their bytes)."""
+    key = q(column.name)
+    bucket = f"CASE WHEN {key} IS NULL THEN NULL ELSE {_bytes_search(key, bounds, 0, doris_literal)} END"
+    rows = catalog.execute(plan.target.database, f"SELECT {bucket}, COUNT(*), COALESCE(SUM({plan.doris_row_hash()}), 0) "
+                           f"FROM {q(plan.target.table)} GROUP BY {bucket}", limit=PAGE).rows
+    return _segments_of(rows, len(bounds) + 1)
