@@ -121,6 +121,12 @@ class PipelineOptions(OptionBlock):
     # of a run per burst, each started anew by the sensor (~5 s between runs; at 200 rows/s in 4
     # commits a second that put p99 at 6.4 s, bench/freshness.py). 0: a caught-up run ends at once.
     binlog_idle_wait_s: float = Field(10.0, ge=0, alias="tidemark.binlog.idle-wait-s")
+    # The most 2PC transactions Tidemark keeps running (begun or precommitted, not yet committed or
+    # aborted) in one Doris database: a snapshot run or binlog batch whose loads would pass it is
+    # cut into groups, each committed before the next begins (``cdc_core/pipeline/txn_groups.py``).
+    # It must not exceed the FE's max_running_txn_num_per_db (100 by default), which every writer
+    # of the database shares: 80 leaves 20 for other pipelines, users' loads and recovery's probes.
+    doris_max_running_txns_per_db: int = Field(80, ge=1, alias="tidemark.doris.max-running-txns-per-db")
 
     @property
     def slug(self) -> str:

@@ -31,8 +31,13 @@ Fault points (name: where it fires):
   anything commits them (context: ``keys``);
 * ``snapshot.committing`` — a chunk's Doris transactions committed, not yet recorded COMMITTED
   (context: ``key``);
+* ``snapshot.between_groups`` — a run of more chunks than the running-transaction bound: a group
+  of its chunks committed, the next group not read yet (context: ``group``, counted from 0);
 * ``binlog.after_loads`` — a binlog batch's loads precommitted, before its PREPARED record
   (context: ``batch``);
+* ``binlog.between_groups`` — a batch touching more tables than the running-transaction bound:
+  a group of its loads committed and recorded in the RUNNING batch, the next group not loaded
+  (context: ``batch``, ``group`` counted from 0);
 * ``binlog.after_state_write`` — the batch recorded PREPARED, before its commit (context: ``batch``);
 * ``binlog.committing`` — the batch's transactions committed, the offset not yet moved
   (context: ``batch``);
@@ -63,7 +68,9 @@ POINTS = (
     "snapshot.after_precommit",
     "snapshot.after_state_write",
     "snapshot.committing",
+    "snapshot.between_groups",
     "binlog.after_loads",
+    "binlog.between_groups",
     "binlog.after_state_write",
     "binlog.committing",
     "schema_change.after_quiesce",

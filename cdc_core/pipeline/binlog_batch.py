@@ -2,7 +2,9 @@
 
 A batch reads from the committed offset to the server's position (its split comes from
 ``HybridSplitAssigner.next_split``), stopping early before the first DDL on a captured table;
-its loads are precommitted and recorded PREPARED with the batch's offset range. Only
+its loads are precommitted and recorded PREPARED with the batch's offset range (a batch touching
+more tables than ``tidemark.doris.max-running-txns-per-db`` allows at once commits them in
+groups, the last one with the batch: ``_commit_group``). Only
 ``commit_batch`` moves the committed offset, in the same transaction that records the batch
 COMMITTED, so a batch is applied exactly once whatever crashes where. A batch with no change
 still moves the offset (it is recorded and committed like any other).
@@ -32,6 +34,7 @@ from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import PipelineExecutor
 from cdc_core.pipeline.results import BatchResult, BinlogLag
 from cdc_core.pipeline.snapshot import finished_chunks, snapshot_done
+from cdc_core.pipeline.txn_groups import txn_groups
 from cdc_core.state import BatchRecord, BatchStatus
 from cdc_core.state.keys import COMMITTED_OFFSET, PENDING_DDL, PLAN_OFFSET, STARTUP, STARTUP_SCHEMAS
 
@@ -168,10 +171,18 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     with ctx.store.transaction() as tx:
         tx.put_batch(running)
     committables: list[dict[str, Any]] = []
+    limit = ctx.definition.pipeline.doris_max_running_txns_per_db
+    groups = txn_groups(list(by_table), lambda t: [target.database for target in targets[t]], limit)
     try:
-        for table_id, events in by_table.items():
-            committables += _load_table(ctx, executor, table_id, events, schemas(table_id), targets[table_id],
-                                        batch_id, start)
+        for n, group in enumerate(groups):
+            loaded: list[dict[str, Any]] = []
+            for table_id in group:
+                loaded += _load_table(ctx, executor, table_id, by_table[table_id], schemas(table_id),
+                                      targets[table_id], batch_id, start)
+            if n == len(groups) - 1:
+                committables = loaded
+            else:
+                running = _commit_group(ctx, running, loaded, n, len(groups), limit)
         fault_point("binlog.after_loads", batch=batch_id)
     except BaseException:
         logger.warning("binlog batch %s failed; aborting its loads", batch_id)
@@ -188,6 +199,8 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     events_per_table = {str(t): len(e) for t, e in by_table.items()}
     detail = {"events_per_table": events_per_table, "stopped_at_ddl": ddl, "lag_s": lag,
               "events_read": batch.events_read}
+    if "committed_in_groups" in (running.detail or {}):
+        detail["committed_in_groups"] = running.detail["committed_in_groups"]
     with ctx.store.transaction() as tx:
         tx.put_batch(BatchRecord(batch_id, start.to_dict(), end.to_dict(), BatchStatus.PREPARED, committables,
                                  detail))
@@ -198,6 +211,32 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
                 f", stopped before {ddl['type']} on {ddl['table_id']}" if ddl else "")
     fault_point("binlog.after_state_write", batch=batch_id)
     return BatchResult(batch_id, start.to_dict(), end.to_dict(), events_per_table, tuple(committables), ddl, lag)
+
+
+def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[str, Any]], n: int, groups: int,
+                  limit: int) -> BatchRecord:
+    """Commit one group of a batch that touches more tables than ``limit`` loads per database
+    allow at once, before the next group begins; the batch stays RUNNING and the committed
+    offset where it was until its last group commits with it.
+
+    A crash or failure before then abandons the batch (its other loads aborted by label) and the
+    next batch reads the same range again: the tables committed here are loaded again with the
+    same changes (under the same labels when the range is the same, which Doris answers as
+    already committed; otherwise the sequence column keeps the newest change), so nothing is lost
+    or doubled. The labels committed here are recorded, so recovery knows them for its own."""
+    lost = ctx.sink.commit_surviving(loaded)
+    if lost:
+        raise RuntimeError(f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
+                           f"({', '.join(c.label for c in lost)}) before the commit; the batch is read again")
+    detail = dict(running.detail or {})
+    detail["committed_in_groups"] = [*detail.get("committed_in_groups", []), *(c["label"] for c in loaded)]
+    running = dataclasses.replace(running, detail=detail)
+    with ctx.store.transaction() as tx:
+        tx.put_batch(running)
+    logger.info("binlog batch %s: group %d/%d (%d load(s)) committed to stay within %d running Doris transactions "
+                "per database", running.batch_id, n + 1, groups, len(loaded), limit)
+    fault_point("binlog.between_groups", batch=running.batch_id, group=n)
+    return running
 
 
 def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: TableId, events: list[Any],

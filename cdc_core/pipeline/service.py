@@ -108,12 +108,14 @@ class PipelineService:
         return sorted({key.rpartition("#")[0] for key in self.chunk_statuses()})
 
     def run_chunks(self, keys: list[str]) -> list[ChunkResult]:
-        """Read and load these chunks with the executor; their transactions end up PREPARED."""
+        """Read and load these chunks with the executor; their transactions end up PREPARED (more
+        chunks than ``tidemark.doris.max-running-txns-per-db`` allows at once: in groups, each but
+        the last committed already, ``snapshot.run_chunks_bounded``)."""
         if not keys:
             return []
         self.resolve_pending()
         with phase("read_load"):
-            return snapshot.run_chunks(self.context, self.executor, keys)
+            return snapshot.run_chunks_bounded(self.context, self.executor, keys)
 
     def commit_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[str]:
         """Commit the prepared loads of these chunks (idempotent); they become COMMITTED. Returns

@@ -23,6 +23,7 @@ from cdc_core.pipeline.executor import ChunkTask, PipelineExecutor, TableWork
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
 from cdc_core.pipeline.planning import planned_split_options
 from cdc_core.pipeline.results import ChunkResult
+from cdc_core.pipeline.txn_groups import txn_groups
 from cdc_core.state import ChunkRecord, ChunkStatus
 from cdc_core.state.keys import ASSIGNER_STATE, TABLE_ROWS
 
@@ -41,6 +42,31 @@ def chunk_records(ctx: PipelineContext, keys: list[str]) -> list[ChunkRecord]:
             "(or run `tidemark run --once`) to plan the snapshot first"
         )
     return [by_key[w] for w in wanted]
+
+
+def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]) -> list[ChunkResult]:
+    """``run_chunks`` within ``tidemark.doris.max-running-txns-per-db``: chunks whose loads would
+    hold more transactions in one Doris database at once are run in groups (``txn_groups``), each
+    group but the last committed before the next is read; the last is left PREPARED, as a run
+    within the bound is, for the run's commit.
+
+    A group committed early is what a run of those chunks alone would have left: COMMITTED with
+    its watermarks. Should a later group fail or the process die, the run's other chunks are
+    PENDING (or resolved by ``resolve_pending``) and the next run reads only those: nothing is
+    loaded twice and nothing lost. A chunk whose early commit Doris lost is PENDING again under
+    its next generation, as ``commit_chunks`` leaves it."""
+    limit = ctx.definition.pipeline.doris_max_running_txns_per_db
+    groups = txn_groups(keys, lambda k: [t.database for t in ctx.targets(parse_chunk_key(k)[0])], limit)
+    results: list[ChunkResult] = []
+    for n, group in enumerate(groups):
+        results += run_chunks(ctx, executor, group)
+        if n < len(groups) - 1:
+            redo = commit_chunks(ctx, group)
+            logger.info("chunk group %d/%d (%d chunk(s)) committed early to stay within %d running Doris "
+                        "transactions per database%s", n + 1, len(groups), len(group), limit,
+                        f"; {len(redo)} to read again" if redo else "")
+            fault_point("snapshot.between_groups", group=n)
+    return results
 
 
 def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]) -> list[ChunkResult]:

@@ -1,65 +1,206 @@
-"""What a binlog batch does today when one MySQL transaction touches more tables than Doris's
-``max_running_txn_num_per_db``: the batch precommits one load per table and holds them all until it
-commits, so the load past the limit is refused (the stand-in enforces the limit as Doris does).
-
-This pins today's behaviour (issue 30, Build item 4, is to bound it): the batch fails with Doris's
-message, aborts what it had precommitted, and leaves the committed offset where it was — and the
-next attempt reads the same transaction and fails the same way. A snapshot run whose chunks
-outnumber the limit fails the same way (it precommits every chunk of the run before committing).
+"""Doris's ``max_running_txn_num_per_db`` kept (issue 30, Build item 4): with the stand-in enforcing
+the limit, a snapshot run of more chunks than ``tidemark.doris.max-running-txns-per-db``, a binlog
+batch whose one MySQL transaction touches more tables than it, and a crash between two of a
+batch's groups: the peak number of transactions running in the database (``/_standin/txns``)
+never passes the bound, and Doris equals MySQL after.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from cdc_core.doris.errors import StreamLoadError
+from cdc_core.pipeline import binlog_batch
 from cdc_core.pipeline.service import PipelineService
+from cdc_core.state import BatchStatus
+from cdc_core.state.keys import COMMITTED_OFFSET
 from jobs.spark_executor import SparkExecutor
+from tests.schema.helpers import assert_rows_match, carry_next_ddl, catch_up, doris_columns, sql
 
 LIMIT = 4
-TABLES = LIMIT + 2
 
 
 def _no_spark():
     raise AssertionError("this small run must not start Spark")
 
 
-def test_a_binlog_batch_touching_more_tables_than_the_limit_is_refused(pipeline_factory, root_conn, fresh_db,
-                                                                        doris_standin, doris_txn_limit):
-    doris_txn_limit(LIMIT)
+def _tables(root_conn, db: str, n: int) -> None:
     with root_conn.cursor() as cur:
-        for i in range(TABLES):
-            cur.execute(f"CREATE TABLE `{fresh_db}`.t{i} (id INT PRIMARY KEY, v INT)")
-            cur.execute(f"INSERT INTO `{fresh_db}`.t{i} VALUES (1, 1)")
-    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline={"tidemark.snapshot.in-process-rows": 5_000})
-    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+        for i in range(n):
+            cur.execute(f"CREATE TABLE `{db}`.t{i} (id INT PRIMARY KEY, v INT)")
+            cur.execute(f"INSERT INTO `{db}`.t{i} VALUES (1, 1), (2, 2)")
+
+
+def _one_transaction_over_all(root_conn, db: str, n: int, value: int) -> None:
+    with root_conn.cursor() as cur:
+        cur.execute("BEGIN")
+        for i in range(n):
+            cur.execute(f"UPDATE `{db}`.t{i} SET v = {value} WHERE id = 1")
+            cur.execute(f"INSERT INTO `{db}`.t{i} (id, v) VALUES ({value}, {value})")
+        cur.execute(f"DELETE FROM `{db}`.t0 WHERE id = 2")
+        cur.execute("COMMIT")
+
+
+def _peak(doris_standin, db: str) -> int:
+    return doris_standin.txn_stats()["databases"][db]["peak_running"]
+
+
+def _assert_equal(runner: PipelineService) -> None:
+    verdicts = runner.verify()
+    assert verdicts and all(v.equal for v in verdicts), [v for v in verdicts if not v.equal]
+
+
+def _snapshot(runner: PipelineService, tables: int) -> list[str]:
     keys = list(runner.plan_splits().chunk_keys)
-    assert len(keys) == TABLES  # one chunk per table, all in one run
-    # The snapshot run precommits every chunk of the run before it commits any: past the limit too.
-    with pytest.raises(StreamLoadError, match=f"larger than limit {LIMIT}"):
-        runner.run_chunks(keys)
-    assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == 0  # the run aborted its loads
-    doris_txn_limit(100)
+    assert len(keys) == tables  # one chunk per table, all in one run
     runner.run_chunks(keys)
     runner.commit_chunks(keys)
     assert runner.snapshot_done()
+    return keys
+
+
+def test_a_snapshot_run_and_a_batch_over_more_tables_than_the_bound(pipeline_factory, root_conn, fresh_db,
+                                                                     doris_standin, doris_txn_limit):
+    tables = 2 * LIMIT + 2
     doris_txn_limit(LIMIT)
-    committed = runner.store.get("binlog", "committed_offset")
+    doris_standin.reset_txn_peaks()
+    _tables(root_conn, fresh_db, tables)
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline={"tidemark.snapshot.in-process-rows": 5_000,
+                                                               "tidemark.doris.max-running-txns-per-db": LIMIT})
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    keys = list(runner.plan_splits().chunk_keys)
+    results = runner.run_chunks(keys)  # three groups: two committed in the run, the last PREPARED
+    assert len(results) == tables
+    statuses = runner.chunk_statuses()
+    assert sum(s == "PREPARED" for s in statuses.values()) == tables - 2 * LIMIT
+    assert sum(s == "COMMITTED" for s in statuses.values()) == 2 * LIMIT
+    runner.commit_chunks(keys)
+    assert runner.snapshot_done()
+    assert _peak(doris_standin, fresh_db) == LIMIT
+    _assert_equal(runner)
+
+    doris_standin.reset_txn_peaks()
+    committed = COMMITTED_OFFSET.get(runner.store)
+    _one_transaction_over_all(root_conn, fresh_db, tables, 5)
+    batch = runner.run_binlog_batch()
+    assert len(batch.events_per_table) == tables
+    assert len(batch.transactions) == tables - 2 * LIMIT  # the last group, left for the commit
+    assert COMMITTED_OFFSET.get(runner.store) == committed  # earlier groups committed, the offset not moved
+    assert runner.commit_batch(batch.batch_id)
+    assert _peak(doris_standin, fresh_db) <= LIMIT
+    assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == 0
+    _assert_equal(runner)
+    runner.close()
+
+
+def test_a_crash_between_a_batchs_groups_heals_with_a_plain_rerun(pipeline_factory, root_conn, fresh_db,
+                                                                  doris_standin, doris_txn_limit, monkeypatch):
+    tables = 2 * LIMIT + 1
+    doris_txn_limit(LIMIT)
+    _tables(root_conn, fresh_db, tables)
+    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options)
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    _snapshot(runner, tables)
+    committed = COMMITTED_OFFSET.get(runner.store)
+    _one_transaction_over_all(root_conn, fresh_db, tables, 7)
     doris_standin.reset_txn_peaks()
 
-    with root_conn.cursor() as cur:  # one MySQL transaction over every table
-        cur.execute("BEGIN")
-        for i in range(TABLES):
-            cur.execute(f"UPDATE `{fresh_db}`.t{i} SET v = 2 WHERE id = 1")
-        cur.execute("COMMIT")
+    # The process dies after the batch's second group committed, its last group not loaded: the
+    # fault raises and nothing cleans up (``abandon_batch`` would not run after a SIGKILL).
+    monkeypatch.setenv("TIDEMARK_FAULTS", '{"binlog.between_groups": {"action": "raise", "when": {"group": 1}}}')
+    monkeypatch.setattr(binlog_batch, "abandon_batch", lambda ctx, record: None)
+    with pytest.raises(Exception, match="binlog.between_groups"):
+        runner.run_binlog_batch()
+    runner.close()
+    monkeypatch.undo()
+    doris_txn_limit(LIMIT)
+    with runner.store.transaction(readonly=True) as tx:
+        left = [b for b in tx.batches() if b.status is BatchStatus.RUNNING]
+    assert len(left) == 1 and len(left[0].detail["committed_in_groups"]) == 2 * LIMIT
+    assert COMMITTED_OFFSET.get(runner.store) == committed
 
-    for _attempt in range(2):  # it does not heal by itself: the same batch is refused again
-        with pytest.raises(StreamLoadError) as refused:
-            runner.run_binlog_batch()
-        assert "current running txns on db" in str(refused.value)
-        assert f"is {LIMIT}, larger than limit {LIMIT}" in str(refused.value)
-        stats = doris_standin.txn_stats()["databases"][fresh_db]
-        assert stats["peak_running"] == LIMIT  # LIMIT loads precommitted, the next one refused ...
-        assert stats["running"] == 0  # ... and the failed batch aborted them
-        assert runner.store.get("binlog", "committed_offset") == committed
+    rerun = PipelineService(definition, executor=SparkExecutor(_no_spark))  # a plain re-run
+    batch = rerun.run_binlog_batch()  # resolves the crashed batch first, then reads the range again
+    assert rerun.commit_batch(batch.batch_id)
+    assert COMMITTED_OFFSET.get(rerun.store) != committed
+    assert _peak(doris_standin, fresh_db) <= LIMIT
+    assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == 0
+    _assert_equal(rerun)
+    rerun.close()
+
+
+def test_a_snapshot_failing_between_groups_heals_with_a_plain_rerun(pipeline_factory, root_conn, fresh_db,
+                                                                    doris_standin, doris_txn_limit, monkeypatch):
+    tables = 3 * LIMIT
+    doris_txn_limit(LIMIT)
+    doris_standin.reset_txn_peaks()
+    _tables(root_conn, fresh_db, tables)
+    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options)
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    keys = list(runner.plan_splits().chunk_keys)
+    monkeypatch.setenv("TIDEMARK_FAULTS", '{"snapshot.between_groups": {"action": "raise", "when": {"group": 0}}}')
+    with pytest.raises(Exception, match="snapshot.between_groups"):
+        runner.run_chunks(keys)
+    monkeypatch.delenv("TIDEMARK_FAULTS")
+    statuses = runner.chunk_statuses()
+    assert sum(s == "COMMITTED" for s in statuses.values()) == LIMIT  # the first group, committed in the run
+    todo = [k for k, s in statuses.items() if s != "COMMITTED"]
+    runner.run_chunks(todo)  # the re-run reads only the rest
+    runner.commit_chunks(todo)
+    assert runner.snapshot_done()
+    assert _peak(doris_standin, fresh_db) <= LIMIT
+    _assert_equal(runner)
+    runner.close()
+
+
+@pytest.mark.timeout(600)
+def test_150_tables_at_doris_default_limit(pipeline_factory, root_conn, fresh_db, doris_standin, doris_txn_limit):
+    """The acceptance case: Doris's default limit (100), Tidemark's default bound, 150 tables in one
+    snapshot run and in one MySQL transaction."""
+    tables = 150
+    doris_txn_limit(100)
+    doris_standin.reset_txn_peaks()
+    _tables(root_conn, fresh_db, tables)
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline={"tidemark.snapshot.in-process-rows": 1_000_000})
+    bound = definition.pipeline.doris_max_running_txns_per_db
+    assert bound <= 100
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    _snapshot(runner, tables)
+    snapshot_peak = _peak(doris_standin, fresh_db)
+    doris_standin.reset_txn_peaks()
+    _one_transaction_over_all(root_conn, fresh_db, tables, 9)
+    batch = runner.run_binlog_batch()
+    assert len(batch.events_per_table) == tables
+    assert runner.commit_batch(batch.batch_id)
+    binlog_peak = _peak(doris_standin, fresh_db)
+    print(f"peak running transactions: snapshot {snapshot_peak}, binlog batch {binlog_peak} (bound {bound})")
+    assert snapshot_peak <= bound and binlog_peak <= bound
+    _assert_equal(runner)
+    runner.close()
+
+
+def test_a_schema_change_flushing_a_batch_over_more_tables_than_the_bound(pipeline_factory, root_conn, fresh_db,
+                                                                          doris_standin, doris_txn_limit):
+    """The schema change drains the binlog up to its DDL (one transaction over every table first)
+    and carries the DDL over, within the bound; the stream then goes on past it."""
+    tables = 2 * LIMIT + 1
+    doris_txn_limit(LIMIT)
+    _tables(root_conn, fresh_db, tables)
+    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT,
+               "schema.change.behavior": "evolve"}
+    runner = PipelineService(pipeline_factory(f"{fresh_db}.t.*", pipeline=options), executor=SparkExecutor(_no_spark))
+    _snapshot(runner, tables)
+    doris_standin.reset_txn_peaks()
+    _one_transaction_over_all(root_conn, fresh_db, tables, 11)
+    sql(root_conn, f"ALTER TABLE `{fresh_db}`.t1 ADD COLUMN c INT", f"UPDATE `{fresh_db}`.t1 SET c = id")
+    _one_transaction_over_all(root_conn, fresh_db, tables, 12)
+    carried = carry_next_ddl(runner)
+    assert carried["apply"]["status"] == "FINISHED"
+    assert catch_up(runner) is None
+    assert doris_columns(doris_standin, fresh_db, "t1")["c"] == "int"
+    for i in range(tables):
+        assert_rows_match(doris_standin, root_conn, fresh_db, f"t{i}")
+    assert _peak(doris_standin, fresh_db) <= LIMIT
+    assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == 0
     runner.close()
