@@ -118,6 +118,14 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         logger.debug("%s: no binlog to read from %s", ctx.definition.name, start)
         return BatchResult("", at, at, {}, ())
     start = split.start
+    redo = _partly_committed(ctx, start)
+    if redo is not None:
+        # A batch that committed some of its groups and then failed: read exactly its range again,
+        # so that its loads get the same labels (Doris answers those committed as such, and loads
+        # nothing twice: a DUPLICATE-model table has no sequence column to absorb a re-load).
+        split = dataclasses.replace(split, stop=BinlogOffset.from_dict(redo.end_offset))
+        logger.info("binlog batch %s committed %d load(s) in groups before it failed: reading its range again",
+                    redo.batch_id, len(redo.detail["committed_in_groups"]))
     ensure_offset_available(ctx.settings, start)
     source = ctx.definition.source
     history = SchemaHistory(ctx.store)
@@ -168,6 +176,8 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     running = BatchRecord(batch_id, start.to_dict(), end.to_dict(), BatchStatus.RUNNING, None,
                           {"probes": [[str(t), str(target), f"{t}:{batch_id}:p0"]
                                       for t in by_table for target in targets[t]]})
+    if redo is not None and redo.batch_id == batch_id:  # still known should this attempt fail too
+        running.detail["committed_in_groups"] = list(redo.detail["committed_in_groups"])
     with ctx.store.transaction() as tx:
         tx.put_batch(running)
     committables: list[dict[str, Any]] = []
@@ -213,17 +223,27 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     return BatchResult(batch_id, start.to_dict(), end.to_dict(), events_per_table, tuple(committables), ddl, lag)
 
 
+def _partly_committed(ctx: PipelineContext, start: BinlogOffset) -> BatchRecord | None:
+    """The ABORTED batch from ``start`` that had committed some of its groups, if any."""
+    with ctx.store.transaction(readonly=True) as tx:
+        aborted = tx.batches(status=BatchStatus.ABORTED)
+    for record in aborted:
+        if (record.detail or {}).get("committed_in_groups") and record.start_offset == start.to_dict():
+            return record
+    return None
+
+
 def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[str, Any]], n: int, groups: int,
                   limit: int) -> BatchRecord:
     """Commit one group of a batch that touches more tables than ``limit`` loads per database
     allow at once, before the next group begins; the batch stays RUNNING and the committed
     offset where it was until its last group commits with it.
 
-    A crash or failure before then abandons the batch (its other loads aborted by label) and the
-    next batch reads the same range again: the tables committed here are loaded again with the
-    same changes (under the same labels when the range is the same, which Doris answers as
-    already committed; otherwise the sequence column keeps the newest change), so nothing is lost
-    or doubled. The labels committed here are recorded, so recovery knows them for its own."""
+    A crash or failure before then abandons the batch (its other loads aborted by label, the
+    record ABORTED with the labels committed here) and the next batch reads exactly the same range
+    again (``_partly_committed``): the same labels, which Doris answers as already committed for
+    the groups done, so nothing is lost or loaded twice, and the offset moves only when the whole
+    batch is committed."""
     lost = ctx.sink.commit_surviving(loaded)
     if lost:
         raise RuntimeError(f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "

@@ -97,11 +97,19 @@ def test_a_crash_between_a_batchs_groups_heals_with_a_plain_rerun(pipeline_facto
     tables = 2 * LIMIT + 1
     doris_txn_limit(LIMIT)
     _tables(root_conn, fresh_db, tables)
+    with root_conn.cursor() as cur:  # no primary key: a DUPLICATE-model table, which a re-load would double
+        cur.execute(f"CREATE TABLE `{fresh_db}`.tlog (n INT, msg VARCHAR(20))")
+        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (1, 'before')")
     options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}
-    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options)
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options,
+                                  source={"scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.tlog:n"})
     runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
-    _snapshot(runner, tables)
+    _snapshot(runner, tables + 1)
     committed = COMMITTED_OFFSET.get(runner.store)
+    with root_conn.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (2, 'in the batch'), (3, 'in the batch')")
+        cur.execute("COMMIT")
     _one_transaction_over_all(root_conn, fresh_db, tables, 7)
     doris_standin.reset_txn_peaks()
 
@@ -118,10 +126,14 @@ def test_a_crash_between_a_batchs_groups_heals_with_a_plain_rerun(pipeline_facto
         left = [b for b in tx.batches() if b.status is BatchStatus.RUNNING]
     assert len(left) == 1 and len(left[0].detail["committed_in_groups"]) == 2 * LIMIT
     assert COMMITTED_OFFSET.get(runner.store) == committed
+    with root_conn.cursor() as cur:  # the binlog moves on meanwhile
+        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (4, 'later')")
 
     rerun = PipelineService(definition, executor=SparkExecutor(_no_spark))  # a plain re-run
-    batch = rerun.run_binlog_batch()  # resolves the crashed batch first, then reads the range again
+    batch = rerun.run_binlog_batch()  # resolves the crashed batch first, then reads its range again
+    assert batch.batch_id == left[0].batch_id  # the same range: the same labels, nothing loaded twice
     assert rerun.commit_batch(batch.batch_id)
+    assert catch_up(rerun) is None
     assert COMMITTED_OFFSET.get(rerun.store) != committed
     assert _peak(doris_standin, fresh_db) <= LIMIT
     assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == 0
@@ -203,4 +215,24 @@ def test_a_schema_change_flushing_a_batch_over_more_tables_than_the_bound(pipeli
         assert_rows_match(doris_standin, root_conn, fresh_db, f"t{i}")
     assert _peak(doris_standin, fresh_db) <= LIMIT
     assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == 0
+    runner.close()
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused-chunk-tasks", "dataframe-writer"])
+def test_a_snapshot_run_on_spark_stays_within_the_bound(fused, pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                        doris_txn_limit, spark_session):
+    """Spark's tasks precommit a group's chunks in parallel; the run commits each group before the
+    next job: fused chunk tasks and the DataFrame writer alike."""
+    from jobs.spark_executor import spark_service
+
+    tables = LIMIT + 1
+    doris_txn_limit(LIMIT)
+    doris_standin.reset_txn_peaks()
+    _tables(root_conn, fresh_db, tables)
+    options = {"tidemark.snapshot.in-process-rows": 0, "tidemark.doris.max-running-txns-per-db": LIMIT,
+               "tidemark.spark.fused-chunk-tasks": fused}
+    runner = spark_service(pipeline_factory(f"{fresh_db}.t.*", pipeline=options))
+    _snapshot(runner, tables)
+    assert _peak(doris_standin, fresh_db) <= LIMIT
+    _assert_equal(runner)
     runner.close()

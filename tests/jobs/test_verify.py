@@ -98,10 +98,11 @@ def test_checksums_agree_on_every_type_and_catch_a_change_behind_our_back(
 
 def test_verify_bisects_a_large_table_down_to_the_changed_rows(mysql_server, doris_standin, root_conn, fresh_db,
                                                                 tmp_path, spark_session, doris_txn_limit):
-    # committed_snapshot precommits every chunk of the table (more than 100) in one run_chunks call,
-    # past Doris's default max_running_txn_num_per_db: issue 30 (Build 4) is to bound that, and
-    # tests/jobs/test_doris_txn_limit.py pins the refusal. This test is about verify: it lifts the limit.
-    doris_txn_limit(1000)
+    # committed_snapshot runs every chunk of the table (150) in one run_chunks call, on Spark, against
+    # Doris's default max_running_txn_num_per_db (100): the run commits them in groups within
+    # tidemark.doris.max-running-txns-per-db (tests/jobs/test_doris_txn_limit.py).
+    doris_txn_limit(100)
+    doris_standin.reset_txn_peaks()
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.big (id BIGINT PRIMARY KEY, v VARCHAR(20), d DECIMAL(8,2))")
         cur.execute(f"INSERT INTO `{fresh_db}`.big SELECT seq, CONCAT('v', seq), seq / 100 FROM `{fresh_db}`.seq_1_to_30000")
@@ -109,6 +110,9 @@ def test_verify_bisects_a_large_table_down_to_the_changed_rows(mysql_server, dor
     from cdc_core.pipeline.parity import table_verify
 
     service, keys = committed_snapshot(path)
+    assert len(keys) > 100
+    assert doris_standin.txn_stats()["databases"][fresh_db]["peak_running"] <= \
+        service.definition.pipeline.doris_max_running_txns_per_db
     with root_conn.cursor() as cur:
         cur.execute("SET SESSION sql_log_bin = 0")
         cur.execute(f"UPDATE `{fresh_db}`.big SET d = 0 WHERE id IN (7, 17777, 29999)")
