@@ -36,7 +36,14 @@ from cdc_core.pipeline.results import BatchResult, BinlogLag
 from cdc_core.pipeline.snapshot import finished_chunks, snapshot_done
 from cdc_core.pipeline.txn_groups import txn_groups
 from cdc_core.state import BatchRecord, BatchStatus
-from cdc_core.state.keys import COMMITTED_OFFSET, PENDING_DDL, PLAN_OFFSET, STARTUP, STARTUP_SCHEMAS
+from cdc_core.state.keys import (
+    COMMITTED_OFFSET,
+    LAST_BATCH_READ,
+    PENDING_DDL,
+    PLAN_OFFSET,
+    STARTUP,
+    STARTUP_SCHEMAS,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +134,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         logger.info("binlog batch %s committed %d load(s) in groups before it failed: reading its range again",
                     redo.batch_id, len(redo.detail["committed_in_groups"]))
     ensure_offset_available(ctx.settings, start)
+    read_started = _pace(ctx)
     source = ctx.definition.source
     history = SchemaHistory(ctx.store)
     captured_tables = ctx.captured_tables()
@@ -180,6 +188,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         running.detail["committed_in_groups"] = list(redo.detail["committed_in_groups"])
     with ctx.store.transaction() as tx:
         tx.put_batch(running)
+        LAST_BATCH_READ.put(tx, read_started)
     committables: list[dict[str, Any]] = []
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(list(by_table), lambda t: [target.database for target in targets[t]], limit)
@@ -221,6 +230,25 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
                 f", stopped before {ddl['type']} on {ddl['table_id']}" if ddl else "")
     fault_point("binlog.after_state_write", batch=batch_id)
     return BatchResult(batch_id, start.to_dict(), end.to_dict(), events_per_table, tuple(committables), ddl, lag)
+
+
+def _pace(ctx: PipelineContext) -> float:
+    """Wait until ``tidemark.binlog.batch-interval-s`` has passed since the last batch began reading
+    (recorded in the state store, so it holds across runs and processes: a stream run's next batch,
+    the next run, a schema change's flush); returns when this batch begins. Each batch loads a
+    table at most once, so a table gets at most one load per interval however fast the binlog
+    moves: under a steady stream the batches grow instead (Doris advises about one load per table
+    per second; each is a new version to compact)."""
+    interval = ctx.definition.pipeline.binlog_batch_interval_s
+    last = LAST_BATCH_READ.get(ctx.store)
+    now = time.time()
+    if interval > 0 and last is not None:
+        wait = min(interval, last + interval - now)  # a clock set back waits one interval at most
+        if wait > 0:
+            logger.debug("binlog batch waits %.2f s (one batch per %.1f s)", wait, interval)
+            time.sleep(wait)
+            now = time.time()
+    return now
 
 
 def _partly_committed(ctx: PipelineContext, start: BinlogOffset) -> BatchRecord | None:

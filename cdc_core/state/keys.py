@@ -135,6 +135,9 @@ STARTUP_SCHEMAS: StateKey[bool] = StateKey("binlog", "startup_schemas")
 """True when the captured tables' schemas were recorded at the startup offset."""
 PENDING_DDL: StateKey[JsonDict] = StateKey("binlog", "pending_ddl")
 """The DDL the last prepared batch stopped before."""
+LAST_BATCH_READ: StateKey[float] = StateKey("binlog", "last_batch_read")
+"""When (epoch seconds) the last batch with something to read began reading: the next one waits
+``tidemark.binlog.batch-interval-s`` from then, in any process (at most one load per table and interval)."""
 
 # -- flags ----------------------------------------------------------------------------------------
 

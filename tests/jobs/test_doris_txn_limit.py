@@ -236,3 +236,26 @@ def test_a_snapshot_run_on_spark_stays_within_the_bound(fused, pipeline_factory,
     assert _peak(doris_standin, fresh_db) <= LIMIT
     _assert_equal(runner)
     runner.close()
+
+
+def test_batches_begin_at_most_once_per_interval_across_runs(pipeline_factory, root_conn, fresh_db, doris_standin):
+    """``tidemark.binlog.batch-interval-s`` holds for batches of different runs (processes) too: a
+    table gets at most one load per interval, the batch growing instead."""
+    from cdc_core.state.keys import LAST_BATCH_READ
+
+    _tables(root_conn, fresh_db, 2)
+    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.binlog.batch-interval-s": 1.5}
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options)
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    _snapshot(runner, 2)
+    reads = []
+    for value in (20, 21, 22):
+        _one_transaction_over_all(root_conn, fresh_db, 2, value)
+        batch = runner.run_binlog_batch()
+        assert batch.events_per_table and runner.commit_batch(batch.batch_id)
+        reads.append(LAST_BATCH_READ.get(runner.store))
+        runner.close()
+        runner = PipelineService(definition, executor=SparkExecutor(_no_spark))  # the next run
+    assert all(b - a >= 1.5 for a, b in zip(reads, reads[1:], strict=False)), reads
+    _assert_equal(runner)
+    runner.close()
