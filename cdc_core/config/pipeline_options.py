@@ -113,8 +113,9 @@ class PipelineOptions(OptionBlock):
     # where 60 s put 3-4 % of them past the single-batch runs' p99 (bench/freshness.py, 200 rows/s).
     # 0: one batch per run.
     binlog_run_seconds: float = Field(300.0, ge=0, alias="tidemark.binlog.run-seconds")
-    # Within a run, a batch starts at least this long after the previous one started, so a quiet
-    # stream sends Doris at most one load per table and interval (each is a new version to compact).
+    # A batch begins reading at least this long after the previous one did, in any run or process
+    # (``binlog_batch._pace``): Doris gets at most one load per table and interval (each is a new
+    # version to compact; Doris advises about one a second), and a steady stream's batches grow.
     binlog_batch_interval_s: float = Field(1.0, ge=0, alias="tidemark.binlog.batch-interval-s")
     # A run that has caught up commits its batch and waits this long for the binlog to move before
     # it ends: a stream whose commits come a fraction of a second apart stays in one run instead
