@@ -356,7 +356,7 @@ class BinlogSplitReader:
         return True
 
     def _items(self, start: BinlogOffset, *, blocking: bool, tables: set[TableId] | None) -> Iterator[BinlogStep]:
-        pos = StreamPosition(start.file, start.position, self._prepare(start))
+        pos = StreamPosition(start.file, start.position, self._prepare(start), epoch=start.epoch, server=start.server)
         stream = self._open(start, blocking)
         self._wanted_rows = {}  # per read: ``tables`` is fixed for its length
 

@@ -1,18 +1,30 @@
 """The server's current binlog end, read by whichever status statement the server understands.
 
 The position itself is the model's :class:`~cdc_core.model.offsets.BinlogOffset`; this module is
-the one place that asks a live MySQL/MariaDB for it (the model package does no I/O).
+the one place that asks a live MySQL/MariaDB for it (the model package does no I/O). Every offset
+it returns carries the GTID position at exactly that file and position and the server's identity
+(``cdc_core/mysql/source_identity.py``): a watermark or a stream start is then a point a failover
+can resume from (``docs/mysql.md``, "Failover by GTID").
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pymysql
+
 from cdc_core.model.offsets import BinlogOffset
+from cdc_core.mysql.source_identity import mariadb_identity, read_identity
+
+logger = logging.getLogger(__name__)
+
+_STABLE_TRIES = 5
 
 
-def read_current_offset(cursor: Any) -> BinlogOffset:
-    """The server's current binlog end, by whichever statement the server understands.
+def _status(cursor: Any) -> tuple[str, int, str | None]:
+    """(file, position, MySQL's ``Executed_Gtid_Set`` or None) from the first status statement
+    the server accepts.
 
     MySQL 8.4 dropped ``SHOW MASTER STATUS`` for ``SHOW BINARY LOG STATUS``; MariaDB 10.5.2+
     calls it ``SHOW BINLOG STATUS``. Both still accept ``SHOW MASTER STATUS`` on older releases.
@@ -36,19 +48,46 @@ def read_current_offset(cursor: Any) -> BinlogOffset:
             gtid = row.get("Executed_Gtid_Set") or None
         elif len(values) >= 5:
             gtid = values[4] or None
-        if gtid is None:
-            gtid = _mariadb_gtid(cursor)
-        return BinlogOffset(str(values[0]), int(values[1]), gtid)
+        return str(values[0]), int(values[1]), (str(gtid).replace("\n", "") if gtid else None)
     raise RuntimeError(f"Cannot read the binlog position: {last_error}")
 
 
-def _mariadb_gtid(cursor: Any) -> str | None:
+def read_current_offset(cursor: Any) -> BinlogOffset:
+    """The server's current binlog end, with its GTID position and the server's identity.
+
+    MySQL's status row holds the executed GTID set of that very position. MariaDB's GTID position
+    is a variable read by a second statement: a transaction committed between the two would put a
+    GTID into the offset that lies after its position (and a failover would skip it), so the
+    status is read again and the pair kept only when the position did not move (else MariaDB's
+    ``BINLOG_GTID_POS`` of the position decides).
+    """
+    file, position, gtid = _status(cursor)
+    if gtid is not None:
+        return BinlogOffset(file, position, gtid, server=read_identity(cursor))
+    mariadb = _mariadb_gtid_and_identity(cursor)
+    if mariadb is None:  # MySQL without GTIDs (gtid_mode=OFF): nothing to carry
+        return BinlogOffset(file, position, None, server=read_identity(cursor))
+    for _ in range(_STABLE_TRIES):
+        gtid, identity = mariadb
+        again = _status(cursor)
+        if again[:2] == (file, position):
+            return BinlogOffset(file, position, gtid, server=identity)
+        file, position, _ = again
+        mariadb = _mariadb_gtid_and_identity(cursor) or mariadb
+    cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, position))
+    row = cursor.fetchone()
+    value = (next(iter(row.values())) if isinstance(row, dict) else row[0]) if row else None
+    logger.debug("binlog moved during %d status reads; GTID position of %s:%d by BINLOG_GTID_POS", _STABLE_TRIES,
+                 file, position)
+    return BinlogOffset(file, position, value or None, server=mariadb[1])
+
+
+def _mariadb_gtid_and_identity(cursor: Any) -> tuple[str | None, str] | None:
+    """MariaDB's ``@@gtid_binlog_pos`` and identity in one statement; None on MySQL."""
     try:
-        cursor.execute("SELECT @@gtid_binlog_pos")
+        cursor.execute("SELECT @@gtid_binlog_pos, @@server_id")
         row = cursor.fetchone()
-    except Exception:  # noqa: BLE001 - MySQL has no such variable; GTID then comes from the status row
+    except pymysql.MySQLError:  # MySQL has no such variable
         return None
-    if not row:
-        return None
-    value = next(iter(row.values())) if isinstance(row, dict) else row[0]
-    return value or None
+    values = list(row.values()) if isinstance(row, dict) else list(row)
+    return (values[0] or None), mariadb_identity(int(values[1]))

@@ -58,6 +58,8 @@ class StreamPosition:
     in_transaction: bool = False
     transaction_gtid: str | None = None
     gtid_text: str | None = None  # ``gtid.text()``, kept up to date by ``gtid_moved`` (every event needs it)
+    epoch: int = 0  # the start's epoch and server: every offset of one read is on one server
+    server: str | None = None
 
     def __post_init__(self) -> None:
         self.gtid_moved()
@@ -66,7 +68,7 @@ class StreamPosition:
         self.gtid_text = self.gtid.text()
 
     def offset(self, with_gtid: bool = True) -> BinlogOffset:
-        return BinlogOffset(self.file, self.position, self.gtid_text if with_gtid else None)
+        return BinlogOffset(self.file, self.position, self.gtid_text if with_gtid else None, self.epoch, self.server)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """GTID state carried along binlog offsets, so a resume point can also be given by GTID.
 
 MariaDB's GTID position is one ``domain-server-seq`` per replication domain (``@@gtid_binlog_pos``
-syntax, e.g. ``0-1-42,1-5-7``); MySQL's is a ``uuid:intervals`` set. We only ever *carry* it: the
-order of offsets comes from file and position (``cdc_core.model.offsets``).
+syntax, e.g. ``0-1-42,1-5-7``); MySQL's is a ``uuid:intervals`` set. The order of offsets on one
+server comes from file and position (``cdc_core.model.offsets``); the GTID position is what a
+failover resumes from, and :func:`compare_positions` decides whether a server holds every
+transaction the pipeline committed (``docs/mysql.md``, "Failover by GTID").
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from cdc_core.mysql.connection import MySqlConnectionSettings
 
 
 def is_mariadb_gtid(text: str) -> bool:
+    """``domain-server-seq[,...]`` (MariaDB), as opposed to MySQL's ``uuid:intervals``."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     return bool(parts) and all(len(p.split("-")) == 3 and all(x.isdigit() for x in p.split("-")) for p in parts)
 
@@ -95,3 +98,106 @@ class GtidState:
         if self.mysql is not None:
             return str(self.mysql)
         return None
+
+
+# -- comparing a committed position with a server's --------------------------------------------
+
+
+@dataclass(frozen=True)
+class GtidVerdict:
+    """How a server's GTID position stands to the position the pipeline committed.
+
+    ``missing``: committed transactions the server does not have (resuming there would skip them).
+    ``diverged``: where the server's history is not a continuation of the committed one (MariaDB:
+    the same domain and sequence number written by another server; or GTID forms of two kinds).
+    """
+
+    missing: tuple[str, ...] = ()
+    diverged: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.diverged
+
+
+def _mariadb_positions(text: str) -> dict[int, tuple[int, int]]:
+    return GtidState.parse(text).mariadb
+
+
+def _mysql_intervals(text: str) -> dict[str, list[tuple[int, int]]]:
+    """``uuid:1-5:7,uuid2:3`` → {uuid: [(1, 5), (7, 7)], ...} (closed intervals, merged, sorted)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for part in text.replace("\n", "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        sid, *ranges = part.split(":")
+        if not ranges:
+            raise ValueError(f"GTID set member {part!r} has no transaction numbers (expected 'uuid:1-5')")
+        spans = out.setdefault(sid.strip().lower(), [])
+        for r in ranges:
+            lo, _, hi = r.strip().partition("-")
+            spans.append((int(lo), int(hi or lo)))
+    for sid, spans in out.items():
+        merged: list[tuple[int, int]] = []
+        for lo, hi in sorted(spans):
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+            else:
+                merged.append((lo, hi))
+        out[sid] = merged
+    return out
+
+
+def _uncovered(spans: list[tuple[int, int]], cover: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``spans`` that ``cover`` (merged, sorted) does not hold."""
+    left: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        at = lo
+        for c_lo, c_hi in cover:
+            if c_hi < at:
+                continue
+            if c_lo > hi:
+                break
+            if c_lo > at:
+                left.append((at, c_lo - 1))
+            at = max(at, c_hi + 1)
+            if at > hi:
+                break
+        if at <= hi:
+            left.append((at, hi))
+    return left
+
+
+def compare_positions(committed: str, server: str | None) -> GtidVerdict:
+    """Does ``server`` (its ``gtid_binlog_pos`` / ``gtid_executed``) hold every transaction of
+    ``committed``, on the same history?
+
+    MariaDB positions keep the last GTID per replication domain, and sequence numbers grow within
+    a domain: the server holds ``d-s-n`` when its domain ``d`` is at ``n`` or beyond; at ``n``
+    written by another server id, the two histories forked. MySQL sets are sets: every committed
+    interval must be in the server's set.
+    """
+    server = (server or "").strip()
+    if is_mariadb_gtid(committed):
+        if server and not is_mariadb_gtid(server):
+            return GtidVerdict(diverged=(f"committed {committed} is a MariaDB position, the server's {server} is not",))
+        have = _mariadb_positions(server)
+        missing: list[str] = []
+        diverged: list[str] = []
+        for domain, (server_id, seq) in sorted(_mariadb_positions(committed).items()):
+            theirs = have.get(domain)
+            if theirs is None or theirs[1] < seq:
+                missing.append(f"{domain}-{server_id}-{seq}")
+            elif theirs[1] == seq and theirs[0] != server_id:
+                diverged.append(f"domain {domain}: committed {domain}-{server_id}-{seq}, the server has "
+                                f"{domain}-{theirs[0]}-{theirs[1]}")
+        return GtidVerdict(tuple(missing), tuple(diverged))
+    if server and is_mariadb_gtid(server):
+        return GtidVerdict(diverged=(f"committed {committed} is a MySQL GTID set, the server's {server} is not",))
+    have_sets = _mysql_intervals(server)
+    missing = []
+    for sid, spans in sorted(_mysql_intervals(committed).items()):
+        for lo, hi in _uncovered(spans, have_sets.get(sid, [])):
+            missing.append(f"{sid}:{lo}" if lo == hi else f"{sid}:{lo}-{hi}")
+    return GtidVerdict(tuple(missing))

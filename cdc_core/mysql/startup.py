@@ -32,6 +32,7 @@ from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import MySqlConnectionSettings
 from cdc_core.mysql.gtid import GtidState, is_mariadb_gtid
 from cdc_core.mysql.purge import binary_logs, check_offset_available
+from cdc_core.mysql.source_identity import read_identity
 
 
 class StartupError(ValueError):
@@ -63,13 +64,15 @@ def _connect(settings: MySqlConnectionSettings) -> Any:
 
 
 def _with_gtid(cur: Any, offset: BinlogOffset) -> BinlogOffset:
+    """The offset with its GTID position (MariaDB's ``BINLOG_GTID_POS``) and the server's identity:
+    a start a failover can resume from."""
     try:
         cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (offset.file, offset.position))
         row = cur.fetchone()
         gtid = row[0] if row else None
-    except pymysql.MySQLError:
+    except pymysql.MySQLError:  # MySQL has no such function: the offset keeps the set it was given
         gtid = None
-    return BinlogOffset(offset.file, offset.position, gtid or offset.gtid_set)
+    return BinlogOffset(offset.file, offset.position, gtid or offset.gtid_set, server=read_identity(cur))
 
 
 def _stream(settings: MySqlConnectionSettings, server_id: int, **kwargs: Any) -> BinLogStreamReader:

@@ -8,6 +8,10 @@ groups, the last one with the batch: ``_commit_group``). Only
 ``commit_batch`` moves the committed offset, in the same transaction that records the batch
 COMMITTED, so a batch is applied exactly once whatever crashes where. A batch with no change
 still moves the offset (it is recorded and committed like any other).
+
+Each batch first asks who the source is: when it is not the server the committed offset belongs to
+(a failover), the batch starts after the committed GTID position on the new server, in the next
+epoch, or refuses before reading anything (``cdc_core/mysql/failover.py``).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.connection import connect
-from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
+from cdc_core.mysql.failover import align, behind_by_gtid, failed_over, resume_after_failover
+from cdc_core.mysql.hybrid_assigner import BinlogSplit, HybridSplitAssigner
 from cdc_core.mysql.purge import ensure_offset_available
 from cdc_core.mysql.schema_history import SchemaHistory
+from cdc_core.mysql.server_ids import stream_server_id
 from cdc_core.mysql.startup import StartupPlan, resolve_startup
 from cdc_core.pipeline.changes import change_rows, load_in_process
 from cdc_core.pipeline.context import PipelineContext
@@ -80,10 +86,6 @@ def binlog_ready(ctx: PipelineContext) -> bool:
     return not startup(ctx).snapshot or snapshot_done(ctx)
 
 
-def _position(offset: dict[str, Any]) -> tuple[int, int]:
-    """An offset's place in the binlog files, GTIDs aside."""
-    o = BinlogOffset.from_dict(offset)
-    return (o.file_index, o.position)
 
 
 def stream_start(ctx: PipelineContext) -> BinlogOffset | None:
@@ -96,13 +98,20 @@ def stream_start(ctx: PipelineContext) -> BinlogOffset | None:
 
 
 def binlog_lag(ctx: PipelineContext) -> BinlogLag:
-    """Cheap (no Spark): the committed offset against the server's current position."""
+    """Cheap (no Spark): the committed offset against the server's current position.
+
+    The server's offset carries the epoch it has for this pipeline (the next one when the source
+    failed over since the committed offset); across servers, "behind" is decided by GTIDs."""
     server = ctx.server_offset()
     start = stream_start(ctx) if binlog_ready(ctx) else None
-    behind = start is not None and server > start
     bytes_behind = None
-    if start is not None and start.file == server.file:
-        bytes_behind = server.position - start.position
+    if start is not None and failed_over(start, server):
+        behind = behind_by_gtid(start, server)
+    else:
+        behind = start is not None and align(server, start) > start
+        if start is not None and start.file == server.file:
+            bytes_behind = server.position - start.position
+    server = align(server, start)
     return BinlogLag(None if start is None else start.to_dict(), server.to_dict(), behind, bytes_behind)
 
 
@@ -117,8 +126,20 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     chunks = finished_chunks(ctx)
     committed = COMMITTED_OFFSET.get(ctx.store)
     plan_offset = PLAN_OFFSET.get(ctx.store)
-    split = HybridSplitAssigner.next_split(plan, chunks, committed=committed, plan_offset=plan_offset,
-                                           server_offset=ctx.server_offset, stop=stop)
+    resume = HybridSplitAssigner.resume_offset(plan, chunks, committed=committed, plan_offset=plan_offset)
+    now = ctx.server_offset()
+    failover_start = None
+    if resume is not None and failed_over(resume, now):
+        # Another server: resume after the committed GTID position (or refuse, before anything is read).
+        failover_start = resume_after_failover(ctx.settings, resume, now, stream_server_id(ctx.definition.source))
+    reference = failover_start or resume
+    split = HybridSplitAssigner.next_split(plan, chunks, committed=failover_start or committed,
+                                           plan_offset=plan_offset, server_offset=lambda: align(now, reference),
+                                           stop=stop)
+    if split is None and failover_start is not None:
+        # Nothing written after the committed transactions on the new server: an empty batch
+        # still moves the committed offset there (its identity, its file position, the next epoch).
+        split = BinlogSplit(failover_start, failover_start, tuple(chunks))
     if split is None:
         start = HybridSplitAssigner.resume_offset(plan, chunks, committed=committed, plan_offset=plan_offset)
         at = {} if start is None else start.to_dict()
@@ -350,7 +371,7 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
     fault_point("binlog.committing", batch=batch_id)
     with ctx.store.transaction() as tx:
         current = COMMITTED_OFFSET.get(tx)
-        if current is not None and _position(current.to_dict()) > _position(batch.start_offset):
+        if current is not None and current > BinlogOffset.from_dict(batch.start_offset):
             raise RuntimeError(
                 f"binlog batch {batch_id} starts at {batch.start_offset} but the committed offset is already "
                 f"{current.to_dict()}: two streams ran at once for this pipeline"

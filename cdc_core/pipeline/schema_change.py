@@ -164,6 +164,8 @@ class SchemaChangeSteps:
         start, server = _offset(lag.committed_offset), _offset(lag.server_offset)
         if start is None or server is None or server <= start:
             return None
+        if server.epoch != start.epoch:
+            return None  # a failover not followed yet: the stream's next batch stops at any DDL itself
         memo = SCHEMA_CHANGE_SCAN.get_or(self.ctx.store, {})
         from_ = start
         if memo.get("start") and memo.get("clean_to"):

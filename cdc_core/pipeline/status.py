@@ -27,6 +27,7 @@ from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, DorisErr
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.binlog_distance import EventTimeUnavailable, bytes_between, first_event_time, server_time
 from cdc_core.mysql.connection import NOTHING_ANSWERED
+from cdc_core.mysql.failover import align, behind_by_gtid, failed_over
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
 from cdc_core.mysql.purge import binary_logs
@@ -243,7 +244,8 @@ def _stream_position(ctx: PipelineContext, startup: StartupPlan | None, start: B
     try:
         with ctx.connection() as conn, conn.cursor() as cur:
             server = ctx.server_offset()
-            logs = binary_logs(cur) if start is not None and start.file != server.file else []
+            moved = start is not None and failed_over(start, server)
+            logs = binary_logs(cur) if start is not None and start.file != server.file and not moved else []
             now = server_time(cur)
     except ConnectionError as exc:
         cause = getattr(exc.__cause__, "args", None) or (None,)
@@ -251,11 +253,23 @@ def _stream_position(ctx: PipelineContext, startup: StartupPlan | None, start: B
         raise Unreachable("mysql", f"{where} {what} ({connection_gist(str(exc))}): check hostname, port, "
                                    "username and password in the pipeline's source block, and that the server "
                                    "is up") from exc
-    behind = start is not None and server > start
-    bytes_behind = None if start is None else bytes_between(logs, start, server)
+    server = align(server, start)
     seconds: float | None = None
     unknown: str | None = None
-    if start is None:
+    if start is not None and moved:
+        # Another server than the committed offset's: its file positions say nothing about this
+        # pipeline's; the next batch resumes by GTID (cdc_core/mysql/failover.py).
+        behind = behind_by_gtid(start, server)
+        bytes_behind = None
+        unknown = (f"the source is now {server.server}, not {start.server} (a failover): the next batch resumes "
+                   f"after GTID position {start.gtid_set}") if behind else None
+        seconds = None if behind else 0.0
+    else:
+        behind = start is not None and server > start
+        bytes_behind = None if start is None else bytes_between(logs, start, server)
+    if moved:
+        pass
+    elif start is None:
         unknown = ("the snapshot is not finished" if startup is not None and startup.snapshot
                    else "the stream's start is not fixed yet (its first run fixes it)")
     elif not behind:

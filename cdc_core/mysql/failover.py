@@ -1,0 +1,132 @@
+"""Following a failover: resuming by GTID on a server whose binlog files are not the old one's.
+
+A committed offset names a file and position of the server that wrote it (``BinlogOffset.server``)
+and the GTID position after its last transaction (``BinlogOffset.gtid_set``). When the source's
+identity is another one (the pipeline's ``hostname``/``port`` now point at a promoted replica),
+the file position is meaningless there: its files have other names and other numbers, and a
+position compared across servers either looks "caught up" (lower-numbered files: the changes are
+silently skipped) or impossible (higher-numbered: error 1236). So:
+
+* the server's GTID position must contain every committed transaction, on the same history
+  (:func:`cdc_core.mysql.gtid.compare_positions`); otherwise :class:`GtidFailoverError` names both
+  positions and stops before anything is read or applied;
+* the stream resumes exactly after the last committed transaction: a GTID dump from the committed
+  position (MariaDB ``is_mariadb=True, auto_position=…``, MySQL ``COM_BINLOG_DUMP_GTID``; the
+  server itself refuses a position not in its history, ``slave_gtid_strict_mode``) finds the new
+  server's file and position of the first transaction after it
+  (:func:`cdc_core.mysql.startup.resolve_gtid`), and the stream reads on by file and position there;
+* offsets on the new server take the next **epoch** (``BinlogOffset.epoch``): they sort, and give
+  Doris sequence values, after every offset of the old server, whatever their file numbers.
+
+``docs/mysql.md`` ("Failover by GTID") has the rules and the filter's behaviour afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import pymysql
+
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.mysql.binlog_status import read_current_offset
+from cdc_core.mysql.connection import MySqlConnectionSettings
+from cdc_core.mysql.gtid import compare_positions
+from cdc_core.mysql.startup import StartupError, resolve_gtid
+
+logger = logging.getLogger(__name__)
+
+WHAT_TO_DO = ("Point the pipeline's source (hostname/port) at a server that has every committed transaction "
+              "(e.g. wait for the replica to catch up before promoting it), or take a new snapshot with "
+              "`tidemark resnapshot PIPELINE.yaml`.")
+
+
+class GtidFailoverError(RuntimeError):
+    """The source changed and cannot continue the committed history: resuming would lose changes."""
+
+    def __init__(self, message: str, committed: BinlogOffset, server: BinlogOffset):
+        super().__init__(message)
+        self.committed = committed
+        self.server = server
+
+
+def same_server(offset: BinlogOffset, identity: str | None) -> bool:
+    """Is ``offset`` a position of the server with ``identity``? (An offset or a server without a
+    recorded identity — a state written before identities were kept — counts as the same.)"""
+    return offset.server is None or identity is None or offset.server == identity
+
+
+def align(server_offset: BinlogOffset, reference: BinlogOffset | None) -> BinlogOffset:
+    """The server's offset with the epoch it has in the pipeline whose stream is at ``reference``:
+    the reference's epoch on the same server, the next one on another (a failover not yet followed)."""
+    if reference is None:
+        return server_offset
+    epoch = reference.epoch if same_server(reference, server_offset.server) else reference.epoch + 1
+    return replace(server_offset, epoch=epoch)
+
+
+def failed_over(committed: BinlogOffset | None, server_offset: BinlogOffset) -> bool:
+    return committed is not None and not same_server(committed, server_offset.server)
+
+
+def behind_by_gtid(committed: BinlogOffset, server_offset: BinlogOffset) -> bool:
+    """Across servers "caught up" is a GTID question: the server has transactions the committed
+    position lacks (file positions of two servers are never compared)."""
+    if not committed.gtid_set or not server_offset.gtid_set:
+        return True  # unknown: let the stream's own checks decide (and refuse if it must)
+    return not compare_positions(server_offset.gtid_set, committed.gtid_set).ok
+
+
+def check_successor(committed: BinlogOffset, server_offset: BinlogOffset) -> None:
+    """Raise :class:`GtidFailoverError` unless the server's GTID position continues the committed one."""
+    where = f"server {server_offset.server or '?'} (at {server_offset.file}:{server_offset.position})"
+    if not committed.gtid_set:
+        raise GtidFailoverError(
+            f"the source is now {where}, not {committed.server}, which the committed offset {committed.file}:"
+            f"{committed.position} belongs to; the committed offset carries no GTID position, so where to resume "
+            f"on the new server cannot be known. {WHAT_TO_DO}", committed, server_offset)
+    verdict = compare_positions(committed.gtid_set, server_offset.gtid_set)
+    if verdict.missing:
+        raise GtidFailoverError(
+            f"the source is now {where}, not {committed.server}: its GTID position {server_offset.gtid_set or '(empty)'}"
+            f" lacks transactions the pipeline already committed (committed GTID position {committed.gtid_set}; "
+            f"missing: {', '.join(verdict.missing)}). Resuming there would skip them, so nothing was read or "
+            f"applied. {WHAT_TO_DO}", committed, server_offset)
+    if verdict.diverged:
+        raise GtidFailoverError(
+            f"the source is now {where}, not {committed.server}: its GTID history diverged from the committed one "
+            f"(committed GTID position {committed.gtid_set}, the server's {server_offset.gtid_set}; "
+            f"{'; '.join(verdict.diverged)}). Nothing was read or applied. {WHAT_TO_DO}", committed, server_offset)
+
+
+def resume_after_failover(settings: Any, committed: BinlogOffset, server_offset: BinlogOffset,
+                          server_id: int) -> BinlogOffset:
+    """Where the stream resumes on the new server: the file and position of the first transaction after
+    the committed GTID position, in the next epoch. Raises :class:`GtidFailoverError` when the server
+    cannot continue the committed history."""
+    check_successor(committed, server_offset)
+    assert committed.gtid_set is not None  # checked above
+    try:
+        start = resolve_gtid(settings, committed.gtid_set, server_id)
+    except (StartupError, pymysql.MySQLError) as exc:
+        raise GtidFailoverError(
+            f"the source is now server {server_offset.server} (GTID position {server_offset.gtid_set}), not "
+            f"{committed.server}; it refused to resume after the committed GTID position {committed.gtid_set}: "
+            f"{exc}. Its history does not continue the committed one. {WHAT_TO_DO}", committed, server_offset,
+        ) from exc
+    resumed = BinlogOffset(start.file, start.position, committed.gtid_set, committed.epoch + 1, server_offset.server)
+    logger.warning("the source failed over from %s to %s: resuming after GTID position %s at %s:%d (epoch %d)",
+                   committed.server, server_offset.server, committed.gtid_set, resumed.file, resumed.position,
+                   resumed.epoch)
+    return resumed
+
+
+def current_offset(settings: Any) -> BinlogOffset:
+    """The server's offset now, with its GTID position and identity (one short connection)."""
+    conn = pymysql.connect(**MySqlConnectionSettings.of(settings).pymysql_kwargs())
+    try:
+        with conn.cursor() as cur:
+            return read_current_offset(cur)
+    finally:
+        conn.close()
