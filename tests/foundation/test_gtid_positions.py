@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from cdc_core.model.offsets import BinlogOffset
-from cdc_core.mysql.failover import GtidFailoverError, align, behind_by_gtid, check_successor, failed_over, same_server
+from cdc_core.mysql.failover import (
+    GtidFailoverError,
+    align,
+    behind_by_gtid,
+    check_successor,
+    failed_over,
+    same_server,
+)
 from cdc_core.mysql.gtid import compare_positions
 
 UUID_A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
