@@ -82,7 +82,14 @@ def last_failed_run(handle: PipelineHandle, home: Path) -> FailedRun | None:
 
 
 def _offset(offset: dict[str, Any] | None) -> str:
-    return "—" if not offset else f"{offset['file']}:{offset['position']}"
+    """``file:position``, and the GTID position and server when the offset carries them (a failover
+    resumes from the GTID position, on another server)."""
+    if not offset:
+        return "—"
+    extra = [f"GTID {offset['gtid_set']}"] if offset.get("gtid_set") else []
+    extra += [offset["server"]] if offset.get("server") else []
+    extra += [f"epoch {offset['epoch']}"] if offset.get("epoch") else []
+    return f"{offset['file']}:{offset['position']}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _chunks(progress: TableProgress) -> str:

@@ -1,0 +1,201 @@
+"""Failover by GTID, as an operator does it: a MariaDB primary and a GTID replica with
+``log_slave_updates`` whose binlog files are named and numbered unlike the primary's; the pipeline
+runs against the primary, the primary stops, the replica is promoted and written to, the pipeline
+file's ``port`` is pointed at it, and ``tidemark run --once`` carries on. Doris is compared with
+MySQL from outside (the stand-in's SQL API against a SELECT on the promoted server).
+
+And the refusal: a replica that stopped replicating before the pipeline's last batch lacks
+committed GTIDs; the run exits non-zero naming both positions and applies nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from cdc_core.config import load_pipeline
+from cdc_core.state.keys import COMMITTED_OFFSET
+from devstack.mysql import MariaDBServer
+from devstack.mysql_replica import MariaDBReplica
+from devstack.pipeline_file import write_pipeline
+from devstack.procs import free_port
+from jobs.spark_executor import spark_service
+from tests.orchestration.test_e2e_dagster import doris_standin  # noqa: F401
+from tests.schema.helpers import doris_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+COLUMNS = ["id", "qty", "note"]
+
+
+@pytest.fixture
+def servers(tmp_path):
+    started: list[MariaDBServer] = []
+
+    def make(cls: type, *args, **kw) -> MariaDBServer:
+        server = cls(*args, **kw)
+        started.append(server)
+        return server
+
+    yield make
+    for server in reversed(started):
+        server.stop()
+
+
+def _sql(server: MariaDBServer, db: str, *statements: str) -> None:
+    conn = pymysql.connect(unix_socket=server.endpoint.root_socket, user="root", autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"USE `{db}`")
+            for s in statements:
+                cur.execute(s)
+    finally:
+        conn.close()
+
+
+def _mysql_rows(server: MariaDBServer, db: str) -> list[tuple]:
+    conn = pymysql.connect(unix_socket=server.endpoint.root_socket, user="root")
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT id, qty, note FROM `{db}`.items ORDER BY id")
+            return [tuple(str(v) if v is not None else None for v in r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def _doris_rows(standin, db: str) -> list[tuple]:
+    return [tuple(str(v) if v is not None else None for v in r) for r in doris_rows(standin, db, "items", COLUMNS)]
+
+
+class Pipeline:
+    """One pipeline file and its Dagster home; ``point_at`` rewrites the source's port."""
+
+    def __init__(self, tmp_path: Path, standin, name: str, db: str):
+        self.db = db
+        self.path = tmp_path / f"{name}.yaml"
+        self.tmp_path, self.standin, self.name = tmp_path, standin, name
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
+        self.env.pop("TIDEMARK_FAULTS", None)
+
+    def point_at(self, server: MariaDBServer) -> None:
+        write_pipeline(self.path, host=server.endpoint.host, port=server.endpoint.port, fe=self.standin.fe_http,
+                       tables=f"{self.db}.items", name=self.name, state_dir=self.tmp_path / "state", server_id="5700-5704",
+                       source={"scan.incremental.snapshot.chunk.size": 100})
+
+    def run_once(self) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "orchestration.cli", "run", str(self.path), "--once"], cwd=ROOT,
+                              env=self.env, capture_output=True, text=True, timeout=600)
+
+    def committed(self):
+        service = spark_service(load_pipeline(self.path))
+        try:
+            return COMMITTED_OFFSET.get(service.store)
+        finally:
+            service.close()
+
+
+def _primary(tmp_path: Path, servers, flushes: int, db: str) -> MariaDBServer:
+    primary = servers(MariaDBServer, tmp_path / "primary", port=free_port())
+    primary.start()
+    primary.root_sql(f"CREATE DATABASE `{db}`")
+    _sql(primary, db,
+         "CREATE TABLE items (id INT PRIMARY KEY, qty INT NOT NULL, note VARCHAR(40))",
+         "INSERT INTO items SELECT seq, seq % 7, CONCAT('row ', seq) FROM seq_1_to_400")
+    if flushes:
+        primary.flush_binary_logs(flushes)
+    return primary
+
+
+@pytest.mark.parametrize(("numbering", "flushes", "basename", "min_index"), [
+    ("lower", 5, "replica-bin", 1),  # primary at binlog.000006+, the replica at replica-bin.000001
+    ("higher", 0, "binlog", 9),  # the same base name, numbered past the primary's: its files 1..9 exist too
+])
+def test_failover_to_a_promoted_replica_applies_every_change_once(numbering, flushes, basename, min_index, tmp_path,
+                                                                  servers, doris_standin):  # noqa: F811
+    db = f"failover_{numbering}"  # the Doris stand-in is shared by the module's tests
+    primary = _primary(tmp_path, servers, flushes, db)
+    replica = servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port(), binlog_basename=basename,
+                      min_binlog_index=min_index)
+    replica.start()
+    pipeline = Pipeline(tmp_path, doris_standin, f"failover_{numbering}", db)
+    pipeline.point_at(primary)
+    first = pipeline.run_once()  # the snapshot
+    assert first.returncode == 0, first.stderr[-3000:]
+    _sql(primary, db, "UPDATE items SET qty = qty + 100 WHERE id <= 50",
+         "DELETE FROM items WHERE id BETWEEN 390 AND 400",
+         "INSERT INTO items VALUES (1001, 1, 'primary, streamed')")
+    second = pipeline.run_once()  # a binlog batch committed on the primary
+    assert second.returncode == 0, second.stderr[-3000:]
+    on_primary = pipeline.committed()
+    assert on_primary is not None and on_primary.server == "server_id=1" and on_primary.gtid_set.startswith("0-1-")
+    # written on the primary after the pipeline's last batch, before the switch
+    _sql(primary, db, "UPDATE items SET note = 'primary, late' WHERE id BETWEEN 100 AND 160",
+         "DELETE FROM items WHERE id BETWEEN 200 AND 210",
+         "INSERT INTO items VALUES (1002, 2, 'primary, late')")
+    replica.wait_caught_up(60)
+    primary.stop()
+    replica.promote()
+    _sql(replica, db, "UPDATE items SET qty = qty * 3 WHERE id BETWEEN 120 AND 300",
+         "DELETE FROM items WHERE id BETWEEN 290 AND 300",
+         "INSERT INTO items VALUES (1003, 3, 'replica'), (1004, 4, 'replica')",
+         "UPDATE items SET note = 'replica, again' WHERE id = 1002")
+    files = replica.binlog_files()
+    if numbering == "lower":
+        assert int(files[-1].rsplit(".", 1)[1]) < on_primary.file_index, (files, on_primary)
+    else:
+        assert on_primary.file in files and files[-1] > on_primary.file, (files, on_primary)
+
+    pipeline.point_at(replica)
+    third = pipeline.run_once()
+    assert third.returncode == 0, third.stderr[-3000:]
+    want = _mysql_rows(replica, db)
+    assert len(want) == 400 - 11 - 11 - 11 + 4
+    assert _doris_rows(doris_standin, db) == want
+    after = pipeline.committed()
+    assert after.server == "server_id=2" and after.epoch == on_primary.epoch + 1 and after.file in files
+    assert after.gtid_set == replica.identity().gtid_binlog_pos
+
+    again = pipeline.run_once()  # caught up on the new server: by its own file positions now
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert pipeline.committed() == after
+    _sql(replica, db, "DELETE FROM items WHERE id = 1003")
+    last = pipeline.run_once()
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+
+
+def test_failover_to_a_replica_missing_committed_transactions_is_refused(tmp_path, servers, doris_standin):  # noqa: F811
+    db = "failover_refused"
+    primary = _primary(tmp_path, servers, 0, db)
+    replica = servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port())
+    replica.start()
+    pipeline = Pipeline(tmp_path, doris_standin, "failover_refused", db)
+    pipeline.point_at(primary)
+    first = pipeline.run_once()
+    assert first.returncode == 0, first.stderr[-3000:]
+    replica.wait_caught_up(60)
+    replica.root_sql("STOP SLAVE;")  # the replica stops replicating before the pipeline's last batch
+    _sql(primary, db, "UPDATE items SET qty = 0 WHERE id <= 20", "INSERT INTO items VALUES (2001, 1, 'lost?')")
+    second = pipeline.run_once()
+    assert second.returncode == 0, second.stderr[-3000:]
+    committed = pipeline.committed()
+    applied = _doris_rows(doris_standin, db)
+    assert applied == _mysql_rows(primary, db)
+    primary.stop()
+    replica.promote()
+    _sql(replica, db, "INSERT INTO items VALUES (3001, 1, 'replica')")
+    server_pos = replica.identity().gtid_binlog_pos
+
+    pipeline.point_at(replica)
+    refused = pipeline.run_once()
+    assert refused.returncode != 0, refused.stderr[-3000:]
+    message = " ".join(refused.stderr.split())
+    assert committed.gtid_set in message and server_pos in message, refused.stderr[-3000:]
+    assert "lacks transactions the pipeline already committed" in message
+    assert "tidemark resnapshot" in message
+    assert _doris_rows(doris_standin, db) == applied, "nothing applied"
+    assert pipeline.committed() == committed and pipeline.committed().server == "server_id=1"
