@@ -100,6 +100,18 @@ def check_successor(committed: BinlogOffset, server_offset: BinlogOffset) -> Non
             f"{'; '.join(verdict.diverged)}). Nothing was read or applied. {WHAT_TO_DO}", committed, server_offset)
 
 
+def check_one_snapshot_server(high_watermarks: list[BinlogOffset]) -> None:
+    """Before the first batch the stream starts at the smallest high watermark: chunks read on two
+    servers (a failover during the snapshot) have watermarks that do not compare. Refuse then."""
+    servers = sorted({hw.server for hw in high_watermarks if hw.server})
+    if len(servers) > 1:
+        raise GtidFailoverError(
+            f"the snapshot's chunks were read on {len(servers)} servers ({', '.join(servers)}): the source failed "
+            "over while the snapshot was read, and their high watermarks are file positions of different servers, "
+            "so where the stream must start cannot be known. Take a new snapshot with `tidemark resnapshot "
+            "PIPELINE.yaml`.", min(high_watermarks), max(high_watermarks))
+
+
 def resume_after_failover(settings: Any, committed: BinlogOffset, server_offset: BinlogOffset,
                           server_id: int) -> BinlogOffset:
     """Where the stream resumes on the new server: the file and position of the first transaction after

@@ -29,7 +29,13 @@ from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.connection import connect
-from cdc_core.mysql.failover import align, behind_by_gtid, failed_over, resume_after_failover
+from cdc_core.mysql.failover import (
+    align,
+    behind_by_gtid,
+    check_one_snapshot_server,
+    failed_over,
+    resume_after_failover,
+)
 from cdc_core.mysql.hybrid_assigner import BinlogSplit, HybridSplitAssigner
 from cdc_core.mysql.purge import ensure_offset_available
 from cdc_core.mysql.schema_history import SchemaHistory
@@ -126,6 +132,8 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     chunks = finished_chunks(ctx)
     committed = COMMITTED_OFFSET.get(ctx.store)
     plan_offset = PLAN_OFFSET.get(ctx.store)
+    if committed is None:
+        check_one_snapshot_server([c.high_watermark for c in chunks])
     resume = HybridSplitAssigner.resume_offset(plan, chunks, committed=committed, plan_offset=plan_offset)
     now = ctx.server_offset()
     failover_start = None

@@ -11,6 +11,7 @@ from cdc_core.mysql.failover import (
     GtidFailoverError,
     align,
     behind_by_gtid,
+    check_one_snapshot_server,
     check_successor,
     failed_over,
     same_server,
@@ -120,3 +121,12 @@ def test_refusals_name_both_positions_and_what_to_do():
     with pytest.raises(GtidFailoverError, match="no GTID position"):
         check_successor(BinlogOffset("binlog.000009", 900, server="server_id=1"), lacking)
     check_successor(committed, BinlogOffset("replica-bin.000001", 300, "0-2-45", server="server_id=2"))
+
+
+def test_a_snapshot_read_on_two_servers_is_refused_before_the_first_batch():
+    one = [BinlogOffset("binlog.000003", 900, "0-1-9", server="server_id=1"),
+           BinlogOffset("binlog.000004", 120, "0-1-12", server="server_id=1"), BinlogOffset("binlog.000001", 4)]
+    check_one_snapshot_server(one)
+    with pytest.raises(GtidFailoverError, match="tidemark resnapshot") as err:
+        check_one_snapshot_server([*one, BinlogOffset("replica-bin.000001", 300, "0-1-12", server="server_id=2")])
+    assert "server_id=1" in str(err.value) and "server_id=2" in str(err.value)
