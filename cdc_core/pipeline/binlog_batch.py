@@ -92,8 +92,6 @@ def binlog_ready(ctx: PipelineContext) -> bool:
     return not startup(ctx).snapshot or snapshot_done(ctx)
 
 
-
-
 def stream_start(ctx: PipelineContext) -> BinlogOffset | None:
     """The committed offset; before the first batch, where the stream must start."""
     committed = COMMITTED_OFFSET.get(ctx.store)
