@@ -37,7 +37,9 @@ os.environ.setdefault("TIDEMARK_LOG_FILE", os.path.join(tempfile.gettempdir(),
 # The fixtures that start a server or Spark; a test using any of them is in the integration tier.
 # ``doris`` is the stand-in of tests/sink and of tests/doris_standin; ``private_standin`` is a
 # module's own stand-in (tests/schema/test_daemon_sensor.py).
-SERVER_FIXTURES = frozenset({"mysql_server", "doris_standin", "doris", "private_standin", "spark_session"})
+# ``postgres_db`` is a fresh database on the machine's PostgreSQL server (tests/postgres.py).
+SERVER_FIXTURES = frozenset({"mysql_server", "doris_standin", "doris", "private_standin", "spark_session",
+                             "postgres_db"})
 
 # Programs whose launch means a server or Spark: MariaDB, the stand-in, Dagster's services, the JVM.
 _SERVER_PROGRAMS = frozenset({
@@ -116,6 +118,18 @@ def fresh_db(mysql_server, root_conn) -> str:
     yield name
     with root_conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture
+def postgres_db() -> str:
+    """A new database on the machine's PostgreSQL server (started if it is down, the test failed
+    naming it if it cannot be): its plain ``postgresql://`` URL; dropped afterwards."""
+    from tests import postgres
+
+    postgres.ensure_server()
+    name = postgres.create_database()
+    yield postgres.url(name)
+    postgres.drop_database(name)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,17 @@ Records:
 * ``schema_history`` — each captured table's schema by binlog offset.
 
 The schema is versioned in ``meta``; ``MIGRATIONS`` take an older file forward.
+
+Writers are serialised per store, across processes and machines (``cdc_core/state/locking.py``):
+SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's ``pg_advisory_xact_lock`` as a write transaction's first
+statement, MySQL's ``GET_LOCK`` — the lock each backend has natively, taken before the first read
+of a read-modify-write, so no update is lost and no caller has to retry. Table creation and
+migrations run in the same way under a lock of their own, so the first runs of two machines do
+not both create the tables. Single-row writes are upserts (``INSERT … ON CONFLICT DO UPDATE`` /
+``ON DUPLICATE KEY UPDATE``) all the same: correct even for a writer that holds no lock.
+
+A URL is SQLAlchemy's; a plain ``postgresql://`` means psycopg2 (the driver dagster-postgres
+uses too, see ``pyproject.toml``) and a plain ``mysql://`` means PyMySQL (:func:`engine_url`).
 """
 
 from __future__ import annotations
@@ -27,8 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
+from cdc_core.state.locking import write_transaction
 from cdc_core.state.records import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus
 
 logger = logging.getLogger(__name__)
@@ -115,12 +130,7 @@ class StateTransaction:
         return default if row is None else _loads(row[0])
 
     def put(self, namespace: str, key: str, value: Any) -> None:
-        text = _dumps(value)
-        updated = self.conn.execute(
-            kv_table.update().where(kv_table.c.namespace == namespace, kv_table.c.key == key).values(value=text)
-        ).rowcount
-        if not updated:
-            self.conn.execute(kv_table.insert().values(namespace=namespace, key=key, value=text))
+        _upsert(self.conn, kv_table, {"namespace": namespace, "key": key}, {"value": _dumps(value)})
 
     def delete(self, namespace: str, key: str) -> None:
         self.conn.execute(kv_table.delete().where(kv_table.c.namespace == namespace, kv_table.c.key == key))
@@ -191,11 +201,7 @@ class StateTransaction:
             "transactions": _dumps(record.transactions),
             "detail": _dumps(record.detail),
         }
-        updated = self.conn.execute(
-            batches_table.update().where(batches_table.c.batch_id == record.batch_id).values(**values)
-        ).rowcount
-        if not updated:
-            self.conn.execute(batches_table.insert().values(batch_id=record.batch_id, **values))
+        _upsert(self.conn, batches_table, {"batch_id": record.batch_id}, values)
 
     def batch(self, batch_id: str) -> BatchRecord | None:
         row = self.conn.execute(sa.select(batches_table).where(batches_table.c.batch_id == batch_id)).mappings().first()
@@ -239,6 +245,30 @@ class StateTransaction:
 _JSON_CHUNK_FIELDS = ("start", "end", "low_watermark", "high_watermark", "transactions", "detail")
 
 
+def _upsert(conn: Connection, table: sa.Table, keys: dict[str, Any], values: dict[str, Any]) -> None:
+    """Insert the row, or update ``values`` of the row with these ``keys``: one statement."""
+    dialect = conn.dialect.name
+    if dialect in ("postgresql", "sqlite"):
+        insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+        statement = insert(table).values(**keys, **values)
+        conn.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=values))
+    elif dialect == "mysql":
+        statement = mysql_insert(table).values(**keys, **values)
+        conn.execute(statement.on_duplicate_key_update(**values))
+    else:  # another backend: the write lock makes update-then-insert safe
+        if not conn.execute(table.update().where(*(table.c[k] == v for k, v in keys.items())).values(**values)).rowcount:
+            conn.execute(table.insert().values(**keys, **values))
+
+
+def engine_url(url: str) -> sa.URL:
+    """The URL SQLAlchemy opens: a plain ``mysql://`` names PyMySQL (the driver Tidemark installs;
+    SQLAlchemy's default, mysqlclient, is not), everything else as given."""
+    parsed = sa.make_url(url)
+    if parsed.drivername in ("mysql", "mariadb"):
+        parsed = parsed.set(drivername=f"{parsed.drivername}+pymysql")
+    return parsed
+
+
 def _batch_record(row: Any) -> BatchRecord:
     record = dict(row)
     for name in ("start_offset", "end_offset", "transactions", "detail"):
@@ -260,7 +290,7 @@ class StateStore:
     @classmethod
     def open(cls, state_dir: Path | str | None = None, url: str | None = None) -> StateStore:
         if url:
-            engine = sa.create_engine(url, pool_pre_ping=True)
+            engine = sa.create_engine(engine_url(url), pool_pre_ping=True)
         else:
             if state_dir is None:
                 raise ValueError("a state directory or a SQLAlchemy URL is required")
@@ -323,8 +353,10 @@ class StateStore:
         return cls.open(where_dir, where_url)
 
     def _migrate(self) -> None:
-        metadata.create_all(self.engine)
-        with self.engine.begin() as conn:
+        """Create the tables and take an older schema forward: once, under the migration lock
+        (PostgreSQL's DDL is transactional, so a second process finds the tables made)."""
+        with self.engine.connect() as connection, write_transaction(connection, "migrate") as conn:
+            metadata.create_all(conn)
             row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
             version = int(row[0]) if row else 0
             if version > SCHEMA_VERSION:
@@ -351,11 +383,15 @@ class StateStore:
 
     @contextmanager
     def transaction(self, readonly: bool = False) -> Iterator[StateTransaction]:
-        """One atomic unit. Writers serialize; ``readonly`` readers never wait for them (WAL)."""
+        """One atomic unit. Writers serialize (the store's write lock, taken before the first
+        statement); ``readonly`` readers never wait for them (WAL, MVCC) and must not write."""
         with self.engine.connect() as conn:
             if readonly:
                 conn = conn.execution_options(tidemark_readonly=True)
-            with conn.begin():
+                with conn.begin():
+                    yield StateTransaction(conn)
+                return
+            with write_transaction(conn):
                 yield StateTransaction(conn)
 
     # Single-statement conveniences.

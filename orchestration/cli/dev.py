@@ -26,7 +26,7 @@ import requests
 from cdc_core.pipeline.service import PipelineService
 from orchestration.cli.dev_logs import LogRelay
 from orchestration.cli.dev_watchdog import group_alive
-from orchestration.cli.instance import dagster_home_for, prepare_home
+from orchestration.cli.instance import DagsterHome, dagster_home_for, prepare_home
 from orchestration.defs.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
 
 STOP_TIMEOUT_S = 20.0
@@ -63,14 +63,14 @@ def dev_environment(pipeline_paths: list[Path], home: Path, base: dict[str, str]
 class DagsterServices:
     """dagster-webserver and dagster-daemon for some pipeline files, started and stopped cleanly."""
 
-    def __init__(self, pipeline_paths: list[Path], home: Path, host: str = "127.0.0.1", port: int = 3000,
+    def __init__(self, pipeline_paths: list[Path], home: Path | DagsterHome, host: str = "127.0.0.1", port: int = 3000,
                  webserver: bool = True, daemon: bool = True, log_dir: Path | None = None,
                  env: dict[str, str] | None = None, working_dir: Path | None = None,
                  terminal: TextIO | None = None, verbose: bool = False):
         """``log_dir``: each process's output goes to ``<log_dir>/<name>.log`` (else it is inherited);
         with ``terminal`` too, its warnings and errors (``verbose``: all of it) are also copied there
         (``orchestration/cli/dev_logs.py``)."""
-        self.home = prepare_home(Path(home))
+        self.home = prepare_home(home if isinstance(home, DagsterHome) else Path(home))
         self.host, self.port = host, port
         self.want_webserver, self.want_daemon = webserver, daemon
         self.log_dir = Path(log_dir) if log_dir else None
@@ -235,9 +235,11 @@ def run_dev(paths: list[str], host: str = "127.0.0.1", port: int = 3000, verbose
     the terminal gets its warnings and errors, or everything with ``verbose``."""
     parent = os.getppid()
     handles = load_handles([Path(p) for p in paths])
-    home = dagster_home_for(handles)
+    where = dagster_home_for(handles)
+    print(f"tidemark dev: {where.describe()}", flush=True)
+    home = prepare_home(where)
     log_dir = home / DEV_LOG_DIR
-    services = DagsterServices([h.path for h in handles], home, host=host, port=port, log_dir=log_dir,
+    services = DagsterServices([h.path for h in handles], where, host=host, port=port, log_dir=log_dir,
                                terminal=sys.stderr, verbose=verbose)
     shown = "all of their output" if verbose else "their warnings and errors (-v: everything)"
     print(f"tidemark dev: the Dagster daemon and webserver log to {log_dir}/daemon.log and webserver.log; "

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cdc_core.pipeline.status import PipelineStatus, TableProgress
+from orchestration.cli.instance import has_external_storage
 from orchestration.defs.pipelines import PipelineHandle
 
 logger = logging.getLogger(__name__)
@@ -55,8 +56,9 @@ class StatusReport:
 
 
 def instance_exists(home: Path) -> bool:
-    """The instance has run storage (the template's SQLite default), i.e. something ran there."""
-    return (home / "history" / "runs.db").is_file()
+    """The instance has run storage: the SQLite default's file (something ran there), or storage
+    its ``dagster.yaml`` names (PostgreSQL: nothing local to look at)."""
+    return (home / "history" / "runs.db").is_file() or has_external_storage(home)
 
 
 def last_failed_run(handle: PipelineHandle, home: Path) -> FailedRun | None:

@@ -234,7 +234,9 @@ def _run(args: argparse.Namespace) -> int:
     if not ready:
         return status
     handles = ready
-    home = prepare_home(dagster_home_for(handles))
+    where = dagster_home_for(handles)
+    home = prepare_home(where)
+    console.print(f"tidemark run: {escape(where.describe())}", soft_wrap=True, highlight=False)
     started = time.perf_counter()
     with DagsterInstance.from_config(str(home)) as instance:
         for handle in handles:
@@ -347,7 +349,9 @@ def _status(args: argparse.Namespace) -> int:
         status = service.status()  # a server that does not answer: its fields are None, the rest is shown
     finally:
         service.close()
-    home = dagster_home_for([handle])
+    where = dagster_home_for([handle])
+    print(f"tidemark status: {where.describe()}", file=sys.stderr)
+    home = where.path
     report = StatusReport(str(handle.path), status, str(home), instance_exists(home), last_failed_run(handle, home))
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
