@@ -101,3 +101,67 @@ def connection_gist(text: str) -> str:
 
 def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "***") if secret else text
+
+
+_STATE_DB_MISSING = ("does not exist", "Unknown database")
+_STATE_LOGIN_REFUSED = ("password authentication failed", "no pg_hba.conf entry", "Access denied",
+                        "authentication failed")
+_STATE_NO_ANSWER = ("Connection refused", "could not translate host name", "timeout expired",
+                    "Can't connect", "Name or service not known", "No route to host", "timed out")
+
+
+def state_location(definition: Any) -> str:
+    """Where the pipeline's state lives, for a message: its URL without the password, or its directory."""
+    from cdc_core.state.store import StateStore, engine_url
+
+    url, state_dir = StateStore.location(definition)
+    if url is None:
+        return str(state_dir)
+    return engine_url(url).render_as_string(hide_password=True)
+
+
+def check_state_store(definition: Any) -> None:
+    """Log in to ``tidemark.state.url`` (nothing is created or written) and raise
+    :class:`ConnectionCheckError` (side ``state``) naming what is wrong on one line: no driver for the
+    URL, a database that does not exist, a refused login, a server that does not answer. A state
+    directory (SQLite) needs no check: it is created on first use."""
+    import sqlalchemy as sa
+
+    from cdc_core.state.store import StateStore, engine_url
+
+    url, _ = StateStore.location(definition)
+    if url is None:
+        return
+    try:
+        parsed = engine_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise ConnectionCheckError("state", (
+            f"tidemark.state.url in {definition.path} is not a SQLAlchemy URL "
+            "(e.g. postgresql://user:${PASSWORD}@host:5432/db)")) from exc
+    shown = parsed.render_as_string(hide_password=True)
+    password = parsed.password or ""
+    where = f"the state database {shown} (tidemark.state.url in {definition.path})"
+    timeouts = {"postgresql": {"connect_timeout": 10}, "mysql": {"connect_timeout": 10}}
+    try:
+        engine = sa.create_engine(parsed, connect_args=timeouts.get(parsed.get_backend_name(), {}))
+    except (ImportError, sa.exc.NoSuchModuleError) as exc:
+        raise ConnectionCheckError("state", (
+            f"{where}: no driver for '{parsed.drivername}' URLs ({_redact(str(exc), password)}): use "
+            "postgresql:// (psycopg2) or mysql:// (PyMySQL), which Tidemark installs")) from exc
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except sa.exc.DBAPIError as exc:
+        text = _redact(str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc), password)
+        if any(s in text for s in _STATE_DB_MISSING) and "role" not in text:
+            message = f"the database '{parsed.database}' does not exist ({text}): create it, e.g. createdb"
+        elif any(s in text for s in _STATE_LOGIN_REFUSED) or "role" in text:
+            message = f"the server refused user '{parsed.username}' ({text}): check the URL's user and password"
+        elif any(s in text for s in _STATE_NO_ANSWER):
+            message = f"the server does not answer ({text}): check the URL's host and port, and that it is up"
+        else:
+            message = f"cannot be used ({text})"
+        raise ConnectionCheckError("state", f"{where}: {message}") from exc
+    finally:
+        engine.dispose()
+    logger.debug("%s: the state database answers", definition.name)

@@ -116,6 +116,7 @@ def _print_endpoints(endpoints: dict, stack: object) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from cdc_core.config import PipelineConfigError, load_pipeline
+    from cdc_core.pipeline.preflight import state_location
 
     status = 0  # 2: a file is invalid; 1: a server is not ready (or refused the login)
     for path in args.pipelines:
@@ -126,11 +127,11 @@ def _validate(args: argparse.Namespace) -> int:
                 print(line, file=sys.stderr)
             status = 2
             continue
-        if args.connect and not _server_ready(path, definition):
+        if args.connect and not (_server_ready(path, definition) and _state_ready(path, definition)):
             status = max(status, 1)
             continue
-        checked = ", source server ready for CDC, Doris answers" if args.connect else ""
-        print(f"{path}: ok (pipeline '{definition.name}', state in {definition.state_dir}{checked})")
+        checked = ", source server ready for CDC, Doris answers, state database answers" if args.connect else ""
+        print(f"{path}: ok (pipeline '{definition.name}', state in {state_location(definition)}{checked})")
     return status
 
 
@@ -156,6 +157,18 @@ def _server_ready(path: str, definition: PipelineDefinition) -> bool:
         check_doris(definition)
     except ConnectionCheckError as exc:
         print(f"{path}: sink: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _state_ready(path: str, definition: PipelineDefinition) -> bool:
+    """The state URL's database lets Tidemark in (a state directory needs nothing)."""
+    from cdc_core.pipeline.preflight import ConnectionCheckError, check_state_store
+
+    try:
+        check_state_store(definition)
+    except ConnectionCheckError as exc:
+        print(f"{path}: state: {exc}", file=sys.stderr)
         return False
     return True
 
@@ -462,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("pipelines", nargs="+")
     val.add_argument("--connect", action="store_true",
                      help="also connect to each pipeline's MySQL source and check its binlog settings and the "
-                     "user's grants (each problem with the statement that fixes it)")
+                     "user's grants (each problem with the statement that fixes it), the Doris FE, and the "
+                     "state database of tidemark.state.url")
     val.set_defaults(handler=_validate)
 
     run = sub.add_parser("run", help="run pipelines in this process: the snapshot, then the binlog")
