@@ -37,9 +37,9 @@ os.environ.setdefault("TIDEMARK_LOG_FILE", os.path.join(tempfile.gettempdir(),
 # The fixtures that start a server or Spark; a test using any of them is in the integration tier.
 # ``doris`` is the stand-in of tests/sink and of tests/doris_standin; ``private_standin`` is a
 # module's own stand-in (tests/schema/test_daemon_sensor.py).
-# ``postgres_db`` is a fresh database on the machine's PostgreSQL server (tests/postgres.py).
+# ``postgres_db`` / ``postgres_databases``: fresh databases on the machine's PostgreSQL server (tests/postgres.py).
 SERVER_FIXTURES = frozenset({"mysql_server", "doris_standin", "doris", "private_standin", "spark_session",
-                             "postgres_db"})
+                             "postgres_db", "postgres_databases"})
 
 # Programs whose launch means a server or Spark: MariaDB, the stand-in, Dagster's services, the JVM.
 _SERVER_PROGRAMS = frozenset({
@@ -121,15 +121,28 @@ def fresh_db(mysql_server, root_conn) -> str:
 
 
 @pytest.fixture
-def postgres_db() -> str:
-    """A new database on the machine's PostgreSQL server (started if it is down, the test failed
-    naming it if it cannot be): its plain ``postgresql://`` URL; dropped afterwards."""
+def postgres_databases():
+    """``postgres_databases()`` makes a new database on the machine's PostgreSQL server (started if
+    it is down, the test failed naming it if it cannot be) and returns its plain ``postgresql://``
+    URL; every one is dropped after the test."""
     from tests import postgres
 
     postgres.ensure_server()
-    name = postgres.create_database()
-    yield postgres.url(name)
-    postgres.drop_database(name)
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(postgres.create_database())
+        return postgres.url(made[-1])
+
+    yield make
+    for name in made:
+        postgres.drop_database(name)
+
+
+@pytest.fixture
+def postgres_db(postgres_databases) -> str:
+    """One new database on the machine's PostgreSQL server: its ``postgresql://`` URL."""
+    return postgres_databases()
 
 
 @pytest.fixture(scope="session")
