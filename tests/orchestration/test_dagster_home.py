@@ -1,0 +1,80 @@
+"""Which Dagster home Tidemark's commands use, and that a user's ``dagster.yaml`` is never rewritten."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestration.cli.instance import (
+    MARKER,
+    TEMPLATE,
+    DagsterHome,
+    HomeOwner,
+    HomeSource,
+    dagster_home_for,
+    prepare_home,
+)
+from orchestration.cli.status import instance_exists
+
+USERS_YAML = "storage:\n  postgres:\n    postgres_url:\n      env: DAGSTER_PG_URL\n"
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    monkeypatch.delenv("TIDEMARK_DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    return monkeypatch
+
+
+def test_a_users_dagster_home_is_used_as_it_is(clean_env, tmp_path):
+    home = tmp_path / "mine"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(USERS_YAML)
+    clean_env.setenv("DAGSTER_HOME", str(home))
+    where = dagster_home_for([])
+    assert where == DagsterHome(home.resolve(), HomeSource.DAGSTER_ENV, HomeOwner.USER)
+    for _ in range(2):
+        assert prepare_home(where) == home.resolve()
+    assert (home / "dagster.yaml").read_text() == USERS_YAML
+    assert sorted(p.name for p in home.iterdir()) == ["dagster.yaml"]
+    assert where.describe() == (f"Dagster instance: {home.resolve()} (from DAGSTER_HOME; "
+                                "the user's dagster.yaml, used as it is)")
+    assert instance_exists(home), "storage on PostgreSQL: the instance is there, though no local file is"
+
+
+def test_a_users_dagster_home_without_a_dagster_yaml_is_not_written_either(clean_env, tmp_path):
+    clean_env.setenv("DAGSTER_HOME", str(tmp_path))
+    where = dagster_home_for([])
+    prepare_home(where)
+    assert list(tmp_path.iterdir()) == []
+    assert "no dagster.yaml: Dagster's defaults, nothing written" in where.describe()
+    clean_env.setenv("DAGSTER_HOME", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="DAGSTER_HOME .*missing is not a directory"):
+        prepare_home(dagster_home_for([]))
+
+
+def test_a_home_tidemark_creates_is_marked_and_keeps_the_template(clean_env, tmp_path):
+    clean_env.setenv("TIDEMARK_DAGSTER_HOME", str(tmp_path / "ours"))
+    clean_env.setenv("DAGSTER_HOME", str(tmp_path / "ignored"))  # TIDEMARK_DAGSTER_HOME comes first
+    where = dagster_home_for([])
+    assert where.owner is HomeOwner.TIDEMARK and where.source is HomeSource.TIDEMARK_ENV
+    home = prepare_home(where)
+    assert (home / MARKER).is_file()
+    assert (home / "dagster.yaml").read_text() == TEMPLATE.read_text()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")
+    prepare_home(dagster_home_for([]))  # Tidemark's own: the template again
+    assert (home / "dagster.yaml").read_text() == TEMPLATE.read_text()
+    assert "Tidemark's own home, dagster.yaml from Tidemark's template" in dagster_home_for([]).describe()
+
+
+def test_an_unmarked_home_with_a_dagster_yaml_is_the_users(clean_env, tmp_path: Path):
+    home = tmp_path / "edited"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(USERS_YAML)
+    clean_env.setenv("TIDEMARK_DAGSTER_HOME", str(home))
+    where = dagster_home_for([])
+    assert where.owner is HomeOwner.USER
+    prepare_home(where)
+    prepare_home(home)  # a bare path is judged the same way
+    assert (home / "dagster.yaml").read_text() == USERS_YAML and not (home / MARKER).exists()
