@@ -240,6 +240,7 @@ def _server_offset(root_conn) -> dict:
 def test_status_mid_snapshot_then_mid_stream(mysql_server, root_conn, fresh_db, doris_standin, spark_session,
                                              tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("TIDEMARK_DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # the home under the state directory
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.items (id INT PRIMARY KEY, qty INT NOT NULL)")
         cur.executemany(f"INSERT INTO `{fresh_db}`.items VALUES (%s, %s)", [(i, i) for i in range(1, 201)])
