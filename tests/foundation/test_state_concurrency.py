@@ -75,3 +75,14 @@ def test_concurrent_writers_on_sqlite_lose_no_update(tmp_path):
         _assert_exact(store)
     finally:
         store.close()
+
+
+def test_concurrent_writers_on_mysql_lose_no_update(mysql_server, fresh_db):
+    url = f"mysql://root@localhost/{fresh_db}?unix_socket={mysql_server.endpoint.root_socket}"
+    _run_workers(url)
+    store = StateStore.open(url=url)
+    try:
+        _assert_exact(store)
+        assert store.engine.dialect.driver == "pymysql"  # a plain mysql:// means PyMySQL (engine_url)
+    finally:
+        store.close()
