@@ -44,11 +44,13 @@ class StatusReport:
     dagster_home: str
     dagster_instance: bool  # the instance exists (else no run of this pipeline was ever launched there)
     last_failed_run: FailedRun | None
+    dagster_instance_used: str = ""  # DagsterHome.describe(): which instance, whose dagster.yaml
 
     def to_dict(self) -> dict[str, Any]:
         out = {"file": self.file, **self.status.to_dict()}
         out["last_error"] = {
             "dagster_home": self.dagster_home, "dagster_instance": self.dagster_instance,
+            "dagster_instance_used": self.dagster_instance_used,
             "dagster_run": None if self.last_failed_run is None else asdict(self.last_failed_run),
             "schema_change": self.status.schema_change_error,
         }
@@ -112,6 +114,8 @@ def status_table(report: StatusReport) -> Table:
         table.add_row(name, Text(value, style=style))  # Text: brackets in a message are not markup
 
     row("file", report.file)
+    if report.dagster_instance_used:
+        row("Dagster", report.dagster_instance_used)
     for system, why in status.unreachable.items():  # first: the rest of the table is read in its light
         row({"mysql": "MySQL", "doris": "Doris"}.get(system, system), why, "red")
     row("phase", status.phase.value + ("" if status.plan_complete or not status.tables

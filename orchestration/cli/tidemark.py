@@ -363,9 +363,9 @@ def _status(args: argparse.Namespace) -> int:
     finally:
         service.close()
     where = dagster_home_for([handle])
-    print(f"tidemark status: {where.describe()}", file=sys.stderr)
     home = where.path
-    report = StatusReport(str(handle.path), status, str(home), instance_exists(home), last_failed_run(handle, home))
+    report = StatusReport(str(handle.path), status, str(home), instance_exists(home), last_failed_run(handle, home),
+                          dagster_instance_used=where.describe())
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:

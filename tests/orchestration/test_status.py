@@ -85,7 +85,8 @@ def test_the_formatter_shows_progress_lag_pauses_and_the_last_error():
 
 
 def test_the_json_has_its_documented_fields():
-    report = StatusReport("/p/shop.yaml", _status(), "/s/dagster", True, None)
+    report = StatusReport("/p/shop.yaml", _status(), "/s/dagster", True, None,
+                          dagster_instance_used="Dagster instance: /s/dagster (from DAGSTER_HOME; …)")
     doc = json.loads(json.dumps(report.to_dict()))
     assert set(doc) == {"file", "pipeline", "phase", "snapshot", "binlog", "pending_transactions", "paused",
                         "doris_fe", "unreachable", "last_error"}
@@ -99,7 +100,8 @@ def test_the_json_has_its_documented_fields():
     assert doc["paused"] == {"binlog": None, "pending_ddl": None, "schema_registry": "IDLE",
                              "schema_change_error": None}
     assert doc["last_error"] == {"dagster_home": "/s/dagster", "dagster_instance": True, "dagster_run": None,
-                                 "schema_change": None}
+                                 "schema_change": None,
+                                 "dagster_instance_used": "Dagster instance: /s/dagster (from DAGSTER_HOME; …)"}
 
 
 def test_bytes_between_counts_across_rotations_and_refuses_a_purged_file():
