@@ -17,6 +17,7 @@ from orchestration.defs.assets import build_assets
 from orchestration.defs.checks import build_checks
 from orchestration.defs.console_logger import one_line_console_logger
 from orchestration.defs.doris_tables import doris_table_specs
+from orchestration.defs.heal_jobs import build_heal_defs
 from orchestration.defs.hooks import build_hooks
 from orchestration.defs.jobs import build_jobs
 from orchestration.defs.pipelines import PipelineHandle, load_handles, pipeline_paths
@@ -41,7 +42,7 @@ def build_pipeline_defs(handle: PipelineHandle, resource: TidemarkPipelineResour
         sensors=[build_binlog_sensor(handle, jobs.binlog_job)],
         schedules=[build_incremental_schedule(handle, jobs.binlog_job)],
         resources={handle.resource_key: resource},
-    ), build_schema_change_defs(handle))
+    ), build_schema_change_defs(handle), build_heal_defs(handle))
 
 
 def build_definitions(handles: list[PipelineHandle],

@@ -128,6 +128,12 @@ class PipelineOptions(OptionBlock):
     # It must not exceed the FE's max_running_txn_num_per_db (100 by default), which every writer
     # of the database shares: 80 leaves 20 for other pipelines, users' loads and recovery's probes.
     doris_max_running_txns_per_db: int = Field(80, ge=1, alias="tidemark.doris.max-running-txns-per-db")
+    # The binlog the stream resumes from was purged: ``fail`` stops the stream with a message naming
+    # ``tidemark resnapshot``; ``resnapshot`` runs it unattended (a warning, a Dagster observation on
+    # binlog_stream) and goes on from the new chunks' watermarks (``cdc_core/pipeline/resnapshot.py``).
+    binlog_on_purged: Annotated[Literal["fail", "resnapshot"], BeforeValidator(lowercased)] = Field(
+        "fail", alias="tidemark.binlog.on-purged"
+    )
 
     @property
     def slug(self) -> str:

@@ -46,7 +46,11 @@ Fault points (name: where it fires):
 * ``schema_change.before_sweep`` — in ``apply``, a reloaded table's chunks committed again, the
   sweep of its stale rows not run yet (context: ``tables``; ``cdc_core/pipeline/reload.py``);
 * ``reload.after_page_commit`` — a page of the sweep's deletes committed, its page number not yet
-  recorded (context: ``table``, ``page``).
+  recorded (context: ``table``, ``page``);
+* ``resnapshot.after_request`` — a resnapshot's chunks marked PENDING and its sweeps recorded, no
+  chunk read yet (context: ``tables``; ``cdc_core/pipeline/resnapshot.py``);
+* ``repair.after_loads`` — a repair's loads precommitted and recorded, before their commit
+  (context: ``table``; ``cdc_core/pipeline/parity/repair.py``).
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ POINTS = (
     "schema_change.after_resume",
     "schema_change.before_sweep",
     "reload.after_page_commit",
+    "resnapshot.after_request",
+    "repair.after_loads",
 )
 ACTIONS = ("raise", "raise_once", "kill", "sleep")
 

@@ -100,12 +100,13 @@ class ChunkReadResult:
 
 
 def build_scan_query(schema: TableSchema, split: SnapshotSplit, key: Column, *,
-                     tinyint1_as_boolean: bool = True, safe: bool = False) -> str:
-    """The chunk's SELECT with literals inlined (connectorx takes no bind parameters)."""
+                     tinyint1_as_boolean: bool = True, safe: bool = False, where: str | None = None) -> str:
+    """The chunk's SELECT with literals inlined (connectorx takes no bind parameters); ``where``
+    replaces the chunk's key-range condition (a repair reads rows by key)."""
     projection = ", ".join(select_expression(c, tinyint1_as_boolean=tinyint1_as_boolean, safe=safe)
                            for c in schema.columns)
     sql = f"SELECT {projection} FROM {quote_table(schema.table_id.database, schema.table_id.table)}"
-    where = scan_condition(split, key)
+    where = where or scan_condition(split, key)
     return f"{sql} WHERE {where}" if where else sql
 
 
@@ -248,11 +249,13 @@ class SnapshotSplitReader:
         with self._control().cursor() as cur:
             return read_current_offset(cur)
 
-    def _raw_batches(self, schema: TableSchema, split: SnapshotSplit, *, safe: bool) -> Iterator[pa.RecordBatch]:
+    def _raw_batches(self, schema: TableSchema, split: SnapshotSplit, *, safe: bool,
+                     where: str | None = None) -> Iterator[pa.RecordBatch]:
         import connectorx as cx
 
         key = self.key_column(schema, split)
-        query = build_scan_query(schema, split, key, tinyint1_as_boolean=self.tinyint1_as_boolean, safe=safe)
+        query = build_scan_query(schema, split, key, tinyint1_as_boolean=self.tinyint1_as_boolean, safe=safe,
+                                 where=where)
         # The session time zone only matters to TIMESTAMP values; skip the extra round trip otherwise.
         needs_tz = any(kind_of(c, tinyint1_as_boolean=self.tinyint1_as_boolean) == TypeKind.TIMESTAMP
                        for c in schema.columns)
@@ -272,12 +275,12 @@ class SnapshotSplitReader:
             if batch.num_rows:
                 yield batch
 
-    def _scan_raw(self, schema: TableSchema, split: SnapshotSplit) -> list[pa.RecordBatch]:
+    def _scan_raw(self, schema: TableSchema, split: SnapshotSplit, where: str | None = None) -> list[pa.RecordBatch]:
         """Read natively; on a value the native reader cannot hold (a zero date) re-read the chunk
         with server-rendered text, and keep doing so for that table."""
         if schema.table_id not in self._safe_tables:
             try:
-                return list(self._raw_batches(schema, split, safe=False))
+                return list(self._raw_batches(schema, split, safe=False, where=where))
             except BaseException as exc:  # connectorx raises pyo3's PanicException, a BaseException
                 if type(exc).__name__ != "PanicException":
                     raise
@@ -285,7 +288,7 @@ class SnapshotSplitReader:
                             schema.table_id, str(exc).splitlines()[0][:200])
                 self._safe_tables.add(schema.table_id)
         try:
-            return list(self._raw_batches(schema, split, safe=True))
+            return list(self._raw_batches(schema, split, safe=True, where=where))
         except BaseException as exc:
             if type(exc).__name__ == "PanicException" and "convert the value `Bytes(" in str(exc):
                 raise _not_utf8(schema) from exc
@@ -299,9 +302,10 @@ class SnapshotSplitReader:
         for batch in self._scan_raw(schema, split):
             yield self._convert(batch, schema)
 
-    def scan(self, schema: TableSchema, split: SnapshotSplit) -> pa.Table:
-        """The whole chunk, converted once (fewer, larger Arrow kernels than per batch)."""
-        batches = self._scan_raw(schema, split)
+    def scan(self, schema: TableSchema, split: SnapshotSplit, where: str | None = None) -> pa.Table:
+        """The whole chunk (or the rows ``where`` selects), converted once (fewer, larger Arrow
+        kernels than per batch)."""
+        batches = self._scan_raw(schema, split, where)
         if not batches:
             return self.empty_table(schema)
         return self._convert(pa.Table.from_batches(batches), schema)

@@ -63,6 +63,7 @@ class BatchResult:
     transactions: tuple[dict[str, Any], ...]
     stopped_at_ddl: dict[str, Any] | None = None  # the first DDL on a captured table, if the batch stopped there
     lag_s: float | None = None  # server time now minus the last event's commit time
+    healed: dict[str, Any] | None = None  # the resnapshot a purged binlog led to (tidemark.binlog.on-purged)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ left behind and runs before anything else that prepares work.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,18 +24,20 @@ from cdc_core.config import PipelineDefinition
 from cdc_core.doris.sink import DorisSink
 from cdc_core.instrumentation.phases import phase
 from cdc_core.model.offsets import BinlogOffset
+from cdc_core.mysql.purge import BinlogPurgedError
 from cdc_core.pipeline import (
     binlog_batch,
     planning,
     recovery,
     reload,
+    resnapshot,
     snapshot,
     targets,
 )
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import NoExecutor, PipelineExecutor
 from cdc_core.pipeline.ledger import StepLedger
-from cdc_core.pipeline.parity import chunk_parity, overlap, table_verify
+from cdc_core.pipeline.parity import chunk_parity, overlap, repair, table_verify
 from cdc_core.pipeline.results import (
     BatchResult,
     BinlogLag,
@@ -180,7 +183,61 @@ class PipelineService:
                 "(backfill snapshot_chunks, or run `tidemark run --once`)"
             )
         self.sweep_reloads()
-        return binlog_batch.run_batch(self.context, self.executor, max_events, stop=stop)
+        try:
+            return binlog_batch.run_batch(self.context, self.executor, max_events, stop=stop)
+        except BinlogPurgedError as exc:
+            if self.definition.pipeline.binlog_on_purged != "resnapshot":
+                raise
+            logger.warning("%s: %s; tidemark.binlog.on-purged is 'resnapshot': every captured table is read "
+                           "again now", self.definition.name, str(exc).split(". ")[0])
+            healed = self.resnapshot()
+        batch = binlog_batch.run_batch(self.context, self.executor, max_events, stop=stop)
+        return dataclasses.replace(batch, healed=healed)
+
+    # -- resnapshot and repair ----------------------------------------------------------------
+
+    def request_resnapshot(self, tables: Sequence[str] | None = None) -> resnapshot.ResnapshotRequest:
+        """Mark the tables (default: all) for reading again from now, with a sweep of the rows MySQL
+        no longer has; when the binlog to resume from was purged the stream restarts at the new
+        chunks' watermarks (``cdc_core/pipeline/resnapshot.py``). An unfinished one is continued.
+        The chunks are then read by the snapshot path (``tidemark run`` / the snapshot job)."""
+        self.resolve_pending()
+        return resnapshot.request_resnapshot(self.context, tables)
+
+    def resnapshot(self, tables: Sequence[str] | None = None, *, chunks_per_round: int = 64) -> dict[str, Any]:
+        """The whole resnapshot in this process: request it, read and commit its chunks (a round of
+        ``chunks_per_round`` at a time, each committed before the next is read), then the sweep.
+        What ``resnapshot_job`` and ``tidemark.binlog.on-purged: resnapshot`` run."""
+        request = self.request_resnapshot(tables)
+        for _ in range(3):  # a chunk whose load Doris lost before its commit is PENDING again
+            todo = [k for k, st in self.chunk_statuses().items()
+                    if st is not ChunkStatus.COMMITTED and k.rpartition("#")[0] in request.tables]
+            if not todo:
+                break
+            for i in range(0, len(todo), chunks_per_round):
+                keys = todo[i: i + chunks_per_round]
+                self.run_chunks(keys)
+                self.commit_chunks(keys)
+        sweeps = self.sweep_reloads()
+        waiting = [s for s in sweeps if s.waiting]
+        if waiting:
+            raise RuntimeError(f"the resnapshot of {waiting[0].table_id} is not finished ({waiting[0].waiting}); "
+                               "run it again")
+        return {"tables": list(request.tables), "chunks": len(request.chunk_keys),
+                "stream_restarted": request.restarts_stream, "purged_offset": request.purged_offset,
+                "continued": request.resumed,
+                "deleted": {s.table_id: sum(s.deleted.values()) for s in sweeps},
+                "skipped": [x for s in sweeps for x in s.skipped]}
+
+    def repair(self, tables: Sequence[str] | None = None, *, max_keys: int = repair.MAX_KEYS_PER_ROUND,
+               rounds: int = 5) -> list[repair.TableRepair]:
+        """``tidemark verify --repair``: the rows that differ, re-read from MySQL between watermarks and
+        loaded (upserts, deletes) with the high watermark as their sequence, then verified again
+        (``cdc_core/pipeline/parity/repair.py``); safe while the stream runs."""
+        chosen = self._chosen_tables(tables)
+        self.resolve_pending()
+        with phase("repair"), self.context.connection():
+            return [repair.repair_table(self.context, t, max_keys=max_keys, rounds=rounds) for t in chosen]
 
     def stream_run_policy(self, budget_s: float | None = None) -> StreamRunPolicy:
         """How long one binlog run keeps applying batches (``cdc_core/pipeline/stream_run.py``):
@@ -243,13 +300,17 @@ class PipelineService:
 
     def verify(self, tables: Sequence[str] | None = None, *, max_keys: int = table_verify.MAX_KEYS) -> list[table_verify.TableVerdict]:
         """Compare these captured tables (default: all) in MySQL and Doris; list differing keys."""
+        chosen = self._chosen_tables(tables)
+        with phase("verify"), self.context.connection():
+            return [table_verify.verify_table(self.context, t, max_keys=max_keys) for t in chosen]
+
+    def _chosen_tables(self, tables: Sequence[str] | None) -> list[str]:
         chosen = list(tables) if tables else self.captured_tables()
         unknown = sorted(set(chosen) - set(self.captured_tables()))
         if unknown:
             raise ValueError(f"table(s) {', '.join(unknown)} are not captured by pipeline '{self.definition.name}' "
                              f"(captured: {', '.join(self.captured_tables()) or 'none yet: run the snapshot first'})")
-        with phase("verify"), self.context.connection():
-            return [table_verify.verify_table(self.context, t, max_keys=max_keys) for t in chosen]
+        return chosen
 
     @contextmanager
     def session(self) -> Iterator[None]:

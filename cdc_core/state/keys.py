@@ -165,6 +165,9 @@ STEP_LEDGER: StateMap[JsonDict] = StateMap("orchestration.steps")
 """What a Dagster step prepared, by ``<run id>/<step key>``."""
 PARITY_MYSQL_SIDE: StateMap[JsonDict] = StateMap("parity_mysql_side")
 """MySQL's side of a chunk's parity check, computed during its commit, by chunk key."""
+REPAIR_LOADS: StateMap[JsonDict] = StateMap("repair")
+"""A repair's loads, by table id, recorded before they are precommitted and removed once committed: what a
+killed repair left precommitted is aborted by the next (``cdc_core/pipeline/parity/repair.py``)."""
 
 
 def done_name(offset: BinlogOffset) -> str:
@@ -173,5 +176,5 @@ def done_name(offset: BinlogOffset) -> str:
 
 
 NAMESPACES: tuple[str, ...] = ("meta", "snapshot", "binlog", "flags", "schema_registry", "schema_registry.evolved",
-                               "reload", "spark_results", "orchestration.steps", "parity_mysql_side")
+                               "reload", "spark_results", "orchestration.steps", "parity_mysql_side", "repair")
 """Every namespace of the ``kv`` records."""

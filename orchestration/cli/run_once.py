@@ -151,12 +151,27 @@ class OnceRun:
             raise RunOnceError(_first_error(result))  # `tidemark run SLUG:` prefixes it
         return result
 
-    def run(self) -> Summary:
+    def _refuse_in_flight(self, command: str) -> None:
         in_flight = runs_in_flight(self.instance, prefix=self.handle.owns_asset_prefix)
         if in_flight:
             raise RunOnceError(
                 f"run {in_flight[0].run_id[:8]} of pipeline '{self.handle.slug}' is in flight in {self.instance.root_directory}; "
-                "wait for it (or stop `tidemark dev`'s sensor and schedule) before `tidemark run`", code=1)
+                f"wait for it (or stop `tidemark dev`'s sensor and schedule) before `{command}`", code=1)
+
+    def resnapshot(self, tables: list[str] | None) -> Summary:
+        """``tidemark resnapshot``: mark the tables for reading again (``cdc_core/pipeline/resnapshot.py``),
+        then the same runs as ``--once``: the chunks through the snapshot job, and the binlog, whose
+        first batch sweeps the rows MySQL no longer has and goes on from the new watermarks."""
+        self._refuse_in_flight("tidemark resnapshot")
+        try:
+            request = self.service.request_resnapshot(tables)
+        except ValueError as exc:
+            raise RunOnceError(str(exc), code=2) from exc
+        self.console.print(f"{self.handle.slug}: {request.describe()}")
+        return self.run()
+
+    def run(self) -> Summary:
+        self._refuse_in_flight("tidemark run")
         report = self.service.resolve_pending()
         if report.failed:
             raise RunOnceError(f"{len(report.failed)} prepared transaction(s) of '{self.handle.slug}' cannot be "
@@ -177,6 +192,9 @@ class OnceRun:
         else:
             self.summary.snapshot_done_before = True
             self.summary.chunks_total = len(self.service.chunk_statuses())
+        # A reload's or resnapshot's sweep (cdc_core/pipeline/reload.py) runs before every binlog batch;
+        # here too, so that it is done when the binlog has not moved since (no batch then).
+        self.service.sweep_reloads()
         if missing is not None:
             raise RunOnceError(f"the snapshot is committed, but this build's service cannot read the binlog yet "
                                f"({type(missing).__name__}: {missing})")

@@ -269,6 +269,44 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
+# -- resnapshot ------------------------------------------------------------------------------
+
+
+def _resnapshot(args: argparse.Namespace) -> int:
+    """Exit 0 when the tables were read again, the stale rows deleted and the stream caught up."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from dagster import DagsterInstance
+    from rich.console import Console
+    from rich.markup import escape
+
+    from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
+    from orchestration.cli.instance import dagster_home_for, prepare_home
+    from orchestration.cli.run_once import OnceRun, RunOnceError, summary_table
+    from orchestration.defs.pipelines import load_handles
+
+    console = Console(stderr=True)
+    (handle,) = load_handles([Path(args.pipeline)])
+    try:
+        check_connections(handle.definition)
+    except ConnectionCheckError as exc:
+        console.print(f"[red]tidemark resnapshot {handle.slug}: {escape(str(exc))}[/]", soft_wrap=True)
+        return 1
+    home = prepare_home(dagster_home_for([handle]))
+    with DagsterInstance.from_config(str(home)) as instance:
+        once = OnceRun(handle, instance, console)
+        try:
+            summary = once.resnapshot(args.table or None)
+        except RunOnceError as exc:
+            console.print(f"[red]tidemark resnapshot {handle.slug}: {escape(str(exc))}[/]", soft_wrap=True)
+            return exc.code
+        finally:
+            once.service.close()
+    console.print(summary_table(handle, summary))
+    return 0
+
+
 # -- verify ----------------------------------------------------------------------------------
 
 
@@ -320,7 +358,12 @@ def _verify(args: argparse.Namespace) -> int:
             return 2
         try:
             check_connections(definition)  # a server down or a refused login: one line with the fix
-            verdicts = service.verify(args.table or None, max_keys=args.max_keys)
+            if args.repair:
+                repairs = service.repair(args.table or None)
+                verdicts = [r.verdict for r in repairs]
+            else:
+                repairs = []
+                verdicts = service.verify(args.table or None, max_keys=args.max_keys)
         except ConnectionCheckError as exc:
             print(f"tidemark verify: {exc}", file=sys.stderr)
             return 2
@@ -330,9 +373,16 @@ def _verify(args: argparse.Namespace) -> int:
             return 2
     finally:
         service.close()
+    for r in repairs:
+        if r.rounds:
+            print(f"tidemark verify --repair: {r.table_id}: {r.upserted} row(s) re-read from MySQL, {r.deleted} "
+                  f"deleted, in {r.rounds} round(s); {'now equal' if r.equal else 'still different'}",
+                  file=sys.stderr)
+        if r.not_repaired:
+            print(f"tidemark verify --repair: {r.table_id} not repaired: {r.not_repaired}", file=sys.stderr)
     if args.json:
         _print_json({"pipeline": service.definition.name, "equal": all(v.equal for v in verdicts),
-                     "tables": [v.as_dict() for v in verdicts]})
+                     "tables": [r.as_dict() for r in repairs] if repairs else [v.as_dict() for v in verdicts]})
     else:
         Console(width=_report_width()).print(verify_table(service.definition.name, verdicts))
     return 0 if all(v.equal for v in verdicts) else 1
@@ -496,7 +546,17 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--table", action="append", metavar="DB.TBL", help="only this table (repeatable)")
     ver.add_argument("--json", action="store_true", help="print one JSON object")
     ver.add_argument("--max-keys", type=int, default=100, help="the most differing keys listed per table")
+    ver.add_argument("--repair", action="store_true",
+                     help="mend what differs: the rows re-read from MySQL and loaded (upserts, deletes) with a sequence "
+                     "no newer binlog change loses to (safe while the stream runs), then verified again")
     ver.set_defaults(handler=_verify)
+
+    res = sub.add_parser("resnapshot", help="read captured tables again from now and delete from Doris the rows MySQL "
+                         "lost meanwhile (after a purged binlog, or rows changed without binlog); the stream goes on")
+    res.add_argument("pipeline", metavar="PIPELINE.yaml")
+    res.add_argument("--table", action="append", metavar="DB.TBL",
+                     help="only this table (repeatable; not after a purged binlog, which every table missed)")
+    res.set_defaults(handler=_resnapshot)
 
     ui = sub.add_parser("dev", help="the Dagster UI and daemon for these pipelines (binlog and DDL sensors running)")
     ui.add_argument("pipelines", nargs="+", metavar="PIPELINE.yaml")

@@ -15,6 +15,7 @@ from typing import Any
 
 from dagster import (
     AssetExecutionContext,
+    AssetObservation,
     AssetsDefinition,
     BackfillPolicy,
     BetaWarning,
@@ -331,6 +332,18 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         }
         if batch.lag_s is not None:
             metadata["lag_s"] = round(batch.lag_s, 3)
+        for healed in (b.healed for b in batches if b.healed):
+            # tidemark.binlog.on-purged: resnapshot: the binlog to resume from was purged and the
+            # pipeline re-read its tables (cdc_core/pipeline/resnapshot.py) before this batch.
+            detail = json.loads(json.dumps(healed, default=str))
+            context.log.warning(f"The binlog to resume from ({healed.get('purged_offset')}) was purged; "
+                                f"tidemark.binlog.on-purged is 'resnapshot': {len(healed['tables'])} table(s) read "
+                                f"again ({healed['chunks']} chunk(s)), rows MySQL lost meanwhile deleted: "
+                                f"{healed['deleted']}; the stream goes on from the new watermarks")
+            context.log_event(AssetObservation(asset_key=handle.binlog_key, description=(
+                "binlog purged: the pipeline re-snapshotted its tables (tidemark.binlog.on-purged: resnapshot)"),
+                metadata={"resnapshot": MetadataValue.json(detail)}))
+            metadata["resnapshot_after_purge"] = MetadataValue.json(detail)
         if batch.stopped_at_ddl:
             metadata["stopped_at_ddl"] = MetadataValue.json(json.loads(json.dumps(batch.stopped_at_ddl, default=str)))
             context.log.warning(f"Stopped at a DDL on a captured table: {batch.stopped_at_ddl}")

@@ -23,6 +23,7 @@ from dagster import (
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.service import PipelineService
 from orchestration.defs.failures import one_line_failures
+from orchestration.defs.heal_jobs import repair_job_name
 from orchestration.defs.pipelines import PipelineHandle
 
 # A chunk_parity check run on its own (not after a materialization) looks at this many chunks.
@@ -52,7 +53,7 @@ def quiet_between(service: PipelineService, compare: Any) -> tuple[Any, bool]:
 
 
 def parity_result(results: list[ParityResult], authoritative: bool, what: str,
-                  extra: dict[str, Any] | None = None) -> AssetCheckResult:
+                  extra: dict[str, Any] | None = None, remedy: str = "") -> AssetCheckResult:
     bad = [r for r in results if not r.ok]
     metadata: dict[str, Any] = {
         **(extra or {}),
@@ -79,12 +80,13 @@ def parity_result(results: list[ParityResult], authoritative: bool, what: str,
     if authoritative:
         return AssetCheckResult(
             passed=False, severity=AssetCheckSeverity.ERROR, metadata=metadata,
-            description=f"{what}: {len(bad)} of {len(results)} differ while MySQL was quiet and Doris caught up",
+            description=f"{what}: {len(bad)} of {len(results)} differ while MySQL was quiet and Doris caught up"
+                        + remedy,
         )
     return AssetCheckResult(
         passed=False, severity=AssetCheckSeverity.WARN, metadata=metadata,
         description=(f"{what}: {len(bad)} of {len(results)} differ, but MySQL was written meanwhile or the binlog "
-                     "is not applied yet; re-run this check when the stream has caught up"),
+                     "is not applied yet; re-run this check when the stream has caught up" + remedy),
     )
 
 
@@ -124,7 +126,10 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
                                 {"skipped": v.skipped} if v.skipped else {}) for v in verdicts]
         keys = {v.table_id: [list(k) for k in v.differing_keys[:20]] for v in verdicts if v.differing_keys}
         extra = {"differing_keys": MetadataValue.json(keys)} if keys else {}
-        return parity_result(results, quiet, f"{len(verdicts)} table(s)", extra)
+        remedy = (f". To mend the rows that differ (safe while the stream runs), launch the {repair_job_name(handle)} "
+                  "job (config ops.repair.config.tables: the tables, empty = all) or run `tidemark verify "
+                  "PIPELINE.yaml --repair`")
+        return parity_result(results, quiet, f"{len(verdicts)} table(s)", extra, remedy)
 
     @one_line_failures
     def no_pending(context: AssetCheckExecutionContext) -> AssetCheckResult:

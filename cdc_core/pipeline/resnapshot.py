@@ -1,0 +1,141 @@
+"""``tidemark resnapshot``: read captured tables again from now, and delete what MySQL lost meanwhile.
+
+Two incidents need it: the binlog the stream would resume from was purged (the changes since the
+committed offset are lost to the binlog), and rows that changed where no binlog could see them.
+Either way re-materializing the chunks is not enough: it upserts every row MySQL has, but a row
+MySQL deleted while no binlog covered it would stay in Doris for ever.
+
+This is the partition-maintenance reload (``cdc_core/pipeline/reload.py``) applied to every (or
+the named) captured table, not a second mechanism:
+
+1. one state-store transaction marks every committed chunk of the tables PENDING under its next
+   generation and records each table's sweep (:func:`reload.request_reload`, operation
+   ``resnapshot``). When the stream's resume point is no longer on the server, it also drops the
+   committed offset, so the stream restarts, as after a first snapshot, at the lowest high
+   watermark of the new chunks (``HybridSplitAssigner.resume_offset``): the purged range is never
+   read. Otherwise the committed offset stays and the chunks' new high watermarks filter the
+   stream (``binlog_filter``), exactly as a first snapshot's do;
+2. the chunks are read again by the normal snapshot path (watermarks, backfill, two-phase-commit
+   loads whose rows carry the chunk's new high watermark in the sequence column);
+3. the sweep deletes, once every chunk of a table is committed, the Doris rows whose sequence is
+   below the table's lowest new high watermark: no re-read found them, so MySQL no longer has
+   them (the reasoning, and why it is safe while the stream runs, is in ``reload.py``).
+
+Why the sequence column and not a key-range diff or a swapped-in table: the sequence already
+tells a row the re-read wrote from one it did not, without comparing key ranges Doris and MySQL
+order differently (collations); the deletes obey the same order as every other load, so a
+change the stream applies meanwhile is never undone; and no second table (twice the storage, a
+rename the stream must not race) is needed.
+
+Crash safety: step 1 is one transaction; a resnapshot under way is recognised by its sweep
+requests, so running the command again continues it (:func:`in_progress`) instead of starting
+over; steps 2 and 3 are the snapshot's and the sweep's own resumable protocols.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cdc_core.instrumentation.faults import fault_point
+from cdc_core.model.offsets import BinlogOffset
+from cdc_core.model.schema import TableId
+from cdc_core.mysql.purge import BinlogPurgedError, ensure_offset_available
+from cdc_core.pipeline.context import PipelineContext
+from cdc_core.pipeline.keys import chunk_key
+from cdc_core.pipeline.reload import request_reload
+from cdc_core.state import ChunkStatus
+from cdc_core.state.keys import COMMITTED_OFFSET, RELOAD_REQUESTS
+
+logger = logging.getLogger(__name__)
+
+OPERATION = "resnapshot"
+"""The operation a resnapshot's sweep requests carry (a partition DDL's carry the DDL's name)."""
+
+
+@dataclass(frozen=True)
+class ResnapshotRequest:
+    """What a resnapshot marked: the tables, their chunks to read, and whether the stream restarts."""
+
+    tables: tuple[str, ...]
+    chunk_keys: tuple[str, ...]
+    restarts_stream: bool
+    resumed: bool = False  # an earlier, unfinished resnapshot is being continued
+    purged_offset: str | None = None
+
+    def describe(self) -> str:
+        how = ("continued" if self.resumed else "started")
+        stream = (f"; the stream restarts at the new chunks' watermarks (binlog {self.purged_offset} was purged)"
+                  if self.restarts_stream and self.purged_offset else "")
+        return (f"resnapshot {how}: {len(self.tables)} table(s) ({', '.join(self.tables)}), "
+                f"{len(self.chunk_keys)} chunk(s) to read{stream}")
+
+
+def in_progress(ctx: PipelineContext) -> list[str]:
+    """The tables of a resnapshot whose sweep has not finished (empty: none under way)."""
+    with ctx.store.transaction(readonly=True) as tx:
+        return sorted(t for t, request in RELOAD_REQUESTS.items(tx) if request.get("operation") == OPERATION)
+
+
+def _pending_keys(ctx: PipelineContext, tables: Sequence[str]) -> list[str]:
+    with ctx.store.transaction(readonly=True) as tx:
+        return [chunk_key(c.table_id, c.chunk_index) for c in tx.chunks()
+                if c.table_id in tables and c.status is not ChunkStatus.COMMITTED]
+
+
+def purged_resume_point(ctx: PipelineContext) -> BinlogOffset | None:
+    """The committed offset when its binlog file is no longer on the server, else None."""
+    committed = COMMITTED_OFFSET.get(ctx.store)
+    if committed is None:
+        return None
+    try:
+        ensure_offset_available(ctx.settings, committed)
+    except BinlogPurgedError:
+        return committed
+    return None
+
+
+def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None) -> ResnapshotRequest:
+    """Mark the tables (default: every captured table) for reading again and record their sweeps.
+
+    The caller has resolved what an earlier run left (``recovery.resolve_pending``). An unfinished
+    resnapshot is continued as it is (its tables, whatever ``tables`` says now)."""
+    under_way = in_progress(ctx)
+    if under_way:
+        keys = _pending_keys(ctx, under_way)
+        request = ResnapshotRequest(tuple(under_way), tuple(keys), COMMITTED_OFFSET.get(ctx.store) is None,
+                                    resumed=True)
+        logger.info("%s: %s", ctx.definition.name, request.describe())
+        return request
+    with ctx.store.transaction(readonly=True) as tx:
+        captured = sorted({c.table_id for c in tx.chunks()})
+    if not captured:
+        raise ValueError(f"pipeline '{ctx.definition.name}' has no snapshot yet: there is nothing to read again "
+                         "(`tidemark run PIPELINE.yaml --once` takes the first snapshot)")
+    chosen = sorted(set(tables)) if tables else captured
+    unknown = sorted(set(chosen) - set(captured))
+    if unknown:
+        raise ValueError(f"table(s) {', '.join(unknown)} are not captured by pipeline '{ctx.definition.name}' "
+                         f"(captured: {', '.join(captured)})")
+    purged = purged_resume_point(ctx)
+    if purged is not None and set(chosen) != set(captured):
+        raise ValueError(
+            f"the binlog the stream resumes from ({purged}) was purged, so every captured table missed changes: "
+            f"resnapshot them all (drop --table; {len(captured) - len(chosen)} table(s) were left out)")
+    at = ctx.server_offset()
+    keys: list[str] = []
+    with ctx.store.transaction() as tx:
+        for table_id in chosen:
+            keys += request_reload(tx, TableId.parse(table_id), at, OPERATION)
+        if purged is not None:
+            # The stream starts again at the new chunks' lowest high watermark, past the purged range.
+            COMMITTED_OFFSET.delete(tx)
+    request = ResnapshotRequest(tuple(chosen), tuple(_pending_keys(ctx, chosen)), purged is not None,
+                                purged_offset=None if purged is None else str(purged))
+    logger.warning("%s: %s", ctx.definition.name, request.describe())
+    fault_point("resnapshot.after_request", tables=",".join(chosen))
+    return request
+
+
+__all__ = ["OPERATION", "ResnapshotRequest", "in_progress", "purged_resume_point", "request_resnapshot"]

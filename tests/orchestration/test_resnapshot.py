@@ -1,0 +1,177 @@
+"""A purged binlog heals: ``tidemark resnapshot`` and ``tidemark.binlog.on-purged: resnapshot`` (issue 28).
+
+Rows are updated, deleted and inserted while the pipeline is down, and the binlog holding those
+changes is purged. ``tidemark run --once`` must stop and name ``tidemark resnapshot``; after it (or
+unattended, with ``on-purged: resnapshot``) Doris equals MySQL, the rows deleted in the gap
+included, and the stream goes on with later writes. The module runs its own MariaDB: purging the
+session's server would pull the binlog from under other tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from cdc_core.model.offsets import BinlogOffset
+from devstack.mysql import MariaDBServer
+from devstack.pipeline_file import write_pipeline
+from devstack.procs import free_port
+from orchestration.cli import tidemark as cli
+from tests.schema.helpers import assert_rows_match, sql
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def purge_server(tmp_path_factory):
+    server = MariaDBServer(tmp_path_factory.mktemp("purge-mariadb"), port=free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def purge_conn(purge_server):
+    conn = pymysql.connect(unix_socket=purge_server.endpoint.root_socket, user="root", autocommit=True,
+                           charset="utf8mb4")
+    yield conn
+    conn.close()
+
+
+def _current(conn) -> BinlogOffset:
+    with conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+    return BinlogOffset(row[0], int(row[1]))
+
+
+def _purge_all_but_newest(conn, gone: str) -> None:
+    """Rotate the binlog and purge every older file (``gone`` must no longer be on the server)."""
+    sql(conn, "FLUSH BINARY LOGS")
+    newest = _current(conn)
+    for _ in range(100):  # MariaDB keeps a log until its binlog checkpoint is written: retry briefly
+        sql(conn, f"PURGE BINARY LOGS TO '{newest.file}'")
+        with conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            remaining = [r[0] for r in cur.fetchall()]
+        if gone not in remaining:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{gone} was not purged: {remaining}")
+
+
+def _setup(conn, db: str) -> None:
+    sql(conn, f"CREATE DATABASE `{db}`",
+        f"CREATE TABLE `{db}`.items (id INT NOT NULL PRIMARY KEY, name VARCHAR(40) NOT NULL, qty INT NOT NULL)",
+        f"CREATE TABLE `{db}`.notes (id BIGINT NOT NULL PRIMARY KEY, body TEXT)")
+    with conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO `{db}`.items VALUES (%s, %s, %s)", [(i, f"item {i}", i % 9) for i in range(1, 601)])
+        cur.executemany(f"INSERT INTO `{db}`.notes VALUES (%s, %s)", [(i, f"note {i}") for i in range(1, 121)])
+
+
+def _gap_changes(conn, db: str) -> None:
+    """Changes while the pipeline is down; their binlog is purged afterwards."""
+    sql(conn, f"DELETE FROM `{db}`.items WHERE id BETWEEN 100 AND 180",
+        f"DELETE FROM `{db}`.items WHERE id > 590",
+        f"UPDATE `{db}`.items SET qty = qty + 1000, name = 'gap update' WHERE id BETWEEN 300 AND 320",
+        f"INSERT INTO `{db}`.items VALUES (1000, 'gap insert', 1), (1001, 'gap insert', 2)",
+        f"DELETE FROM `{db}`.notes WHERE id % 10 = 0",
+        f"INSERT INTO `{db}`.notes VALUES (5000, 'gap note')")
+
+
+def _later_changes(conn, db: str) -> None:
+    sql(conn, f"INSERT INTO `{db}`.items VALUES (2000, 'after', 3)",
+        f"UPDATE `{db}`.items SET qty = -1 WHERE id IN (1, 1000)",
+        f"DELETE FROM `{db}`.items WHERE id = 2",
+        f"INSERT INTO `{db}`.items VALUES (150, 'back after gap', 4)",
+        f"DELETE FROM `{db}`.notes WHERE id = 1")
+
+
+def _assert_equal(conn, standin, path: Path, db: str) -> None:
+    assert cli.main(["verify", str(path)]) == 0
+    for table in ("items", "notes"):
+        assert_rows_match(standin, conn, db, table)
+
+
+def _pipeline(tmp_path: Path, server, standin, db: str, **pipeline) -> tuple[Path, dict[str, str]]:
+    path = tmp_path / f"{db}.yaml"
+    write_pipeline(path, host=server.endpoint.host, port=server.endpoint.port, fe=standin.fe_http,
+                   tables=f"{db}.\\.*", name=f"purge_{db}", state_dir=tmp_path / "state", server_id="5700-5709",
+                   source={"scan.incremental.snapshot.chunk.size": 100}, pipeline=pipeline or None)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
+    env.pop("TIDEMARK_FAULTS", None)
+    return path, env
+
+
+def _tidemark(env: dict[str, str], *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "orchestration.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_purge_stops_the_run_and_resnapshot_heals_even_after_a_crash(purge_server, purge_conn, doris_standin,
+                                                                     tmp_path):
+    db = "purged_cli"
+    _setup(purge_conn, db)
+    path, env = _pipeline(tmp_path, purge_server, doris_standin, db)
+    first = _tidemark(env, "run", str(path), "--once")
+    assert first.returncode == 0, first.stderr[-3000:]
+    committed = _current(purge_conn)
+
+    _gap_changes(purge_conn, db)
+    _purge_all_but_newest(purge_conn, committed.file)
+
+    stopped = _tidemark(env, "run", str(path), "--once")
+    assert stopped.returncode != 0
+    assert "purged" in stopped.stderr and "tidemark resnapshot" in stopped.stderr, stopped.stderr[-3000:]
+
+    # killed right after marking the tables: a plain re-run continues that resnapshot
+    crash = {**env, "TIDEMARK_FAULTS": json.dumps({"resnapshot.after_request": {"action": "kill"}})}
+    killed = _tidemark(crash, "resnapshot", str(path))
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    healed = _tidemark(env, "resnapshot", str(path))
+    assert healed.returncode == 0, healed.stderr[-3000:]
+    assert "continued" in healed.stderr
+    _assert_equal(purge_conn, doris_standin, path, db)
+
+    _later_changes(purge_conn, db)
+    later = _tidemark(env, "run", str(path), "--once")
+    assert later.returncode == 0, later.stderr[-3000:]
+    _assert_equal(purge_conn, doris_standin, path, db)
+
+    # one table again while the stream is fine: the stream keeps its offset and goes on
+    sql(purge_conn, "SET SESSION sql_log_bin = 0", f"DELETE FROM `{db}`.notes WHERE id = 3",
+        "SET SESSION sql_log_bin = 1", f"INSERT INTO `{db}`.notes VALUES (6000, 'after the table resnapshot')")
+    one = _tidemark(env, "resnapshot", str(path), "--table", f"{db}.notes")
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert "1 table(s)" in one.stderr
+    _assert_equal(purge_conn, doris_standin, path, db)
+
+
+def test_on_purged_resnapshot_heals_unattended(purge_server, purge_conn, doris_standin, tmp_path):
+    db = "purged_auto"
+    _setup(purge_conn, db)
+    path, env = _pipeline(tmp_path, purge_server, doris_standin, db, **{"tidemark.binlog.on-purged": "resnapshot"})
+    first = _tidemark(env, "run", str(path), "--once")
+    assert first.returncode == 0, first.stderr[-3000:]
+    committed = _current(purge_conn)
+
+    _gap_changes(purge_conn, db)
+    _purge_all_but_newest(purge_conn, committed.file)
+    sql(purge_conn, f"INSERT INTO `{db}`.items VALUES (3000, 'after the purge', 5)")
+
+    healed = _tidemark(env, "run", str(path), "--once")
+    assert healed.returncode == 0, healed.stderr[-3000:]
+    _assert_equal(purge_conn, doris_standin, path, db)
+
+    _later_changes(purge_conn, db)
+    later = _tidemark(env, "run", str(path), "--once")
+    assert later.returncode == 0, later.stderr[-3000:]
+    _assert_equal(purge_conn, doris_standin, path, db)
