@@ -67,6 +67,7 @@ MAPS = [
     (keys.SPARK_RESULTS, "snapshot-abc", ("spark_results", "snapshot-abc")),
     (keys.STEP_LEDGER, "run/step", ("orchestration.steps", "run/step")),
     (keys.PARITY_MYSQL_SIDE, "db.t#00001", ("parity_mysql_side", "db.t#00001")),
+    (keys.REPAIR_LOADS, "db.t", ("repair", "db.t")),
 ]
 
 
