@@ -21,9 +21,10 @@ class BinlogPurgedError(RuntimeError):
             f"binlog file {offset.file} (needed to resume at {offset}) is no longer on the server: it was "
             f"purged (expire_logs_days / binlog_expire_logs_seconds or PURGE BINARY LOGS). The oldest file "
             f"still there is {first}. Changes between the committed offset and that file are lost to the "
-            "binlog, so Tidemark will not skip them: run `tidemark resnapshot PIPELINE.yaml` (every captured "
-            "table read again from now, and the rows MySQL deleted meanwhile removed from Doris; the stream then "
-            "goes on), or set pipeline option tidemark.binlog.on-purged: resnapshot to heal so unattended; "
+            "binlog, so Tidemark will not skip them: run `tidemark resnapshot PIPELINE.yaml` (a new "
+            "snapshot: every captured table read again from now, and the rows MySQL deleted meanwhile removed "
+            "from Doris; the stream then goes on), or set pipeline option tidemark.binlog.on-purged: resnapshot "
+            "to heal so unattended; "
             "and keep binlogs longer than the pipeline can be down."
         )
 

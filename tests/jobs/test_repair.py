@@ -125,3 +125,49 @@ def test_repair_of_rows_changed_without_binlog_under_a_running_stream(mysql_serv
     theirs = doris_rows(doris_standin, db, "u", ["k", "n", "w"])
     assert sorted(tuple(None if v is None else str(v) for v in r) for r in theirs) == \
         sorted(tuple(None if v is None else str(v) for v in r) for r in mine)
+
+
+def test_the_repair_and_resnapshot_jobs_from_the_ui(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):
+    """The Dagster jobs the UI offers (the table_parity check's failure names the repair job) do what
+    the commands do: rows changed without binlog mended, rows deleted without binlog gone from Doris."""
+    from dagster import DagsterInstance
+
+    from orchestration.definitions import build_definitions
+    from orchestration.defs.heal_jobs import repair_job_name, resnapshot_job_name
+    from orchestration.defs.pipelines import load_handles
+
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
+        f"INSERT INTO `{db}`.t SELECT seq, seq FROM `{db}`.seq_1_to_300")
+    path = tmp_path / "jobs.yaml"
+    write_pipeline(path, host="127.0.0.1", port=mysql_server.endpoint.port, fe=doris_standin.fe_http,
+                   tables=f"{db}.t", name=f"jobs_{db}", state_dir=tmp_path / "state", server_id="5730-5739",
+                   source={"scan.incremental.snapshot.chunk.size": 100})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
+    env.pop("TIDEMARK_FAULTS", None)
+    first = subprocess.run([sys.executable, "-m", "orchestration.cli", "run", str(path), "--once"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (handle,) = load_handles([path])
+    defs = build_definitions([handle])
+
+    def config(op: str) -> dict:
+        return {"ops": {op: {"config": {"tables": [f"{db}.t"]}}}}
+
+    sql(root_conn, "SET SESSION sql_log_bin = 0", f"UPDATE `{db}`.t SET v = -v WHERE id < 20",
+        f"DELETE FROM `{db}`.t WHERE id BETWEEN 50 AND 59", "SET SESSION sql_log_bin = 1")
+    with DagsterInstance.ephemeral() as instance:
+        repaired = defs.resolve_job_def(repair_job_name(handle)).execute_in_process(
+            instance=instance, run_config=config("repair"))
+        assert repaired.success
+        assert_rows_match(doris_standin, root_conn, db, "t")
+
+        sql(root_conn, "SET SESSION sql_log_bin = 0", f"DELETE FROM `{db}`.t WHERE id > 250",
+            f"UPDATE `{db}`.t SET v = 0 WHERE id = 100", "SET SESSION sql_log_bin = 1")
+        again = defs.resolve_job_def(resnapshot_job_name(handle)).execute_in_process(
+            instance=instance, run_config=config("resnapshot"))
+        assert again.success
+        [output] = [e for e in again.all_events if e.event_type_value == "STEP_OUTPUT"]
+        assert output.event_specific_data.metadata["deleted"].value == {f"{db}.t": 50}
+    assert cli.main(["verify", str(path)]) == 0
+    assert_rows_match(doris_standin, root_conn, db, "t")
