@@ -8,4 +8,6 @@
 * ``overlap`` — MySQL's side of the chunk parity computed while the same chunks' commits run.
 * ``table_verify`` — ``tidemark verify``: a table compared segment by segment, a differing segment
   bisected down to the rows that differ.
+* ``repair`` — ``tidemark verify --repair``: the differing rows re-read from MySQL and loaded with
+  a sequence no later binlog change loses to, then verified again.
 """
