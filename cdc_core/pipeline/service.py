@@ -204,6 +204,10 @@ class PipelineService:
         self.resolve_pending()
         return resnapshot.request_resnapshot(self.context, tables)
 
+    def resnapshot_in_progress(self) -> list[str]:
+        """The tables of an unfinished resnapshot (empty: none); reads the state store only."""
+        return resnapshot.in_progress(self.context)
+
     def resnapshot(self, tables: Sequence[str] | None = None, *, chunks_per_round: int = 64) -> dict[str, Any]:
         """The whole resnapshot in this process: request it, read and commit its chunks (a round of
         ``chunks_per_round`` at a time, each committed before the next is read), then the sweep.

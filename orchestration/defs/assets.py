@@ -306,6 +306,12 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
                 description=f"The binlog of pipeline '{handle.slug}' is paused ({paused!r}): a schema change is "
                 "being applied. The stream resumes when the schema_change job clears the flag."
             )
+        if not service.binlog_ready() and service.resnapshot_in_progress():
+            raise Failure(
+                description=f"A resnapshot of pipeline '{handle.slug}' is under way "
+                f"({', '.join(service.resnapshot_in_progress())}): re-execute {handle.slug}_resnapshot_job or run "
+                "`tidemark resnapshot PIPELINE.yaml` to finish it; the stream goes on from its watermarks."
+            )
         if not service.binlog_ready():
             raise Failure(
                 description=f"The snapshot of pipeline '{handle.slug}' is not finished: materialize "

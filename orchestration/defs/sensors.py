@@ -72,6 +72,9 @@ def decide_binlog_run(handle: PipelineHandle, service: PipelineService, instance
         return SkipReason(f"run {run.run_id[:8]} of '{handle.slug}' is {run.status.value.lower()}; "
                           "never two runs of a pipeline at once")
     if not service.binlog_ready():
+        if service.resnapshot_in_progress():
+            return SkipReason(f"a resnapshot of '{handle.slug}' is under way: the stream goes on once it is done "
+                              f"(re-execute {handle.slug}_resnapshot_job if it failed)")
         return SkipReason(f"the snapshot of '{handle.slug}' is not finished (backfill all snapshot_chunks partitions)")
     # Resolving is safe only when nothing of the pipeline runs (it would finish a live run's work).
     if not in_flight and service.pending_transactions():

@@ -9,6 +9,7 @@ commit must not revert them. The command exits 0 and Doris equals MySQL, compare
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -156,6 +157,11 @@ def test_the_repair_and_resnapshot_jobs_from_the_ui(mysql_server, root_conn, fre
 
     sql(root_conn, "SET SESSION sql_log_bin = 0", f"UPDATE `{db}`.t SET v = -v WHERE id < 20",
         f"DELETE FROM `{db}`.t WHERE id BETWEEN 50 AND 59", "SET SESSION sql_log_bin = 1")
+    # a repair killed between its precommit and its commit: the next one aborts what it left, and mends
+    crash = {**env, "TIDEMARK_FAULTS": json.dumps({"repair.after_loads": {"action": "kill"}})}
+    killed = subprocess.run([sys.executable, "-m", "orchestration.cli", "verify", str(path), "--repair"], cwd=ROOT,
+                            env=crash, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-3000:]
     with DagsterInstance.ephemeral() as instance:
         repaired = defs.resolve_job_def(repair_job_name(handle)).execute_in_process(
             instance=instance, run_config=config("repair"))

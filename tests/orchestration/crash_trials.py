@@ -254,4 +254,7 @@ SWEEP_POINTS = ("schema_change.before_sweep", "reload.after_page_commit")
 # (tidemark.doris.max-running-txns-per-db), which this workload's one-table batches never reach:
 # tests/jobs/test_doris_txn_limit.py and tests/orchestration/test_txn_limit_crash.py kill there.
 GROUP_POINTS = ("snapshot.between_groups", "binlog.between_groups")
-ALL_TARGETS = (*(p for p in POINTS if p not in SWEEP_POINTS + GROUP_POINTS), RANDOM)
+# The heal commands' points fire only under `tidemark resnapshot` and `tidemark verify --repair`, which
+# this workload does not run: tests/orchestration/test_resnapshot.py and tests/jobs/test_repair.py.
+HEAL_POINTS = ("resnapshot.after_request", "repair.after_loads")
+ALL_TARGETS = (*(p for p in POINTS if p not in SWEEP_POINTS + GROUP_POINTS + HEAL_POINTS), RANDOM)

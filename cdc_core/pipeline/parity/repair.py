@@ -8,21 +8,23 @@ the differing ones bisected down to rows); a repair then, per round:
 2. reads from MySQL the rows of the differing keys (a plain consistent read, as a chunk's scan),
    and the keys of them MySQL still has;
 3. loads them through the two-phase-commit sink: the rows as upserts, and for each differing key
-   MySQL no longer has, a delete-sign row built from Doris's copy; every row carries ``low - 1`` in
+   MySQL no longer has, a delete-sign row built from Doris's copy; every row carries ``low`` in
    the sequence column; commits, and verifies again (at most ``rounds`` times, until equal).
 
-**Why ``low - 1`` as the sequence, and why no backfill.** Doris keeps, per key, the row with the
-highest sequence. A binlog change the read could have missed began at or after ``low`` (an event
-takes at least 19 bytes, so its offset, start or end, is ``>= low`` unless it ended before ``low``),
-so its sequence beats the repair's and the stream's copy wins whenever it comes, before or after
-the repair's load: a repair never reverts a newer binlog change. A change before ``low`` is
-visible to the read (it was committed when the position was taken: the same assumption a chunk's
-low watermark makes), so the repair's row, which includes it, rightly beats it. Deletes follow
-the same order: a key re-inserted after ``low`` keeps its row. So the read needs no high watermark
-and no backfill: the stream's own rows correct anything newer than ``low``.
+**Why ``low`` as the sequence, and why no backfill.** Doris keeps, per key, the row with the
+highest sequence (a tie goes to the later load). A binlog change carries its rows event's *end*
+offset, so a change the read could have missed ended after ``low``: its sequence is above the
+repair's, and the stream's copy wins whenever it comes, before or after the repair's load — a
+repair never reverts a newer binlog change. A change that ended at or before ``low`` is visible to
+the read (it was committed when the position was taken: the same assumption a chunk's low
+watermark makes), so the repair's row, which includes it, rightly wins; so does it over a chunk
+row stamped with a high watermark equal to ``low`` (the binlog did not move since that chunk was
+read: a tie, and the repair's load is the later one). Deletes follow the same order: a key
+re-inserted after ``low`` keeps its row. So the read needs no high watermark and no backfill: the
+stream's own rows correct anything newer than ``low``.
 
-**Exactly once, crash safety.** The loads' labels are deterministic per round
-(``repair-<low>-upsert`` / ``-delete``) and recorded (:data:`REPAIR_LOADS`) before they are
+**Exactly once, crash safety.** Each round's loads get labels of their own
+(``repair-<low>-<token>-upsert`` / ``-delete``), recorded (:data:`REPAIR_LOADS`) before they are
 loaded; a repair killed between precommit and commit leaves them to the next repair, which
 aborts them first. A repair is idempotent: loading the same rows again with the same sequence
 changes nothing, and a re-run simply verifies, finds what is left and mends it.
@@ -36,6 +38,7 @@ rows (``ChecksumPlan.by_rows``) whose keys ``verify`` does not list: resnapshot 
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,7 +146,7 @@ def _doris_match(plan: ChecksumPlan, key: list[Column], values: tuple) -> str:
 
 
 def _repair_keys(ctx: PipelineContext, table_id: TableId, target: TableId, keys: list[tuple]) -> tuple[int, int]:
-    """Re-read ``keys`` from MySQL and load them (upserts, deletes) with the low watermark's sequence."""
+    """Re-read ``keys`` from MySQL and load them (upserts, deletes) with the low watermark as sequence."""
     schema = ctx.live_schema(table_id)
     plan, key = _key_columns(ctx, schema, target)
     source = ctx.definition.source
@@ -160,7 +163,7 @@ def _repair_keys(ctx: PipelineContext, table_id: TableId, target: TableId, keys:
                             f"{q(table_id.database)}.{q(table_id.table)} WHERE {where}")
                 present.update(tuple(None if v is None else str(v) for v in row) for row in cur.fetchall())
             tables.append(reader.scan(schema, split, where=where))
-    sequence = low.sequence - 1
+    sequence = low.sequence
     gone = [k for k in keys if tuple(None if v is None else str(v) for v in k) not in present]
     deletes: list[dict[str, Any]] = []
     catalog = ctx.sink.catalog
@@ -175,7 +178,8 @@ def _repair_keys(ctx: PipelineContext, table_id: TableId, target: TableId, keys:
             deletes.append(row)
     rows = pa.concat_tables(tables) if tables else None
     upserts = 0 if rows is None else rows.num_rows
-    batch_ids = {"upsert": f"repair-{low.sequence}-upsert", "delete": f"repair-{low.sequence}-delete"}
+    token = uuid.uuid4().hex[:8]
+    batch_ids = {"upsert": f"repair-{low.sequence}-{token}-upsert", "delete": f"repair-{low.sequence}-{token}-delete"}
     with ctx.store.transaction() as tx:
         REPAIR_LOADS.key(str(table_id)).put(tx, {"target": str(target), "batch_ids": list(batch_ids.values())})
     committables = []
