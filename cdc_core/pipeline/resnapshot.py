@@ -8,8 +8,9 @@ MySQL deleted while no binlog covered it would stay in Doris for ever.
 This is the partition-maintenance reload (``cdc_core/pipeline/reload.py``) applied to every (or
 the named) captured table, not a second mechanism:
 
-1. one state-store transaction marks every committed chunk of the tables PENDING under its next
-   generation and records each table's sweep (:func:`reload.request_reload`, operation
+1. the binlog is rotated (``FLUSH BINARY LOGS``, :func:`_move_binlog`) so that the new chunks'
+   high watermarks lie above every sequence Doris holds; then one state-store transaction marks
+   every committed chunk of the tables PENDING under its next generation and records each table's sweep (:func:`reload.request_reload`, operation
    ``resnapshot``). When the stream's resume point is no longer on the server, it also drops the
    committed offset, so the stream restarts, as after a first snapshot, at the lowest high
    watermark of the new chunks (``HybridSplitAssigner.resume_offset``): the purged range is never
@@ -37,6 +38,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import pymysql
 
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.offsets import BinlogOffset
@@ -124,6 +127,7 @@ def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None
             f"the binlog the stream resumes from ({purged}) was purged, so every captured table missed changes: "
             f"resnapshot them all (drop --table; {len(captured) - len(chosen)} table(s) were left out)")
     at = ctx.server_offset()
+    _move_binlog(ctx)
     keys: list[str] = []
     with ctx.store.transaction() as tx:
         for table_id in chosen:
@@ -136,6 +140,23 @@ def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None
     logger.warning("%s: %s", ctx.definition.name, request.describe())
     fault_point("resnapshot.after_request", tables=",".join(chosen))
     return request
+
+
+def _move_binlog(ctx: PipelineContext) -> None:
+    """Rotate the binlog (``FLUSH BINARY LOGS``), so that every chunk read from now on gets a high
+    watermark above every sequence Doris holds (all of them are at most the position now).
+
+    Without it, a resnapshot of rows changed without binlog while the binlog stood still would give
+    the re-read rows the very position the stale rows carry, and the sweep (``sequence < lowest new
+    high watermark``) could not tell them apart. Needs ``RELOAD``; without it, a warning."""
+    try:
+        with ctx.connection() as conn, conn.cursor() as cur:
+            cur.execute("FLUSH BINARY LOGS")
+    except pymysql.MySQLError as exc:
+        logger.warning("%s: could not rotate the binlog before the resnapshot (FLUSH BINARY LOGS: %s; it needs the "
+                       "RELOAD privilege): if nothing is written to the binlog before the chunks are read, rows "
+                       "deleted without binlog may stay in Doris (write anything, then resnapshot again)",
+                       ctx.definition.name, exc.args[-1] if exc.args else exc)
 
 
 __all__ = ["OPERATION", "ResnapshotRequest", "in_progress", "purged_resume_point", "request_resnapshot"]
