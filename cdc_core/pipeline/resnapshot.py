@@ -11,11 +11,12 @@ the named) captured table, not a second mechanism:
 1. the binlog is rotated (``FLUSH BINARY LOGS``, :func:`_move_binlog`) so that the new chunks'
    high watermarks lie above every sequence Doris holds; then one state-store transaction marks
    every committed chunk of the tables PENDING under its next generation and records each table's
-   sweep (:func:`reload.request_reload`, operation ``resnapshot``). When the stream's resume point is no longer on the server, it also drops the
-   committed offset, so the stream restarts, as after a first snapshot, at the lowest high
-   watermark of the new chunks (``HybridSplitAssigner.resume_offset``): the purged range is never
-   read. Otherwise the committed offset stays and the chunks' new high watermarks filter the
-   stream (``binlog_filter``), exactly as a first snapshot's do;
+   sweep (:func:`reload.request_reload`, operation ``resnapshot``). When the stream's resume point
+   is no longer on the server, it also drops the committed offset, so the stream restarts, as
+   after a first snapshot, at the lowest high watermark of the new chunks
+   (``HybridSplitAssigner.resume_offset``): the purged range is never read. Otherwise the
+   committed offset stays and the chunks' new high watermarks filter the stream
+   (``binlog_filter``), exactly as a first snapshot's do;
 2. the chunks are read again by the normal snapshot path (watermarks, backfill, two-phase-commit
    loads whose rows carry the chunk's new high watermark in the sequence column);
 3. the sweep deletes, once every chunk of a table is committed, the Doris rows whose sequence is
