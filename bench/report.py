@@ -167,7 +167,7 @@ def memory_rows(result: dict) -> list[str]:
 
 
 def headline(result: dict, link: str) -> str:
-    """The README's table: one line per figure, its limit and the peers, all from one run."""
+    """docs/performance.md's table: one line per figure, its limit and the peers, all from one run."""
     peers = result.get("peers", {})
     lines = ["| measured | Tidemark | limit, same run | Tidemark ÷ limit | peers, same run |", "|---|---:|---:|---:|---|"]
     for r in result.get("snapshot", []):
@@ -213,15 +213,15 @@ def headline(result: dict, link: str) -> str:
     return "\n".join(lines)
 
 
-def update_readme(readme: Path, result: dict, link: str) -> bool:
-    """Replace the table between the bench markers of ``readme``; False when it has none."""
+def update_marked_table(doc: Path, result: dict, link: str) -> bool:
+    """Replace the table between the bench markers of ``doc`` (docs/performance.md); False when it has none."""
     start, end = "<!-- bench:start -->", "<!-- bench:end -->"
-    text = readme.read_text()
+    text = doc.read_text()
     if start not in text or end not in text:
         return False
     before, rest = text.split(start, 1)
     _, after = rest.split(end, 1)
-    readme.write_text(f"{before}{start}\n{headline(result, link)}\n{end}{after}")
+    doc.write_text(f"{before}{start}\n{headline(result, link)}\n{end}{after}")
     return True
 
 

@@ -19,12 +19,12 @@ phases, in this order:
 Every phase samples the peak RSS of each process it runs (Tidemark, Spark's JVM and Python
 workers, Dagster's daemon and run processes, the peers) and of MariaDB and the stand-in.
 
-Profiles: the default (full) one is what the README's table shows (snapshot 1M and 5M rows,
+Profiles: the default (full) one is what docs/performance.md's table shows (snapshot 1M and 5M rows,
 ~1M binlog row events, freshness 90 s at 200, 2,000 and 10,000 rows/s, 3 DDLs; about 10-15 min
 on a quiet 2-core machine). ``--quick`` (200k rows, 20 s windows at 200 and 2,000 rows/s, one
 DDL; a few minutes) is for trying changes. The full profile writes
 ``bench/results/<date>-<sha>.{json,md}`` and two PNG plots, and copies the markdown to
-``bench/RESULTS.md`` (the README links it); ``--quick`` writes under ``.tidemark/bench/results/``.
+``bench/RESULTS.md`` (docs/performance.md links it); ``--quick`` writes under ``.tidemark/bench/results/``.
 """
 
 from __future__ import annotations
@@ -293,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             text = text.replace(f"({name})", f"(results/{name})")
         latest.write_text(text)
         say(f"bench/RESULTS.md now shows {md.name}")
-        if report.update_readme(ROOT / "README.md", result, "bench/RESULTS.md"):
-            say("README.md's table now shows this run")
+        if report.update_marked_table(ROOT / "docs" / "performance.md", result, "../bench/RESULTS.md"):
+            say("docs/performance.md's table now shows this run")
     print(summary(result))
     print(f"results: {json_path}, {md}")
     over = [f"freshness at {f['rate_rows_per_s']:,.0f} rows/s" for f in result.get("freshness", []) if not f["ok"]]

@@ -173,7 +173,7 @@ def _describe(error: dict, block_name: str, model: type[BaseModel], raw: dict) -
         known = sorted({f.alias or n for n, f in model.model_fields.items()})
         hint = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
         suffix = (f" (did you mean '{hint[0]}'?)" if hint
-                  else " (remove it; README.md lists the options Tidemark reads)")
+                  else " (remove it; docs/configuration.md lists the options Tidemark reads)")
         return where, f"unknown option{suffix}"
     if kind in ("int_parsing", "int_type", "int_from_float"):
         return where, f"expected an integer{shown}"
@@ -323,7 +323,7 @@ def _pipeline_options(block: Any, path: Path, raw: dict) -> PipelineOptions:
         known = sorted(f.alias for f in PipelineOptions.model_fields.values() if f.alias)
         hint = difflib.get_close_matches(unknown_tidemark[0], known, n=1, cutoff=0.8)
         raise PipelineConfigError(path, f"pipeline.{unknown_tidemark[0]}", "unknown Tidemark option"
-                                  + (f" (did you mean '{hint[0]}'?)" if hint else " (README.md lists them)"))
+                                  + (f" (did you mean '{hint[0]}'?)" if hint else " (docs/configuration.md lists them)"))
     return _validate(PipelineOptions, pipeline_raw, "pipeline", path, raw)
 
 

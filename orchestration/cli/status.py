@@ -4,7 +4,7 @@ The pipeline's own state comes from ``PipelineService.status`` (``cdc_core/pipel
 this module adds the last failed Dagster run of the pipeline, from its instance
 (``orchestration/cli/instance.py``: the same home ``tidemark dev`` and ``tidemark run`` use) when
 that instance exists — a status check never creates one — and turns both into a rich table or
-one JSON object. The JSON's field names are stable (README, "tidemark status").
+one JSON object. The JSON's field names are stable (docs/operations.md, "tidemark status").
 """
 
 from __future__ import annotations

@@ -572,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="where a pipeline stands: snapshot progress, binlog lag, pauses, last error "
                         "(reads only; starts no Spark or Dagster run)")
     st.add_argument("pipeline", metavar="PIPELINE.yaml")
-    st.add_argument("--json", action="store_true", help="one JSON object (field names in README)")
+    st.add_argument("--json", action="store_true", help="one JSON object (field names in docs/operations.md)")
     st.set_defaults(handler=_status)
 
     spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) the next run loads")

@@ -26,7 +26,7 @@ pipeline:
 CASES = {
     "yaml_syntax": (("  port: 3306\n", "  port: [3306\n"), ["not valid YAML", "line "]),
     "unknown_key": (("  username: root\n", "  username: root\n  sink.bogus: 1\n"),
-                    ["sink.sink.bogus: unknown option (remove it; README.md lists the options Tidemark reads) (line 12)"]),
+                    ["sink.sink.bogus: unknown option (remove it; docs/configuration.md lists the options Tidemark reads) (line 12)"]),
     "misspelt_key": (("  port: 3306\n", "  port: 3306\n  scan.incremental.snapshot.chunk.sise: 10\n"),
                      ["source.scan.incremental.snapshot.chunk.sise: unknown option (did you mean "
                       "'scan.incremental.snapshot.chunk.size'?) (line 5)"]),

@@ -1,7 +1,7 @@
-"""bench/report.py: the results table and README block ``make bench`` writes, from a report dict.
+"""bench/report.py: the results table and the docs/performance.md block ``make bench`` writes, from a report dict.
 
 The figures here are made up; what is checked is that each lands beside its limit and its peers,
-that the snapshot's phases add up to the wall time, and that the README keeps its text outside
+that the snapshot's phases add up to the wall time, and that docs/performance.md keeps its text outside
 the markers.
 """
 
@@ -78,17 +78,24 @@ def test_each_figure_stands_beside_its_limit_and_the_peers(report):
     assert "900" in memory and "170" in memory
 
 
-def test_the_readme_block_is_replaced_between_its_markers_only(report, tmp_path):
-    readme = tmp_path / "README.md"
+def test_the_table_is_replaced_between_its_markers_only(report, tmp_path):
+    readme = tmp_path / "performance.md"
     readme.write_text("intro\n<!-- bench:start -->\nold table\n<!-- bench:end -->\noutro\n")
-    assert report.update_readme(readme, result(), "bench/RESULTS.md")
+    assert report.update_marked_table(readme, result(), "bench/RESULTS.md")
     text = readme.read_text()
     assert text.startswith("intro\n<!-- bench:start -->\n| measured |") and text.endswith("<!-- bench:end -->\noutro\n")
     assert "old table" not in text and "(bench/RESULTS.md)" in text
     assert "tap-mysql LOG_BASED 22,222 rows/s" in text
     plain = tmp_path / "plain.md"
     plain.write_text("no markers\n")
-    assert not report.update_readme(plain, result(), "x") and plain.read_text() == "no markers\n"
+    assert not report.update_marked_table(plain, result(), "x") and plain.read_text() == "no markers\n"
+
+
+def test_docs_performance_holds_the_markers_run_all_rewrites():
+    text = (BENCH.parent / "docs" / "performance.md").read_text()
+    start, end = text.index("<!-- bench:start -->"), text.index("<!-- bench:end -->")
+    assert start < end and "| measured | Tidemark |" in text[start:end]
+    assert '"docs" / "performance.md"' in (BENCH / "run_all.py").read_text()
 
 
 def test_the_plots_are_written_next_to_the_results(report, tmp_path):

@@ -1,6 +1,6 @@
 """Compare a table in MySQL with its Doris table from outside Tidemark, row by row.
 
-Both sides are brought to one canonical text per value, following the type table in README.md
+Both sides are brought to one canonical text per value, following the type table in docs/configuration.md
 ("Types"): what each MySQL value must look like in Doris. MySQL is read with pymysql (text types
 through ``CONVERT(... USING utf8mb4)``, so MySQL itself decodes every charset); Doris through the
 FE's query API, paged by an ``ORDER BY`` over every column (the API returns at most ``limit`` rows

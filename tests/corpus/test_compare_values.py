@@ -1,4 +1,4 @@
-"""The outside comparison's canonical text: README's type table, applied to MySQL's and Doris's values."""
+"""The outside comparison's canonical text: docs/configuration.md's type table, applied to MySQL's and Doris's values."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``YEAR(2)`` (MariaDB still creates it): the snapshot read MySQL's two-digit display (``0`` for the
 year 2000, ``99`` for 1999) while the binlog carries the year itself (2000, 1999), so one table
 held both forms in Doris. Found by the corpus (tests/corpus/, MariaDB's ``type_year`` test). Both
-paths now give the year, as README's type table says (``YEAR`` → ``INT``, "the year")."""
+paths now give the year, as docs/configuration.md's type table says (``YEAR`` → ``INT``, "the year")."""
 
 from __future__ import annotations
 

@@ -1,0 +1,54 @@
+"""The README stays a page a newcomer finishes, and the user guide's links lead somewhere.
+
+README.md keeps to what it is, the two commands, a tour and links (the reference lives in docs/), so
+its length is capped. Every relative link in README.md and docs/*.md must name a file that exists,
+without an ``#anchor``: anchors break silently when a section is renamed or moved between pages,
+which is how the old README's section references went stale.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README_MAX_LINES = 160
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def relative_links(page: Path) -> list[str]:
+    text = FENCE.sub("", page.read_text())
+    return [t for t in LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]
+
+
+def test_readme_stays_short():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) < README_MAX_LINES, f"README.md has {len(lines)} lines; move reference text into docs/"
+
+
+def test_the_user_guide_is_there_and_linked_from_the_readme():
+    readme_links = set(relative_links(ROOT / "README.md"))
+    for page in ["configuration.md", "operations.md", "performance.md", "cli.md", "ARCHITECTURE.md",
+                 "README.md"]:
+        assert (ROOT / "docs" / page).is_file()
+        assert f"docs/{page}" in readme_links
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_names_an_existing_file_without_an_anchor(page):
+    links = relative_links(page)
+    anchored = [t for t in links if "#" in t]
+    missing = [t for t in links if "#" not in t and not (page.parent / t).exists()]
+    assert not anchored, f"{page.name}: links with anchors (name the page and the section in words): {anchored}"
+    assert not missing, f"{page.name}: links to files that do not exist: {missing}"
+
+
+def test_the_link_finder_sees_what_it_checks(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("[a](docs/x.md) ![img](i.png) [b](https://example.com) [c](#sec)\n"
+                    "```\n[d](inside/a/fence.md)\n```\n[e](y.md#part)\n")
+    assert relative_links(page) == ["docs/x.md", "#sec", "y.md#part"]
