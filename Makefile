@@ -72,7 +72,10 @@ demo: setup
 	@echo "Next: the Dagster UI. The binlog sensor is running: change rows in MySQL, e.g."
 	@echo "  mariadb -uroot --socket=.tidemark/devstack/mysql/mariadb.sock tidemark_demo \\"
 	@echo "    -e \"UPDATE customers SET balance = balance + 10 WHERE id <= 100\""
-	@echo "and watch binlog_stream materialize. Ctrl-C stops the UI; 'make clean-stack' stops MariaDB and Doris."
+	@echo "and watch binlog_stream materialize. Look at the rows in Doris (the stand-in answers only HTTP):"
+	@echo "  .venv/bin/tidemark sql pipelines/demo.yaml \"
+	@echo "    \"SELECT COUNT(*) AS customers, SUM(balance) AS balance FROM tidemark_demo.customers\""
+	@echo "Ctrl-C stops the UI; 'make clean-stack' stops MariaDB and Doris."
 	$(VENV)/bin/tidemark dev pipelines/demo.yaml --host $(DAGSTER_HOST) --port $(DAGSTER_PORT)
 
 # The benchmarks on one local stack, each figure beside its limit and the peers (bench/run_all.py):

@@ -427,6 +427,34 @@ def _status(args: argparse.Namespace) -> int:
     return 1 if status.unreachable else 0
 
 
+# -- sql -------------------------------------------------------------------------------------
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from cdc_core.config import load_pipeline
+    from orchestration.cli.sql import SqlError, answer_table, run_sql
+
+    definition = load_pipeline(Path(args.pipeline))
+    try:
+        answer = run_sql(definition, args.statement, database=args.db, limit=args.limit)
+    except SqlError as exc:
+        print(f"tidemark sql: {exc}", file=sys.stderr)
+        return exc.code
+    if args.json:
+        _print_json(answer.to_dict())
+    else:
+        console = Console()
+        if not console.is_terminal:  # piped: the whole table, never cut at 80 columns
+            console = Console(width=10_000)
+        console.print(answer_table(answer))
+        print(f"{len(answer.rows):,} row(s)")
+    if answer.cut_note:
+        print(f"tidemark sql: {answer.cut_note}", file=sys.stderr)
+    return 0
+
+
 # -- splits ----------------------------------------------------------------------------------
 
 
@@ -574,6 +602,17 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("pipeline", metavar="PIPELINE.yaml")
     st.add_argument("--json", action="store_true", help="one JSON object (field names in docs/operations.md)")
     st.set_defaults(handler=_status)
+
+    sql = sub.add_parser("sql", help="run one SQL statement on the pipeline's Doris (through the FE's HTTP query "
+                         "API: the demo's stand-in and a real Doris alike) and print the answer as a table")
+    sql.add_argument("pipeline", metavar="PIPELINE.yaml")
+    sql.add_argument("statement", metavar="STATEMENT", help='e.g. "SELECT COUNT(*) FROM tidemark_demo.customers"')
+    sql.add_argument("--db", default=None, help="the database unqualified table names are in (default: the one "
+                     "Doris database the pipeline writes, else information_schema)")
+    sql.add_argument("--limit", type=int, default=1000,
+                     help="the most rows shown (at most 10000, the query API's cap); a cut result says so")
+    sql.add_argument("--json", action="store_true", help="one JSON object: columns, rows, truncated")
+    sql.set_defaults(handler=_sql)
 
     spl = sub.add_parser("splits", help="print the snapshot split plan (chunks) the next run loads")
     spl.add_argument("pipeline")
