@@ -12,7 +12,9 @@ always reads up to the server's position when it starts, so it grows with the la
   a steady stream whose commits come a fraction of a second apart is not cut into runs, each
   paying a run's start; 0: a caught-up run ends at once), or
 * a batch stopped before a DDL (the schema change's work) or found nothing to read, or
-* the pause flag is set (a schema change waits for the in-flight runs to end).
+* the pause flag is set (a schema change waits for the in-flight runs to end), or
+* the process was asked to stop (``tidemark run``'s Ctrl-C or SIGTERM): the batch in flight is the
+  run's last, committed by the hook.
 
 Every batch keeps the whole protocol of a single-batch run: read, precommit, recorded PREPARED,
 then committed (``binlog_batch.commit_batch``) before the next batch starts; a crash anywhere
@@ -46,6 +48,7 @@ class StreamRunEnd(StrEnum):
     PAUSED = "paused"
     LOST_LOAD = "Doris lost a load"
     COMMIT_FAILED = "a commit failed"
+    STOPPED = "stop requested"  # tidemark run's Ctrl-C / SIGTERM: the batch in flight is the run's last
 
 
 @dataclass(frozen=True)

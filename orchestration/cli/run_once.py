@@ -120,6 +120,13 @@ class OnceRun:
         self.summary = Summary()
         self.parity_checks = parity_checks
 
+    def stop_requested(self) -> bool:
+        """Whether to load no further chunk run (``tidemark run`` without ``--once`` asks on Ctrl-C)."""
+        return False
+
+    def on_chunks(self, done: int, total: int, rows: int) -> None:
+        """After each chunk run: chunks committed of all, snapshot rows loaded by this command."""
+
     def _job(self, job_name: str) -> Any:
         job = self.defs.resolve_job_def(job_name)
         if job_name == self.handle.snapshot_job_name and not self.parity_checks:
@@ -171,14 +178,7 @@ class OnceRun:
         return self.run()
 
     def run(self) -> Summary:
-        self._refuse_in_flight("tidemark run")
-        report = self.service.resolve_pending()
-        if report.failed:
-            raise RunOnceError(f"{len(report.failed)} prepared transaction(s) of '{self.handle.slug}' cannot be "
-                               f"resolved now; the first: {report.failed[0]}")
-        if report.redo:
-            self.console.print(f"[yellow]Doris lost the loads of {len(report.redo)} chunk(s)/batch(es) before their "
-                               f"commit; reading them again: {', '.join(report.redo[:5])}[/yellow]")
+        self._prepare()
         try:
             target: dict[str, Any] | None = self.service.binlog_lag().server_offset
         except (AttributeError, NotImplementedError) as exc:  # a service built without the binlog half
@@ -200,11 +200,25 @@ class OnceRun:
                                f"({type(missing).__name__}: {missing})")
         with phase("binlog"):
             self._binlog(_offset(target))
+        self._no_pending_left()
+        return self.summary
+
+    def _no_pending_left(self) -> None:
         pending = self.service.pending_transactions()
         if pending:
             raise RunOnceError(f"{len(pending)} transaction(s) are still prepared after the run; see the "
                                "no_pending_transactions check")
-        return self.summary
+
+    def _prepare(self) -> None:
+        """No other run of the pipeline in flight; what an earlier run left PREPARED finished."""
+        self._refuse_in_flight("tidemark run")
+        report = self.service.resolve_pending()
+        if report.failed:
+            raise RunOnceError(f"{len(report.failed)} prepared transaction(s) of '{self.handle.slug}' cannot be "
+                               f"resolved now; the first: {report.failed[0]}")
+        if report.redo:
+            self.console.print(f"[yellow]Doris lost the loads of {len(report.redo)} chunk(s)/batch(es) before their "
+                               f"commit; reading them again: {', '.join(report.redo[:5])}[/yellow]")
 
     # -- snapshot ---------------------------------------------------------------------------
 
@@ -239,6 +253,8 @@ class OnceRun:
                                        "reading them again[/yellow]")
                     progress.update(task, completed=len(ordered) - len(todo))
                 for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN):
+                    if self.stop_requested():
+                        return  # the chunks not loaded stay PENDING: the next run loads them
                     tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
                             **self.handle.run_tags()}
                     result = self._execute(self.handle.snapshot_job_name, tags=tags)
@@ -248,21 +264,30 @@ class OnceRun:
                     elapsed = time.monotonic() - started
                     progress.update(task, advance=count, rows=self.summary.rows,
                                     rate=self.summary.rows / elapsed if elapsed else 0.0)
+                    self.on_chunks(self.summary.chunks_total - len(todo) + self.summary.chunks_loaded,
+                                   self.summary.chunks_total, self.summary.rows)
         self.summary.snapshot_s = time.monotonic() - started
+        if self.stop_requested():
+            return
         if not self.service.snapshot_done():
             raise RunOnceError(f"the snapshot of '{self.handle.slug}' is not complete after loading every chunk "
                                "(a commit failed?); run again to resume")
 
     # -- binlog -----------------------------------------------------------------------------
 
-    def _binlog(self, target: BinlogOffset | None) -> None:
-        started = time.monotonic()
+    def _resume_paused(self) -> None:
+        """A binlog paused by an unfinished schema change (a failed run): finish it first; paused by hand:
+        exit 3."""
         flag = self.service.binlog_paused()
         if flag:
             if self.service.schema_registry().status is RequestStatus.IDLE:  # paused by hand, not by a DDL
                 raise RunOnceError(f"the binlog of '{self.handle.slug}' is paused by a schema change ({flag!r}); "
                                    "run again once it is finished", code=3)
-            self._schema_change(None)  # an unfinished schema change (a failed run): finish it first
+            self._schema_change(None)
+
+    def _binlog(self, target: BinlogOffset | None) -> None:
+        started = time.monotonic()
+        self._resume_paused()
         with self.console.status("") as status:
             for _ in range(MAX_BATCHES):
                 lag = self.service.binlog_lag()
@@ -321,11 +346,11 @@ def snapshot_line(summary: Summary) -> str:
                if summary.snapshot_s else ""))
 
 
-def summary_table(handle: PipelineHandle, summary: Summary) -> Table:
-    table = Table(title=f"tidemark run {handle.slug} --once", show_header=False)
+def summary_table(handle: PipelineHandle, summary: Summary, once: bool = True) -> Table:
+    table = Table(title=f"tidemark run {handle.slug}" + (" --once" if once else ""), show_header=False)
     table.add_row("snapshot", snapshot_line(summary))
-    table.add_row("binlog", f"{summary.batches} batch(es), {summary.events:,} events, up to {summary.final_offset} "
-                  f"(target {summary.start_offset})"
+    table.add_row("binlog", f"{summary.batches} batch(es), {summary.events:,} events, up to {summary.final_offset}"
+                  + (f" (target {summary.start_offset})" if once else "")
                   + (f", {summary.schema_changes} schema change(s)" if summary.schema_changes else ""))
     for note in summary.notes:
         table.add_row("note", note)

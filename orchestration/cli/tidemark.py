@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -215,10 +215,6 @@ def _run(args: argparse.Namespace) -> int:
     import warnings
 
     warnings.filterwarnings("ignore")
-    if not args.once:
-        print("tidemark run: only --once is supported (the continuous stream is `tidemark dev`: "
-              "its binlog sensor keeps the pipeline in step)", file=sys.stderr)
-        return 2
     from orchestration.cli.spark_prestart import SparkPrestart
 
     # First, before the imports below: Spark's start then overlaps them (orchestration/cli/spark_prestart.py).
@@ -234,6 +230,10 @@ def _run(args: argparse.Namespace) -> int:
     from orchestration.defs.pipelines import load_handles
     console = Console(stderr=True)
     handles = load_handles([Path(p) for p in args.pipelines])
+    if not args.once and len(handles) > 1:
+        console.print("[red]tidemark run: without --once, one pipeline per command (start one `tidemark run` "
+                      "per pipeline, or `tidemark dev` for several)[/]")
+        return 2
     status = 0
     ready = []
     for handle in handles:  # a wrong password or a server that is down: said before anything is written
@@ -252,7 +252,9 @@ def _run(args: argparse.Namespace) -> int:
     console.print(f"tidemark run: {escape(where.describe())}", soft_wrap=True, highlight=False)
     started = time.perf_counter()
     with DagsterInstance.from_config(str(home)) as instance:
-        for handle in handles:
+        if not args.once:
+            status = _run_until_stopped(handles[0], instance, console, parity_checks=not args.no_checks)
+        for handle in handles if args.once else ():
             once = OnceRun(handle, instance, console, parity_checks=not args.no_checks)
             try:
                 summary = once.run()
@@ -304,6 +306,32 @@ def _resnapshot(args: argparse.Namespace) -> int:
         finally:
             once.service.close()
     console.print(summary_table(handle, summary))
+    return 0
+
+
+def _run_until_stopped(handle: Any, instance: Any, console: Any, parity_checks: bool) -> int:
+    """``tidemark run PIPELINE.yaml``: until Ctrl-C or SIGTERM (``orchestration/cli/run_loop.py``);
+    0 after a clean stop, the error's code when the pipeline cannot go on, 130 for a second Ctrl-C."""
+    from orchestration.cli.run_loop import LiveStatus, LoopRun, run_until_stopped
+    from orchestration.cli.run_once import RunOnceError, summary_table
+    from orchestration.defs import live_run
+
+    live_run.reset()
+    run = LoopRun(handle, instance, console, parity_checks=parity_checks, live=LiveStatus(handle.slug))
+    try:
+        summary = run_until_stopped(run, console)
+    except RunOnceError as exc:
+        run.service.close()
+        console.print(f"[red]tidemark run {handle.slug}: {exc}[/]", soft_wrap=True)
+        return exc.code
+    except KeyboardInterrupt:  # the second Ctrl-C: the worker thread dies with the process, like a kill
+        console.print(f"tidemark run {handle.slug}: stopped at once; the next `tidemark run` finishes or redoes "
+                      "what was in flight")
+        return 130
+    finally:
+        live_run.reset()
+    run.service.close()
+    console.print(summary_table(handle, summary, once=False))
     return 0
 
 
@@ -560,7 +588,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run pipelines in this process: the snapshot, then the binlog")
     run.add_argument("pipelines", nargs="+", metavar="PIPELINE.yaml")
     run.add_argument("--once", action="store_true",
-                     help="snapshot if not done, then the binlog up to the position seen at the start; then exit")
+                     help="snapshot if not done, then the binlog up to the position seen at the start; then exit "
+                     "(without it: the snapshot, then the binlog batch after batch until Ctrl-C or SIGTERM, which "
+                     "commit the work in flight and exit 0)")
     run.add_argument("--timings", metavar="FILE", type=Path, default=None,
                      help="write the wall seconds per phase (planning, spark_start, read_load, commit, parity, "
                      "snapshot, binlog, total) to FILE as JSON")

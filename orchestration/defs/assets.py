@@ -30,6 +30,7 @@ from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.results import BatchResult, ChunkResult, ResolveReport
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.stream_run import StreamRunEnd
+from orchestration.defs import live_run
 from orchestration.defs.failures import one_line_failures
 from orchestration.defs.hooks import PipelineHooks
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
@@ -98,7 +99,8 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
     A batch that has caught up is committed here too when the run may wait for more
     (``tidemark.binlog.idle-wait-s``): if nothing comes, the run ends with no batch left to its hook.
     The ledger lists the batches committed here, so the hook reports the Doris tables all of them
-    wrote."""
+    wrote. A stop request (``tidemark run``'s Ctrl-C, ``orchestration/defs/live_run.py``) ends the
+    run with the batch in flight, which the hook commits."""
     override = context.run.tags.get(BINLOG_RUN_SECONDS_TAG)
     policy = service.stream_run_policy(float(override) if override is not None else None)
     ledger, run_id, step_key = service.step_ledger(), context.run.run_id, step_key_of(context)
@@ -111,6 +113,8 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
         batches.append(batch)
         ledger.record(run_id, step_key, batch_id=batch.batch_id, committed_batch_ids=committed)
         end = policy.before_commit(batch, run_started, time.monotonic())
+        if end is None and live_run.stop_requested():
+            end = StreamRunEnd.STOPPED
         if end is not None:
             return batches, end
         ahead = BinlogOffset.from_dict(service.server_offset()) > BinlogOffset.from_dict(batch.end_offset)
@@ -136,6 +140,7 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
             return batches, StreamRunEnd.LOST_LOAD
         committed = [*committed, batch.batch_id]
         ledger.record(run_id, step_key, batch_id=None, committed_batch_ids=committed)
+        live_run.batch_committed(batch)
         context.log.info(f"Committed binlog batch {batch.batch_id} ({sum(batch.events_per_table.values())} "
                          f"change(s)); the stream is at {offset_text(batch.end_offset)}")
         if idle_until is not None:
@@ -148,7 +153,8 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
             if idle_end is not None:
                 return batches, idle_end  # every batch is committed: the hook has none left
             decision = max(0.0, batch_started + policy.batch_interval_s - time.monotonic())
-        time.sleep(decision)
+        if live_run.wait_unless_stopped(decision):
+            return batches, StreamRunEnd.STOPPED  # every batch is committed: the hook has none left
 
 
 IDLE_POLL_S = 0.25
@@ -160,6 +166,8 @@ def _wait_for_binlog(service: PipelineService, end_offset: dict[str, Any], until
     end = BinlogOffset.from_dict(end_offset)
     with service.session():  # one MySQL connection for every poll
         while True:
+            if live_run.stop_requested():
+                return StreamRunEnd.STOPPED
             if service.binlog_paused():
                 return StreamRunEnd.PAUSED
             if BinlogOffset.from_dict(service.server_offset()) > end:
