@@ -8,6 +8,15 @@ waits, and kills what is left, so no code server is orphaned. A process killed o
 handler, so ``start`` also launches a watchdog (``orchestration/cli/dev_watchdog.py``) that does the
 same stop once the process that started the services is gone, however it died. The end-to-end
 tests and the freshness bench use the same class.
+
+One code server serves both (``dagster code-server start``, its own process group), as ``dagster
+dev`` does, and the two are pointed at it by a ``grpc_server`` workspace written into
+DAGSTER_HOME. Left to themselves, each would start a code server of its own, and the daemon
+reloads its workspace every 60 s (Dagster's ``RELOAD_WORKSPACE_INTERVAL``) by starting a fresh
+code server and abandoning the old one, which shuts itself down 20 s later for want of
+heartbeats, warning "No heartbeat received in 20 seconds, shutting down": a warning on the
+terminal and a re-import of the code location every minute, for ever (issue 29, item 5). With a
+server the daemon does not own, its reload re-reads the same server and starts no process.
 """
 
 from __future__ import annotations
@@ -35,6 +44,18 @@ STOP_TIMEOUT_S = 20.0
 # ``.logs_queue``, posts to Dagster's telemetry server and deletes.
 DEV_LOG_DIR = "dev_logs"
 CODE_LOCATION = ["-m", "orchestration.definitions", "-a", "defs"]
+# The code location's name, as in workspace.yaml (what `dagster dev -w workspace.yaml` shows too).
+LOCATION_NAME = "tidemark"
+WORKSPACE_FILE = "dev_workspace.yaml"
+CODE_SERVER_READY_S = 180.0
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 def _default_signals() -> None:
@@ -122,14 +143,55 @@ class DagsterServices:
 
     def start(self) -> DagsterServices:
         self.init_storage()
-        location = [*CODE_LOCATION, "-d", str(self.working_dir)]
-        if self.want_daemon:
-            # Dagster's daemon CLI, its backfill daemon waking every 2 s (orchestration/cli/dagster_daemon.py)
-            self._spawn("daemon", [sys.executable, "-m", "orchestration.cli.dagster_daemon", "run", *location])
-        if self.want_webserver:
-            self._spawn("webserver", [_script("dagster-webserver"), "-h", self.host, "-p", str(self.port), *location])
-        self._start_watchdog()
+        if not (self.want_daemon or self.want_webserver):
+            return self
+        workspace = self._start_code_server()
+        try:
+            if self.want_daemon:
+                # Dagster's daemon CLI, its backfill daemon waking every 2 s (orchestration/cli/dagster_daemon.py)
+                self._spawn("daemon", [sys.executable, "-m", "orchestration.cli.dagster_daemon", "run",
+                                       "-w", str(workspace)])
+            if self.want_webserver:
+                self._spawn("webserver", [_script("dagster-webserver"), "-h", self.host, "-p", str(self.port),
+                                          "-w", str(workspace)])
+        finally:
+            self._start_watchdog()
         return self
+
+    def _start_code_server(self) -> Path:
+        """The one code server the daemon and the webserver share; the workspace file naming it."""
+        import yaml
+
+        port = _free_port("127.0.0.1")
+        self._spawn("code_server", [_script("dagster"), "code-server", "start", "-h", "127.0.0.1", "-p", str(port),
+                                    "--location-name", LOCATION_NAME, *CODE_LOCATION, "-d", str(self.working_dir)])
+        workspace = self.home / WORKSPACE_FILE
+        workspace.write_text(yaml.safe_dump({"load_from": [{"grpc_server": {
+            "host": "127.0.0.1", "port": port, "location_name": LOCATION_NAME}}]}))
+        try:
+            self._wait_code_server(port)
+        except BaseException:
+            self._start_watchdog()
+            raise
+        return workspace
+
+    def _wait_code_server(self, port: int, timeout_s: float = CODE_SERVER_READY_S) -> None:
+        """Until the code server answers a ping (the webserver and the daemon load from it once, at start)."""
+        from dagster._grpc.client import DagsterGrpcClient
+
+        client = DagsterGrpcClient(port=port, host="127.0.0.1")
+        deadline = time.monotonic() + timeout_s
+        proc = self.procs["code_server"]
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the Dagster code server exited early ({proc.returncode}); "
+                                   + (f"see {self.log_dir}/code_server.log" if self.log_dir else "see its output"))
+            try:
+                client.ping("")
+                return
+            except Exception:  # noqa: BLE001 - not listening yet: Dagster's client raises its own errors
+                time.sleep(0.5)
+        raise RuntimeError(f"the Dagster code server did not answer on 127.0.0.1:{port} within {timeout_s:.0f} s")
 
     def _start_watchdog(self) -> None:
         """The guard that stops the groups if this process is killed without running ``stop``."""
