@@ -201,7 +201,21 @@ class OnceRun:
         with phase("binlog"):
             self._binlog(_offset(target))
         self._no_pending_left()
+        if self.parity_checks:
+            with phase("parity"):
+                self._table_parity()
         return self.summary
+
+    def _table_parity(self) -> None:
+        """binlog_stream's table_parity check (``tidemark verify`` as a check), once the run is done:
+        the UI then shows it evaluated, and a difference is said here too (the run still exits 0: the
+        check is not blocking; ``tidemark verify`` is the command that fails on a difference)."""
+        with self.console.status(f"[bold]{self.handle.slug}[/]: comparing every table in MySQL and Doris..."):
+            result = self._execute(self.handle.verify_job_name)
+        for evaluation in result.get_asset_check_evaluations():
+            if not evaluation.passed:
+                self.console.print(f"[yellow]{self.handle.slug}: the table_parity check failed: "
+                                   f"{evaluation.description or 'see its metadata in the UI'}[/yellow]")
 
     def _no_pending_left(self) -> None:
         pending = self.service.pending_transactions()
@@ -289,12 +303,16 @@ class OnceRun:
         started = time.monotonic()
         self._resume_paused()
         with self.console.status("") as status:
-            for _ in range(MAX_BATCHES):
+            for attempt in range(MAX_BATCHES):
                 lag = self.service.binlog_lag()
                 committed = _offset(lag.committed_offset)
                 self.summary.final_offset = str(committed) if committed else "-"
-                if committed is not None and target is not None and committed >= target:
+                caught_up = committed is not None and target is not None and committed >= target
+                if caught_up and attempt:
                     break
+                # caught up already (a run right after the snapshot): one batch all the same, so that
+                # binlog_stream is materialized, saying where the stream stands (nothing new since the
+                # snapshot), rather than "never materialized" after a complete run
                 status.update(f"[bold]{self.handle.slug}[/] binlog: committed {committed or '-'}, target {target}, "
                               f"server {lag.server_offset.get('file')}:{lag.server_offset.get('position')}"
                               + (f", {lag.bytes_behind:,} bytes behind" if lag.bytes_behind is not None else ""))
@@ -303,15 +321,20 @@ class OnceRun:
                 result = self._execute(self.handle.binlog_job_name,
                                        tags={**self.handle.run_tags(stream=True), BINLOG_RUN_SECONDS_TAG: "0"})
                 md = result.asset_materializations_for_node(f"{self.handle.slug}__binlog_stream")[0].metadata
-                self.summary.batches += 1
                 self.summary.events += int(md["events"].value)
                 lag_s = md.get("lag_s")
+                if not md["batch_id"].value:
+                    self.console.log(f"binlog: nothing new since {md['start_offset'].value}")
+                    break
+                self.summary.batches += 1
                 self.console.log(f"batch {md['batch_id'].value}: {md['start_offset'].value} → {md['end_offset'].value}, "
                                  f"{md['events'].value} events" + (f", lag {lag_s.value:.1f} s" if lag_s else ""))
                 if "stopped_at_ddl" in md:
                     ddl = md["stopped_at_ddl"].value
                     self._schema_change(_offset(ddl.get("offset")))
                     continue
+                if caught_up:
+                    break
                 after = _offset(self.service.binlog_lag().committed_offset)
                 if committed is not None and after is not None and after <= committed:
                     raise RunOnceError(f"binlog batch {md['batch_id'].value} did not move the committed offset "

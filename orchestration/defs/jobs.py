@@ -22,10 +22,11 @@ class PipelineJobs:
     splits_job: UnresolvedAssetJobDefinition
     snapshot_job: UnresolvedAssetJobDefinition
     binlog_job: UnresolvedAssetJobDefinition
+    verify_job: UnresolvedAssetJobDefinition
 
     @property
     def all(self) -> list[UnresolvedAssetJobDefinition]:
-        return [self.splits_job, self.snapshot_job, self.binlog_job]
+        return [self.splits_job, self.snapshot_job, self.binlog_job, self.verify_job]
 
 
 def build_jobs(handle: PipelineHandle, assets: PipelineAssets, checks: PipelineChecks) -> PipelineJobs:
@@ -52,4 +53,12 @@ def build_jobs(handle: PipelineHandle, assets: PipelineAssets, checks: PipelineC
         tags=handle.run_tags(stream=True),
         description="One binlog micro-batch (what binlog_sensor and incremental_schedule launch).",
     )
-    return PipelineJobs(splits_job, snapshot_job, binlog_job)
+    verify_job = define_asset_job(
+        handle.verify_job_name,
+        selection=AssetSelection.checks(checks.table_parity),
+        executor_def=in_process_executor,
+        tags=handle.run_tags(),
+        description="binlog_stream's table_parity check alone: every captured table, MySQL against Doris "
+        "(`tidemark run --once` runs it at its end).",
+    )
+    return PipelineJobs(splits_job, snapshot_job, binlog_job, verify_job)

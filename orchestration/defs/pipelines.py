@@ -117,6 +117,10 @@ class PipelineHandle:
         return f"{self.slug}_binlog_job"
 
     @property
+    def verify_job_name(self) -> str:
+        return f"{self.slug}_verify_job"
+
+    @property
     def sensor_name(self) -> str:
         return f"{self.slug}_binlog_sensor"
 

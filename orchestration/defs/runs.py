@@ -9,7 +9,7 @@
 * ``IN_FLIGHT_STATUSES`` / ``EXECUTING_STATUSES``: the one list of "not finished" run states
   (and the part of it that is actually running), for every check of that kind.
 * ``record_run_process`` / ``fail_dead_runs``: a run that executes writes down its host, pid and
-  the pid's start time in its tags; a run still marked executing whose process on this host is
+  the pid's start time in one hidden tag (``RUN_PROCESS_TAG``, not shown on the UI's run rows); a run still marked executing whose process on this host is
   gone (a ``kill -9``, an OOM kill, a reboot) is marked failed, so it no longer blocks the
   pipeline. Its prepared work is resolved by the next run (``PipelineService.resolve_pending``).
   Runs on other hosts are Dagster's run monitoring's (dagster.yaml).
@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -51,7 +52,31 @@ MAX_RETRIES = 3
 logger = logging.getLogger(__name__)
 
 
-HOST_TAG, PID_TAG, PID_START_TAG = "tidemark/host", "tidemark/pid", "tidemark/pid_start"
+# Where a run executes, as one tag: {"host", "pid", "pid_start"} (JSON). Dagster hides tags under its
+# ``.dagster/`` prefix (dagster._core.storage.tags.HIDDEN_TAG_PREFIX) from the UI's run rows: this one
+# is bookkeeping for fail_dead_runs, not something a user reads.
+RUN_PROCESS_TAG = ".dagster/tidemark_run_process"
+
+
+@dataclass(frozen=True)
+class RunProcess:
+    """The process executing a run: its host, pid and the pid's start time (empty: unknown)."""
+
+    host: str
+    pid: int
+    pid_start: str
+
+    def to_tag(self) -> str:
+        return json.dumps({"host": self.host, "pid": self.pid, "pid_start": self.pid_start})
+
+    @classmethod
+    def of(cls, run: DagsterRun) -> RunProcess | None:
+        """The process the run's tag names; None without the tag (or with one that does not parse)."""
+        try:
+            value = json.loads(run.tags[RUN_PROCESS_TAG])
+            return cls(str(value["host"]), int(value["pid"]), str(value.get("pid_start") or ""))
+        except (KeyError, ValueError, TypeError):
+            return None
 
 
 def _pid_start(pid: int) -> str | None:
@@ -68,17 +93,17 @@ def _pid_start(pid: int) -> str | None:
 def record_run_process(instance: DagsterInstance, run_id: str) -> None:
     """Tag the run with the process executing it (called as its first step sets up)."""
     pid = os.getpid()
-    instance.add_run_tags(run_id, {HOST_TAG: socket.gethostname(), PID_TAG: str(pid),
-                                   PID_START_TAG: _pid_start(pid) or ""})
+    process = RunProcess(socket.gethostname(), pid, _pid_start(pid) or "")
+    instance.add_run_tags(run_id, {RUN_PROCESS_TAG: process.to_tag()})
 
 
 def run_process_gone(run: DagsterRun) -> bool:
     """The run says it executes in a process of this host that no longer exists."""
-    tags = run.tags
-    if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
+    process = RunProcess.of(run)
+    if process is None or process.host != socket.gethostname():
         return False
-    start = _pid_start(int(tags[PID_TAG]))
-    return start is None or (bool(tags.get(PID_START_TAG)) and start != tags[PID_START_TAG])
+    start = _pid_start(process.pid)
+    return start is None or (bool(process.pid_start) and start != process.pid_start)
 
 
 def fail_dead_runs(instance: DagsterInstance, runs: list[DagsterRun]) -> list[DagsterRun]:
@@ -89,7 +114,9 @@ def fail_dead_runs(instance: DagsterInstance, runs: list[DagsterRun]) -> list[Da
         if run.status not in EXECUTING_STATUSES or not run_process_gone(run):
             alive.append(run)
             continue
-        message = (f"the process executing this run (pid {run.tags[PID_TAG]} on {run.tags[HOST_TAG]}) is gone: it "
+        process = RunProcess.of(run)
+        where = f"pid {process.pid} on {process.host}" if process else "its pid"
+        message = (f"the process executing this run ({where}) is gone: it "
                    "was killed or its machine restarted. Tidemark marked the run failed; the pipeline's next run "
                    "finishes or redoes what it had prepared.")
         logger.warning("run %s: %s", run.run_id, message)

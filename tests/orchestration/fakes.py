@@ -168,9 +168,11 @@ class RecordingRunner(PipelineService):
         self._log("run_binlog_batch")
         if self.script.fail_batch:
             raise RuntimeError("boom: binlog read failed")
-        batch_id = f"b{next(self._batches):04d}"
         start = self.script.committed_offset or {"file": "binlog.000001", "position": 100}
         end = dict(self.script.server_offset)
+        if start == end:  # nothing to read: as the real batch, no batch at all
+            return BatchResult("", start, start, {}, ())
+        batch_id = f"b{next(self._batches):04d}"
         with self.store.transaction() as tx:
             tx.put_batch(BatchRecord(batch_id, start, end, BatchStatus.PREPARED, [{"label": f"l-{batch_id}", "txn_id": 9}]))
         return BatchResult(batch_id, start, end, {"shop.orders": 4, "shop.items": 1},

@@ -35,15 +35,35 @@ def test_snapshot_then_binlog_up_to_the_start_offset(harness):
     assert names.index("plan_splits") < names.index("run_chunks") < names.index("run_binlog_batch")
     assert runner.pending_transactions(log=False) == []
     assert "5 of 5 chunks" in str(summary_table(harness.handle, summary).columns[1]._cells)
-    # a second run finds everything done: no snapshot, no batch
+    # a second run finds everything done: no snapshot, no batch; binlog_stream is materialized all the same,
+    # at the offset where the stream stands
     runner.calls.clear()
+    before = harness.instance.get_latest_materialization_event(harness.handle.binlog_key)
     again = once(harness).run()
-    assert again.chunks_loaded == 0 and again.batches == 0
-    assert "run_chunks" not in runner.names() and "run_binlog_batch" not in runner.names()
+    assert again.chunks_loaded == 0 and again.batches == 0 and again.events == 0
+    assert "run_chunks" not in runner.names() and runner.names().count("run_binlog_batch") == 1
+    after = harness.instance.get_latest_materialization_event(harness.handle.binlog_key)
+    assert after.run_id != before.run_id
+    assert after.asset_materialization.metadata["end_offset"].value == "binlog.000001:400"
     # issue 29, item 10: the re-run's summary says the snapshot is done, not "0 of 0 chunks loaded"
     assert again.snapshot_done_before and again.chunks_total == 5
     text = str(summary_table(harness.handle, again).columns[1]._cells)
     assert "done before this run (5 chunk(s) committed); nothing to load" in text and "0 of 0" not in text
+
+
+def test_a_run_right_after_the_snapshot_materializes_binlog_stream_and_evaluates_table_parity(harness):
+    """The demo's `tidemark run --once`: nothing changed since the snapshot; binlog_stream still reads
+    materialized (not "Never materialized") and its table_parity check evaluated (not "Not evaluated")."""
+    run = once(harness)
+    run.service.script.committed_offset = None
+    run.service.script.server_offset = {"file": "binlog.000001", "position": 100}  # nothing after the snapshot
+    summary = run.run()
+    assert summary.batches == 0
+    assert harness.instance.get_latest_materialization_event(harness.handle.binlog_key) is not None
+    check = harness.instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [harness.handle.check_key(harness.handle.binlog_key, "table_parity")])
+    evaluation = next(iter(check.values()))
+    assert evaluation.status.value == "SUCCEEDED"
 
 
 def test_the_commit_computes_mysqls_side_of_parity_only_for_a_run_that_checks_it(harness):
