@@ -116,18 +116,21 @@ class Browser:
                             returnByValue=True)
         return str(result.get("result", {}).get("value") or "")
 
-    def render(self, url: str, name: str, wait_for: Sequence[str] = (), timeout_s: float = 30.0) -> Page:
-        """Load ``url``; once every string of ``wait_for`` is on the page (or ``timeout_s`` passed) and
-        the page had a moment to settle, keep ``<name>.png`` and ``<name>.html``."""
+    def render(self, url: str, name: str, wait_for: Sequence[str] = (), timeout_s: float = 30.0,
+               wait_gone: Sequence[str] = ()) -> Page:
+        """Load ``url``; once every string of ``wait_for`` is on the page and none of ``wait_gone`` (e.g.
+        a "Loading..." placeholder) is (or ``timeout_s`` passed) and the page had a moment to settle,
+        keep ``<name>.png`` and ``<name>.html``."""
         self._call("Page.navigate", url=url)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             text = self._text()
-            if text and all(w in text for w in wait_for):
+            if text and all(w in text for w in wait_for) and not any(w in text for w in wait_gone):
                 break
             time.sleep(0.25)
         else:
-            logger.warning("%s: still missing %s after %.0f s", url, [w for w in wait_for if w not in text], timeout_s)
+            logger.warning("%s: still missing %s (or showing %s) after %.0f s", url,
+                           [w for w in wait_for if w not in text], [w for w in wait_gone if w in text], timeout_s)
         time.sleep(0.5)  # the last requests' results land (counts, badges) before the picture is taken
         shot = self.out_dir / f"{name}.png"
         shot.write_bytes(base64.b64decode(self._call("Page.captureScreenshot", format="png")["data"]))

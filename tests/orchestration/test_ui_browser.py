@@ -1,11 +1,14 @@
-"""The Dagster UI in a real browser: a pipeline after its snapshot, served by ``dagster-webserver``
-(as ``tidemark dev`` starts it), rendered by Debian's headless Chromium page by page: the asset
-graph, the checks, the ``snapshot_chunks`` partitions, the automation page and the snapshot run.
+"""The Dagster UI in a real browser: a pipeline after the demo's ``tidemark run --once``, served by
+``dagster-webserver`` (as ``tidemark dev`` starts it), rendered by Debian's headless Chromium page by
+page: the asset graph (``binlog_stream`` materialized, its ``table_parity`` check evaluated), the
+checks, the ``snapshot_chunks`` partitions, the automation page, the snapshot run, a Doris table
+asset, and a binlog run that failed because Doris was down (its cause on one line).
 
 The screenshots (and the rendered DOM) stay in the test's tmp directory under ``ui/``, and are
 copied to ``$TIDEMARK_UI_ARTIFACTS`` when it is set.
 """
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -15,25 +18,28 @@ from rich.console import Console
 
 from devstack.dagster_graphql import DagsterApi
 from devstack.procs import free_port
+from devstack.stack import DorisStandIn
 from orchestration.cli.dev import DagsterServices
 from orchestration.cli.instance import prepare_home
 from orchestration.cli.run_once import OnceRun
 from orchestration.definitions import build_definitions
 from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.runs import failure_message
 from tests.browser import Browser, chromium_missing
 from tests.orchestration.test_e2e_dagster import _create_tables, write_e2e_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fresh_db, doris_standin, tmp_path,
-                                                     spark_session):
+def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fresh_db, tmp_path, spark_session):
     assert chromium_missing() is None, chromium_missing()
     _create_tables(root_conn, fresh_db)
     name = f"ui_{fresh_db}"
     path = tmp_path / f"{name}.yaml"
-    write_e2e_pipeline(path, mysql_server, doris_standin, fresh_db, name,
-                       tmp_path / "state")
+    # a Doris of its own: the test stops it to fail a run as an outage does
+    doris = DorisStandIn(tmp_path / "doris", fe_port=free_port(), be_port=free_port())
+    doris.start()
+    write_e2e_pipeline(path, mysql_server, doris, fresh_db, name, tmp_path / "state")
     handle = PipelineHandle.load(path)
     home = prepare_home(tmp_path / "dagster")
     services = DagsterServices([path], home, port=free_port(), daemon=False, log_dir=tmp_path / "logs",
@@ -45,7 +51,8 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
             # The split plan first: the code location the webserver loads then has the Doris table assets.
             build_definitions([handle]).resolve_job_def(handle.splits_job_name).execute_in_process(instance=instance)
             services.start()  # it loads while the snapshot runs, in process, on the instance it serves
-            OnceRun(handle, instance, console=Console(stderr=True, quiet=True), parity_checks=False).run()
+            # as the demo's `tidemark run --once`: the snapshot, one binlog batch, the table_parity check
+            OnceRun(handle, instance, console=Console(stderr=True, quiet=True), parity_checks=True).run()
             runs = instance.get_runs(filters=dg.RunsFilter(job_name=handle.snapshot_job_name))
             chunks = instance.get_dynamic_partitions(handle.partitions_name)
         print(f"snapshot done after {time.monotonic() - started:.1f} s", file=sys.stderr)
@@ -62,7 +69,7 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
         with Browser(out) as browser:
             pages = {
                 "1-asset-graph": browser.render(f"{base}/locations/{location}/asset-groups/{slug}", "1-asset-graph",
-                                                nodes),
+                                                nodes, wait_gone=("Loading...",)),
                 "2-chunk-checks": browser.render(f"{base}/assets/{slug}/snapshot_chunks?view=checks",
                                                  "2-chunk-checks", check_names),
                 "3-partitions": browser.render(f"{base}/assets/{slug}/snapshot_chunks?view=partitions",
@@ -72,11 +79,37 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
                                                  [handle.snapshot_job_name, "snapshot_chunks"]),
                 "6-doris-items": browser.render(f"{base}/assets/doris/{fresh_db}/items", "6-doris-items",
                                                 table_shows),
+                "7-binlog-stream": browser.render(f"{base}/assets/{slug}/binlog_stream?view=checks",
+                                                  "7-binlog-stream", ("table_parity", "Succeeded")),
             }
+            # then an outage: Doris down while a change waits in the binlog; the binlog run fails
+            doris.stop()
+            with root_conn.cursor() as cur:
+                cur.execute(f"UPDATE `{fresh_db}`.items SET qty = qty + 1 WHERE id = 1")
+            with dg.DagsterInstance.from_config(str(home)) as instance:
+                failed = build_definitions([handle]).resolve_job_def(handle.binlog_job_name).execute_in_process(
+                    instance=instance, raise_on_error=False, tags=handle.run_tags(stream=True))
+                assert not failed.success
+                # what a user reads of the failed run: its step's error, the line `tidemark status` shows too
+                cause = failure_message(instance, instance.get_run_by_id(failed.run_id))
+            cause_shown = cause.split(": ", 1)[-1][:80]
+            pages["8-failed-run"] = browser.render(f"{base}/runs/{failed.run_id}", "8-failed-run",
+                                                   ("RUN_FAILURE", cause_shown))
 
         graph = pages["1-asset-graph"]
         for node in nodes:
             assert node in graph.text, f"asset {node} is not on the graph ({graph.screenshot})"
+        # after the demo's run every pipeline asset was materialized: none reads "Never materialized"
+        assert "Never materialized" not in graph.text, f"an asset is never materialized ({graph.screenshot})"
+        assert "Not evaluated" not in graph.text, f"a check is not evaluated ({graph.screenshot})"
+        node = re.search(r"binlog_stream Latest event (.*?) Asset checks (.*?) Partitions\b.*?\bAutomation\b.*?"
+                         r"\b(Materialized|Never materialized)", graph.text)
+        assert node, f"the binlog_stream node is not drawn ({graph.screenshot})"
+        assert node.group(3) == "Materialized" and node.group(2) == "2 / 2 Passed", (node.group(0), graph.screenshot)
+
+        stream = pages["7-binlog-stream"]
+        assert "table_parity" in stream.text and "Not evaluated" not in stream.text, stream.screenshot
+        assert "Succeeded" in stream.text, f"table_parity did not pass ({stream.screenshot})"
 
         checks = pages["2-chunk-checks"]
         for check in check_names:
@@ -98,9 +131,17 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
         table = pages["6-doris-items"]
         for shown in table_shows:
             assert shown in table.text, f"{shown!r} is not on the Doris table's page ({table.screenshot})"
+
+        failure = pages["8-failed-run"]
+        assert "Failure" in failure.text and cause_shown in failure.text, (
+            f"the failed run does not show its cause {cause_shown!r} ({failure.screenshot})")
+        assert "Doris" in cause and "Traceback" not in failure.text, (cause, failure.screenshot)
+        # the run rows carry no bookkeeping tags (the run's process is a hidden .dagster/ tag)
+        assert "tidemark/pid" not in failure.text and "tidemark/host" not in failure.text, failure.screenshot
         print(f"pages rendered after {time.monotonic() - started:.1f} s", file=sys.stderr)
     finally:
         services.stop()
+        doris.stop()
     assert sorted(p.name for p in out.glob("*.png")) == [
         "1-asset-graph.png", "2-chunk-checks.png", "3-partitions.png", "4-automation.png", "5-snapshot-run.png",
-        "6-doris-items.png"]
+        "6-doris-items.png", "7-binlog-stream.png", "8-failed-run.png"]
