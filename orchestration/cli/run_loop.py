@@ -132,6 +132,9 @@ class LoopRun(OnceRun):
                 self._snapshot()
             if self.stop_requested():
                 return self.summary
+        else:
+            self.summary.snapshot_done_before = True
+            self.summary.chunks_total = len(self.service.chunk_statuses())
         self._resume_paused()
         started = time.monotonic()
         try:
