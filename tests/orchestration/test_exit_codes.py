@@ -23,6 +23,8 @@ from tests.orchestration.fakes import write_pipeline
 COMMANDS = {
     "validate": ["validate"],
     "run": ["run", "--once"],
+    "run (continuous)": ["run"],
+    "sql": ["sql", "SELECT 1"],
     "verify": ["verify"],
     "status": ["status"],
     "splits": ["splits"],
@@ -114,6 +116,51 @@ def test_run_codes_by_outcome(outcome, code, pipeline, run_steps, monkeypatch, c
     assert main(["run", str(pipeline), "--once"]) == code
     err = capsys.readouterr().err
     assert ("1 of 1 chunks loaded" in err) if code == 0 else ("tidemark run codes: " in err)
+
+
+@pytest.mark.parametrize("outcome, code", [("stopped", 0), ("failed", 1), ("paused", 3)])
+def test_run_without_once_codes_by_outcome(outcome, code, pipeline, run_steps, monkeypatch, capsys):
+    from cdc_core.pipeline import preflight
+    from orchestration.cli import run_loop, run_once
+
+    def run(self: Any) -> run_once.Summary:
+        if outcome == "failed":
+            raise run_once.RunOnceError("codes__binlog_stream: 8 binlog runs failed in a row; stopped")
+        if outcome == "paused":
+            raise run_once.RunOnceError("the binlog of 'codes' is paused by a schema change", code=3)
+        return run_once.Summary(chunks_total=1, chunks_loaded=1, rows=2, batches=3, events=7)
+
+    monkeypatch.setattr(preflight, "check_connections", lambda definition: None)
+    monkeypatch.setattr(run_loop.LoopRun, "run", run)
+    assert main(["run", str(pipeline)]) == code
+    err = capsys.readouterr().err
+    assert ("3 batch(es), 7 events" in err) if code == 0 else ("tidemark run codes: " in err)
+
+
+def test_run_without_once_1_when_a_server_does_not_answer(pipeline, run_steps, capsys):
+    assert main(["run", str(pipeline)]) == 1
+    assert "does not answer" in capsys.readouterr().err
+    assert not (pipeline.parent / "state").exists()
+
+
+def test_run_without_once_2_for_two_pipelines(pipeline, tmp_path, capsys):
+    other = write_pipeline(tmp_path, name="other")
+    assert main(["run", str(pipeline), str(other)]) == 2
+    assert "one pipeline per command" in capsys.readouterr().err
+
+
+# -- sql -----------------------------------------------------------------------------------------
+
+
+def test_sql_1_when_doris_does_not_answer(pipeline, capsys):
+    assert main(["sql", str(pipeline), "SELECT 1"]) == 1
+    err = capsys.readouterr().err
+    assert "does not answer" in err and len(err.strip().splitlines()) == 1
+
+
+def test_sql_2_for_a_limit_beyond_the_query_api(pipeline, capsys):
+    assert main(["sql", str(pipeline), "SELECT 1", "--limit", "20000"]) == 2
+    assert "--limit must be between 1 and 10000" in capsys.readouterr().err
 
 
 # -- verify --------------------------------------------------------------------------------------
