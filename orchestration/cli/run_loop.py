@@ -150,19 +150,14 @@ class LoopRun(OnceRun):
         failures = 0
         must_run = True  # the first run: it materializes binlog_stream even when nothing moved
         while not self.stop_requested():
-            lag = self.service.binlog_lag()
-            committed = _offset(lag.committed_offset)
-            self.live.set(offset=str(committed) if committed else "-")
-            server = _offset(lag.server_offset)
-            if not must_run and committed is not None and server is not None and server <= committed:
-                self.live.set(phase=Phase.CAUGHT_UP, lag_s=0.0, note="")
-                live_run.wait_unless_stopped(poll_s)
-                continue
-            self.live.set(phase=Phase.STREAMING, note="")
             try:
+                if not must_run and not self._binlog_moved():
+                    live_run.wait_unless_stopped(poll_s)
+                    continue
+                self.live.set(phase=Phase.STREAMING, note="")
                 self._one_binlog_run()
-            except RunOnceError as exc:
-                if exc.code != 1:
+            except (RunOnceError, ConnectionError) as exc:  # ConnectionError: MySQL down while polling
+                if isinstance(exc, RunOnceError) and exc.code != 1:
                     raise
                 failures += 1
                 if failures >= MAX_FAILED_RUNS:
@@ -175,6 +170,16 @@ class LoopRun(OnceRun):
                 continue
             failures = 0
             must_run = False
+
+    def _binlog_moved(self) -> bool:
+        """Whether the server's binlog is past the committed offset (else the live line says caught up)."""
+        lag = self.service.binlog_lag()
+        committed, server = _offset(lag.committed_offset), _offset(lag.server_offset)
+        self.live.set(offset=str(committed) if committed else "-")
+        if committed is not None and server is not None and server <= committed:
+            self.live.set(phase=Phase.CAUGHT_UP, lag_s=0.0, note="")
+            return False
+        return True
 
     def _one_binlog_run(self) -> None:
         self._run_counted = self._run_batches = 0
