@@ -249,7 +249,9 @@ def _run(args: argparse.Namespace) -> int:
     handles = ready
     where = dagster_home_for(handles)
     home = prepare_home(where)
-    console.print(f"tidemark run: {escape(where.describe())}", soft_wrap=True, highlight=False)
+    # Which instance records the runs goes to stdout: stderr is the run's progress and, when it fails,
+    # exactly one line saying why (docs/cli.md).
+    print(f"tidemark run: {where.describe()}", flush=True)
     started = time.perf_counter()
     with DagsterInstance.from_config(str(home)) as instance:
         if not args.once:

@@ -50,7 +50,7 @@ def test_a_users_dagster_home_and_the_state_on_postgresql(mysql_server, root_con
     first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     assert (f"Dagster instance: {home} (from DAGSTER_HOME; the user's dagster.yaml, used as it is)"
-            in first.stderr.replace("\n", "")), first.stderr[-3000:]
+            in first.stdout.replace("\n", "")), first.stdout[-3000:]
     assert "chunks loaded" in first.stderr
     with root_conn.cursor() as cur:  # changes after the snapshot: the second run applies them from the binlog
         cur.execute(f"UPDATE `{fresh_db}`.items SET qty = qty + 5 WHERE id <= 300")
