@@ -30,6 +30,7 @@ from devstack.mysql import CDC_PASSWORD, CDC_USER, MariaDBServer
 log = logging.getLogger(__name__)
 
 REPLICA_BINLOG_BASENAME = "replica-bin"
+PROMOTED_MARKER = "promoted"
 
 
 class ReplicationError(RuntimeError):
@@ -53,10 +54,13 @@ class MariaDBReplica(MariaDBServer):
         self.min_binlog_index = min_binlog_index
 
     def start(self, timeout_s: float = 60.0):  # type: ignore[override]
-        """Start the server and (unless it already replicates, or was promoted) replication."""
+        """Start the server and (unless it already replicates) replication; a promoted server
+        (:meth:`promote`, before a restart) starts as the primary it became, writable."""
         endpoint = super().start(timeout_s)
         self._rotate_to(self.min_binlog_index)
-        if not self._configured():
+        if self.promoted():  # a primary now: --read-only=ON is for a replica
+            self.root_sql("SET GLOBAL read_only = OFF;")
+        elif not self._configured():
             self._check_primary_history()
             self.root_sql(
                 f"CHANGE MASTER TO MASTER_HOST='{self.primary.host}', MASTER_PORT={self.primary.port}, "
@@ -87,6 +91,12 @@ class MariaDBReplica(MariaDBServer):
     def _configured(self) -> bool:
         return bool(self.slave_status().get("Master_Host"))
 
+    def promoted(self) -> bool:
+        """Whether :meth:`promote` made this server a primary (a marker in its directory: after a
+        restart ``SHOW SLAVE STATUS`` is empty both for a promoted server and for a fresh one, and
+        a promoted one must not be pointed back at its old primary)."""
+        return (self.base_dir / PROMOTED_MARKER).exists()
+
     # -- operations ----------------------------------------------------------------------------
 
     def wait_caught_up(self, timeout_s: float = 60.0) -> str:
@@ -111,6 +121,7 @@ class MariaDBReplica(MariaDBServer):
     def promote(self) -> None:
         """Make this replica a primary: stop replicating, forget the old primary, accept writes."""
         self.root_sql("STOP SLAVE;\nRESET SLAVE ALL;\nSET GLOBAL read_only = OFF;")
+        (self.base_dir / PROMOTED_MARKER).write_text(f"promoted; replicated from port {self.primary.port}\n")
         log.info("replica on port %d promoted", self.port)
 
     # -- helpers -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.ddl import DdlParseError, MySqlDdlParser
+from cdc_core.mysql.purge import BinlogPurgedError
 
 _USE = re.compile(r"^use `((?:[^`]|``)*)`; (.*)$", re.DOTALL)
 _SKIP_HEADS = ("BEGIN", "COMMIT", "ROLLBACK", "XA ", "SAVEPOINT", "RELEASE")
@@ -80,8 +81,9 @@ class DdlScanner:
                 cur.execute("SHOW BINARY LOGS")
                 files = [row[0] for row in cur.fetchall()]
                 if start.file not in files:
-                    raise RuntimeError(f"binlog file {start.file} is no longer on the server (purged?); "
-                                       "the stream cannot resume there either")
+                    # the stream cannot resume there either: its run heals (on-purged: resnapshot)
+                    # or stops naming the fix; the caller says so instead of failing a sensor tick
+                    raise BinlogPurgedError(start, files)
                 last = start
                 for name in files[files.index(start.file):]:
                     if BinlogOffset(name, 0).file_index > stop.file_index:

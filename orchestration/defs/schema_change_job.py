@@ -51,6 +51,7 @@ from dagster import (
 )
 
 from cdc_core.model.offsets import BinlogOffset
+from cdc_core.mysql.purge import BinlogPurgedError
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
 from orchestration.defs.failures import one_line_failures
 from orchestration.defs.pipelines import PipelineHandle
@@ -157,7 +158,14 @@ def decide_schema_change_run(handle: PipelineHandle, service: Any, instance: Any
         raw = current.get("ddl_offset") or current.get("requested_offset")
         offset = BinlogOffset.from_dict(raw) if raw else None
     else:
-        found = service.schema_change_steps().next_ddl()
+        try:
+            found = service.schema_change_steps().next_ddl()
+        except BinlogPurgedError as exc:
+            # Not this sensor's to heal: the binlog stream's run meets the same purge and resnapshots
+            # (tidemark.binlog.on-purged: resnapshot) or stops with the message naming the fix.
+            return SkipReason(f"the binlog '{handle.slug}' would resume from ({exc.offset.file}) was purged; "
+                              "binlog_stream heals it (tidemark.binlog.on-purged: resnapshot) or stops naming "
+                              "`tidemark resnapshot`; no DDL to look for until then")
         if found is None:
             return SkipReason(f"no DDL on a captured table of '{handle.slug}' ahead of the committed offset")
         offset = found.offset
