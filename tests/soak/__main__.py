@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -37,7 +38,12 @@ def verdict(fig: dict) -> list[str]:
     return problems
 
 
+def _stop(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")  # the harness's finally stops the writer, dev and the servers
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(prog="python -m tests.soak", description=__doc__)
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=None)

@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 DB = "soak"
 PIPELINE = "soak"
-CATCH_UP_TIMEOUT_S = 900.0
+CATCH_UP_TIMEOUT_S = 600.0
 DEV_READY_S = 300.0
 
 
