@@ -75,6 +75,14 @@ def test_replica_with_lower_numbered_files_replicates_and_is_promoted(tmp_path, 
     assert after.gtid_binlog_pos == f"0-2-{seq + 1}"  # the sequence goes on after the primary's last
     assert replica.root_sql("SELECT count(*) FROM app.t").strip() == "4"
 
+    # a promoted server restarted (the soak's MariaDB restart after its failover) stays the primary it
+    # became: writable, not pointed back at the old primary (SHOW SLAVE STATUS is empty either way)
+    replica.stop()
+    replica.start()
+    assert replica.promoted() and replica.slave_status() == {} and not replica.identity().read_only
+    replica.root_sql("INSERT INTO app.t VALUES (5, 'restarted');")
+    assert replica.root_sql("SELECT count(*) FROM app.t").strip() == "5"
+
 
 def test_replica_with_higher_numbered_files_and_a_purged_primary_is_refused(tmp_path, servers) -> None:
     primary = servers(MariaDBServer, tmp_path / "p", port=free_port())
