@@ -64,6 +64,9 @@ class DorisSinkOptions(OptionBlock):
     table_create_auto_partition_properties: dict[str, str] = Field(
         default_factory=dict, alias="table.create.auto-partition.properties.*"
     )
+    # a table without a primary key: "exact" (UNIQUE model keyed by a hidden row identity, updates and
+    # deletes applied) or "append" (DUPLICATE model, deletes dropped); cdc_core/doris/table_creation.py
+    table_create_keyless: Literal["exact", "append"] = Field("exact", alias="table.create.keyless")
     # HTTPS: ``fenodes`` (and ``benodes``) written ``https://host:port``; ``ssl-ca`` a PEM file of
     # the CA(s) that signed the FE's and BE's certificates (else the system's trusted CAs).
     ssl_ca: str | None = Field(None, alias="ssl-ca")

@@ -33,9 +33,16 @@ from cdc_core.doris.labels import label_prefix, make_label
 from cdc_core.doris.metadata_applier import AppliedChange, DorisMetadataApplier
 from cdc_core.doris.partitioning import PartitionSpec, auto_partition_spec, partition_unit
 from cdc_core.doris.routing import TableRouter
+from cdc_core.doris.row_identity import ROW_HASH, with_identity
 from cdc_core.doris.rows import DELETE_SIGN
 from cdc_core.doris.stream_load import StreamLoader
-from cdc_core.doris.table_creation import DorisTable, TableCreator, TypeMapper, default_type_mapper
+from cdc_core.doris.table_creation import (
+    DorisTable,
+    KeylessMode,
+    TableCreator,
+    TypeMapper,
+    default_type_mapper,
+)
 from cdc_core.doris.transaction_recovery import LabelRef, RecoveryReport, TransactionRecovery
 from cdc_core.doris.transactions import TwoPhaseCommitter
 from cdc_core.model.events import SchemaChangeEvent
@@ -57,7 +64,9 @@ class DorisSink:
                  exclude_schema_changes: Sequence[str] | None = None,
                  table_options: Callable[[TableId], Mapping[str, str]] | None = None,
                  partition_keys: Callable[[TableId], tuple[int, tuple[str, ...]] | None] | None = None,
-                 auto_partition_properties: Mapping[str, str] | None = None):
+                 auto_partition_properties: Mapping[str, str] | None = None,
+                 keyless: KeylessMode | str = KeylessMode.EXACT,
+                 transformed: Callable[[TableId], bool] | None = None):
         self.client = client
         self.label_prefix = label_prefix
         self.router = router or TableRouter()
@@ -74,6 +83,10 @@ class DorisSink:
         self.partition_keys = partition_keys or (lambda _source: None)
         self.auto_partition_properties = dict(auto_partition_properties or {})
         self.enable_delete = enable_delete
+        # table.create.keyless; a keyless table with a transform: rule is created APPEND (the binlog
+        # path cannot hash its projected images: cdc_core/doris/table_creation.py)
+        self.keyless = KeylessMode(keyless)
+        self.transformed = transformed or (lambda _source: False)
         self.include_schema_changes = tuple(include_schema_changes) if include_schema_changes is not None else None
         self.exclude_schema_changes = tuple(exclude_schema_changes or ())
         self._tables: dict[TableId, DorisTable] = {}
@@ -92,6 +105,7 @@ class DorisSink:
             "include_schema_changes": options.include_schema_changes,
             "exclude_schema_changes": options.exclude_schema_changes,
             "auto_partition_properties": options.table_create_auto_partition_properties,
+            "keyless": options.table_create_keyless,
         }
         settings.update(kwargs)
         return cls(DorisHttpClient.from_options(options), label_prefix, **settings)
@@ -115,6 +129,7 @@ class DorisSink:
             "type_mapper": type_mapper,
             "table_options": _rule_table_options(definition),
             "partition_keys": _rule_partition_keys(definition),
+            "transformed": _rule_matches(definition),
         }
         kwargs.update(overrides)
         prefix = label_prefix(definition.sink.configured_label_prefix, definition.name, label_epoch)
@@ -134,13 +149,18 @@ class DorisSink:
 
     @property
     def creator(self) -> TableCreator:
-        return TableCreator(self.catalog, self.type_mapper, properties=self.table_properties)
+        return TableCreator(self.catalog, self.type_mapper, properties=self.table_properties, keyless=self.keyless)
+
+    def keyless_mode(self, source: TableId) -> KeylessMode:
+        """How ``source``'s table is created should it have no primary key (append with a transform)."""
+        return KeylessMode.APPEND if self.transformed(source) else self.keyless
 
     def creator_for(self, source: TableId) -> TableCreator:
         """The creator for ``source``'s Doris table: sink properties, then its transform's table-options."""
         properties = {**self.table_properties, **self.table_options(source)}
         return TableCreator(self.catalog, self.type_mapper, properties=properties,
-                            partition=lambda target: self.partition_spec(source, target))
+                            partition=lambda target: self.partition_spec(source, target),
+                            keyless=self.keyless_mode(source))
 
     def partition_spec(self, source: TableId, target: TableId) -> PartitionSpec | None:
         """How ``target`` (``source``'s Doris table) is partitioned at creation: the transform rule's
@@ -159,6 +179,11 @@ class DorisSink:
         with self._lock:
             self._tables[target] = table
         return table
+
+    def forget(self, target: TableId) -> None:
+        """Drop the cached layout of ``target`` (the table was dropped or re-created)."""
+        with self._lock:
+            self._tables.pop(target, None)
 
     def table(self, target: TableId, *, refresh: bool = False) -> DorisTable:
         """The layout of an existing Doris table (read once, then cached)."""
@@ -191,6 +216,8 @@ class DorisSink:
         earlier attempt precommitted under the label is aborted, not reused (a snapshot chunk).
         """
         table = self.table(target)
+        if table.row_identity:
+            rows = _identified(rows, table, target, fresh)
         delete_sign = table.unique and self.enable_delete
         if not delete_sign:
             rows = _drop_deletes(rows, target, "has no primary key in Doris" if not table.unique
@@ -316,6 +343,33 @@ def _is_arrow(rows: Any) -> bool:
         isinstance(rows, Sequence) and bool(rows) and isinstance(rows[0], pa.RecordBatch))
 
 
+def _identified(rows: Any, table: DorisTable, target: TableId, fresh: bool) -> Any:
+    """Rows for a keyless table's exact form, with their identity: a binlog batch's carry it (the
+    copies come from Doris, ``cdc_core/pipeline/keyless.py``); a snapshot chunk's (``fresh``: it
+    holds every copy of its images) get it here."""
+    import pyarrow as pa
+
+    if _is_arrow(rows):
+        arrow = rows if isinstance(rows, pa.Table) else (
+            pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else pa.Table.from_batches(list(rows)))
+        if ROW_HASH in arrow.column_names:
+            return arrow
+        if fresh:
+            return with_identity(arrow, [c for c in table.visible_columns if c in arrow.column_names])
+    else:
+        rows = list(rows)
+        if all(ROW_HASH in r for r in rows):
+            return rows
+        if fresh:
+            names = table.visible_columns
+            arrow = with_identity(pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows]), names)
+            return [{**r, **i} for r, i in zip(rows, arrow.select(list(arrow.column_names[:2])).to_pylist(),
+                                               strict=True)]
+    raise ValueError(f"{target} is keyed by the row identity of its keyless source, and these rows carry none: only a "
+                     "whole snapshot chunk can be given one here; binlog rows get theirs from "
+                     "cdc_core/pipeline/keyless.py")
+
+
 def _drop_deletes(rows: Any, target: TableId, why: str) -> Any:
     """Rows without their deletes: a table that cannot delete would insert them again."""
     import pyarrow as pa
@@ -356,6 +410,12 @@ def _rule_partition_keys(definition: Any) -> Callable[[TableId], tuple[int, tupl
         return None
 
     return keys
+
+
+def _rule_matches(definition: Any) -> Callable[[TableId], bool]:
+    """Whether a ``transform:`` rule matches a source table."""
+    selectors = [TableSelector.parse(r.source_table) for r in getattr(definition, "transforms", ())]
+    return lambda source: any(s.matches(source.database, source.table) for s in selectors)
 
 
 def _rule_table_options(definition: Any) -> Callable[[TableId], Mapping[str, str]]:

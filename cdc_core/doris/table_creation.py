@@ -6,10 +6,17 @@ Layout of a table Tidemark creates (Flink CDC's ``DorisSchemaFactory`` plus the 
   lead; when the source has them elsewhere the columns are reordered and a message says so); a
   STRING key becomes ``VARCHAR(65533)`` (Doris keys cannot be STRING); a FLOAT, DOUBLE or JSON
   key column, which Doris cannot key on, is refused by name (:meth:`TableCreator.key_problems`,
-  also run at planning and ``validate --connect``). No primary key ⇒ DUPLICATE model, first
-  column as key and distribution key (when Doris accepts it as a key; else a duplicate table
-  without keys, ``enable_duplicate_without_keys_by_default``, distributed at random), no
-  sequence column, deletes dropped.
+  also run at planning and ``validate --connect``).
+* No primary key ⇒ still the UNIQUE model (``keyless`` ``exact``, the default): two hidden leading
+  key columns, ``__tidemark_row_hash VARCHAR(32)`` and ``__tidemark_row_copy BIGINT``, give each
+  row an identity (the hash of its image, which copy of that image it is:
+  ``cdc_core/doris/row_identity.py``), so updates and deletes of a table of any shape (FLOAT first
+  column, TEXT, BLOB, JSON, duplicate rows) apply exactly; distributed by the hash. With
+  ``table.create.keyless: append`` (or for a keyless table with a ``transform:``, whose projected
+  images the binlog path cannot hash) the old form: DUPLICATE model, first column as key and
+  distribution key when Doris accepts it as a key (else a duplicate table without keys,
+  ``enable_duplicate_without_keys_by_default``, distributed at random), no sequence column,
+  deletes dropped, an UPDATE appends its new image.
 * ``__tidemark_seq BIGINT`` last, named by ``function_column.sequence_col``: loads carry the
   source position of each row, and Doris keeps the higher one.
 * Key columns NOT NULL; value columns nullable (so later MySQL ``MODIFY ... NULL`` never breaks
@@ -30,11 +37,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from cdc_core.doris.catalog import DorisCatalog, DorisTableInfo, qualified, quote_ident, quote_string
 from cdc_core.doris.errors import TableMismatchError
 from cdc_core.doris.names import check_names
 from cdc_core.doris.partitioning import PartitionSpec, partition_clause
+from cdc_core.doris.row_identity import COPY_DORIS_TYPE, HASH_DORIS_TYPE, IDENTITY_COLUMNS, ROW_COPY, ROW_HASH
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.types import doris_type
@@ -42,6 +51,13 @@ from cdc_core.mysql.types import doris_type
 log = logging.getLogger(__name__)
 
 TypeMapper = Callable[[Column], str]
+
+
+class KeylessMode(StrEnum):
+    """How a table without a primary key is created in Doris (``table.create.keyless``)."""
+
+    EXACT = "exact"  # UNIQUE model keyed by the hidden row identity: updates and deletes apply
+    APPEND = "append"  # DUPLICATE model: inserts and updates' new images appended, deletes dropped
 
 
 def default_type_mapper(tinyint1_as_boolean: bool = True) -> TypeMapper:
@@ -68,16 +84,24 @@ class DorisTable:
     columns: tuple[str, ...]
     unique: bool
     sequence_column: str | None
+    # a keyless source's exact form: the rows carry the hidden identity columns (row_identity.py)
+    row_identity: bool = False
 
     @property
     def table_id(self) -> TableId:
         return TableId(self.database, self.table)
 
+    @property
+    def visible_columns(self) -> tuple[str, ...]:
+        """The source's columns: neither the identity columns nor the sequence column."""
+        return tuple(c for c in self.columns if c not in IDENTITY_COLUMNS and c != self.sequence_column)
+
     @classmethod
     def from_info(cls, info: DorisTableInfo) -> DorisTable:
         seq = SEQUENCE_COLUMN if info.unique and info.column(SEQUENCE_COLUMN) is not None else None
         cols = tuple(c for c in info.column_names if c != DELETE_SIGN and not c.startswith("__DORIS_"))
-        return cls(info.database, info.table, cols, info.unique, seq)
+        identity = info.unique and [k.lower() for k in info.key_columns] == list(IDENTITY_COLUMNS)
+        return cls(info.database, info.table, cols, info.unique, seq, identity)
 
 
 class TableCreator:
@@ -85,8 +109,10 @@ class TableCreator:
 
     def __init__(self, catalog: DorisCatalog, type_mapper: TypeMapper, *,
                  properties: Mapping[str, str] | None = None, sequence_column: str = SEQUENCE_COLUMN,
-                 partition: Callable[[TableId], PartitionSpec | None] | None = None):
+                 partition: Callable[[TableId], PartitionSpec | None] | None = None,
+                 keyless: KeylessMode = KeylessMode.EXACT):
         self.catalog = catalog
+        self.keyless = KeylessMode(keyless)
         self.type_mapper = type_mapper
         self.properties = dict(properties or {})
         self.sequence_column = sequence_column
@@ -95,10 +121,19 @@ class TableCreator:
 
     # -- DDL text -------------------------------------------------------------------------------
 
+    def row_identity(self, schema: TableSchema) -> bool:
+        """Whether ``schema``'s Doris table is keyed by the hidden row identity (a keyless source, exact)."""
+        return not schema.primary_key and self.keyless is KeylessMode.EXACT
+
     def key_columns(self, schema: TableSchema) -> tuple[str, ...]:
+        """The Doris key: the primary key, or the identity columns of a keyless source (exact)."""
+        if self.row_identity(schema):
+            return IDENTITY_COLUMNS
         return tuple(schema.column(k).name for k in schema.primary_key)
 
     def ordered_columns(self, schema: TableSchema) -> list[Column]:
+        if self.row_identity(schema):
+            return list(schema.columns)
         keys = self.key_columns(schema)
         key_cols = [schema.column(k) for k in keys]
         rest = [c for c in schema.columns if c.name not in keys]
@@ -120,7 +155,7 @@ class TableCreator:
         """Each primary-key column whose Doris type Doris cannot key on (FLOAT, DOUBLE, JSON): such a
         table is refused by name before anything is created (planning, ``validate --connect``)."""
         problems = []
-        for name in self.key_columns(schema):
+        for name in schema.primary_key:
             column = schema.column(name)
             doris = self.doris_type(column, key=True)
             if not _keyable(doris):
@@ -134,7 +169,15 @@ class TableCreator:
 
     def create_table_ddl(self, schema: TableSchema, target: TableId) -> str:
         keys = self.key_columns(schema)
+        identity = self.row_identity(schema)
         lines = []
+        if identity:
+            lines += [
+                f"{quote_ident(ROW_HASH)} {HASH_DORIS_TYPE} NOT NULL COMMENT "
+                + quote_string("Tidemark: hash of the row's values (the source table has no primary key)"),
+                f"{quote_ident(ROW_COPY)} {COPY_DORIS_TYPE} NOT NULL COMMENT "
+                + quote_string("Tidemark: which copy of identical rows this is (0, 1, ...)"),
+            ]
         for col in self.ordered_columns(schema):
             is_key = col.name in keys
             parts = [quote_ident(col.name), self.doris_type(col, key=is_key)]
@@ -162,7 +205,9 @@ class TableCreator:
             clause = partition_clause(spec, schema, target, keys, types)
             part = " " + clause if clause else ""
         first = schema.columns[0]
-        if keys:
+        if identity:
+            ddl += f"{comment}{part} DISTRIBUTED BY HASH({quote_ident(ROW_HASH)}) BUCKETS AUTO"
+        elif keys:
             ddl += comment + part + " DISTRIBUTED BY HASH(" + ", ".join(quote_ident(k) for k in keys) + ") BUCKETS AUTO"
         elif _keyable(self.doris_type(first, key=False)):
             ddl += f" DUPLICATE KEY({quote_ident(first.name)}){comment}{part} DISTRIBUTED BY HASH({quote_ident(first.name)})"
@@ -206,6 +251,15 @@ class TableCreator:
         if missing:
             problems.append(f"it has no column(s) {', '.join(missing)}")
         keys = self.key_columns(schema)
+        if not schema.primary_key and not (info.unique and [k.lower() for k in info.key_columns] == list(keys)):
+            # A keyless source's table created some other way (the DUPLICATE form of earlier releases or
+            # of table.create.keyless: append): used as it is, appending.
+            if self.row_identity(schema):
+                log.warning(
+                    "Doris table %s (of %s, which has no primary key) is a %s table: its updates append rows and "
+                    "its deletes are dropped; `tidemark resnapshot --table %s` re-creates it exact",
+                    where, schema.table_id, info.keys_type or "DUPLICATE", schema.table_id)
+            keys = ()
         if keys:
             if not info.unique:
                 problems.append(f"it is a {info.keys_type or 'non-UNIQUE'} table, but {schema.table_id} has a "

@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from cdc_core.doris.labels import binlog_batch_id
+from cdc_core.doris.table_creation import KeylessMode
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.events import DataChangeEvent
 from cdc_core.model.offsets import BinlogOffset
@@ -44,6 +45,7 @@ from cdc_core.mysql.startup import StartupPlan, resolve_startup
 from cdc_core.pipeline.changes import change_rows, load_in_process
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import PipelineExecutor
+from cdc_core.pipeline.keyless import CopyCounts, identity_rows, identity_schema
 from cdc_core.pipeline.results import BatchResult, BinlogLag
 from cdc_core.pipeline.snapshot import finished_chunks, snapshot_done
 from cdc_core.pipeline.txn_groups import txn_groups
@@ -219,12 +221,13 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     committables: list[dict[str, Any]] = []
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(list(by_table), lambda t: [target.database for target in targets[t]], limit)
+    copies = CopyCounts(ctx.sink.catalog)  # the keyless tables' copies of the images this batch touches
     try:
         for n, group in enumerate(groups):
             loaded: list[dict[str, Any]] = []
             for table_id in group:
                 loaded += _load_table(ctx, executor, table_id, by_table[table_id], schemas(table_id),
-                                      targets[table_id], batch_id, start)
+                                      targets[table_id], batch_id, start, copies)
             if n == len(groups) - 1:
                 committables = loaded
             else:
@@ -316,14 +319,46 @@ def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[
 
 def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: TableId, events: list[Any],
                 schema: TableSchema | None, targets: tuple[TableId, ...], batch_id: str,
-                start: BinlogOffset) -> list[dict[str, Any]]:
-    """Precommit one table's changes: in process when small, on Spark when large or transformed."""
+                start: BinlogOffset, copies: CopyCounts) -> list[dict[str, Any]]:
+    """Precommit one table's changes: in process when small, on Spark when large or transformed.
+
+    A keyless table's exact form gets rows keyed by their identity, one target at a time (each
+    Doris table holds its own copies: ``cdc_core/pipeline/keyless.py``)."""
     if schema is None:
         raise RuntimeError(f"no schema known for {table_id} at {start}; re-plan the pipeline")
     for target in targets:
         if not ctx.sink.catalog.table_exists(target.database, target.table):
             ctx.sink.create_table(schema, target)
-    rows = change_rows(events, schema)
+    if not schema.primary_key:
+        exact = tuple(t for t in targets if ctx.sink.table(t).row_identity)
+        out = []
+        for target in exact:
+            rows = identity_rows(events, schema, target, copies,
+                                 tinyint1_as_boolean=ctx.definition.source.tinyint1_as_boolean)
+            out += _load_rows(ctx, executor, table_id, (target,), batch_id, rows, identity_schema(schema))
+        rest = tuple(t for t in targets if t not in exact)
+        if rest and ctx.sink.keyless_mode(table_id) is KeylessMode.EXACT:
+            _warn_appending(table_id, rest)
+        return out + (_load_rows(ctx, executor, table_id, rest, batch_id, change_rows(events, schema), schema)
+                      if rest else [])
+    return _load_rows(ctx, executor, table_id, targets, batch_id, change_rows(events, schema), schema)
+
+
+_WARNED: set[TableId] = set()
+
+
+def _warn_appending(source: TableId, targets: tuple[TableId, ...]) -> None:
+    """Once per process and table: a keyless table's Doris table is still the appending DUPLICATE form."""
+    for target in targets:
+        if target not in _WARNED:
+            _WARNED.add(target)
+            logger.warning("Doris table %s (of %s, which has no primary key) is a DUPLICATE table from an earlier "
+                           "release: its updates append rows and its deletes are dropped; `tidemark resnapshot "
+                           "--table %s` re-creates it exact", target, source, source)
+
+
+def _load_rows(ctx: PipelineContext, executor: PipelineExecutor, table_id: TableId, targets: tuple[TableId, ...],
+               batch_id: str, rows: list[Any], schema: TableSchema) -> list[dict[str, Any]]:
     big = len(rows) >= ctx.definition.pipeline.binlog_spark_min_events
     if big or ctx.has_transform(table_id):
         logger.debug("%s: %d change(s) of batch %s loaded with Spark", table_id, len(rows), batch_id)
@@ -357,8 +392,8 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
     """Commit the batch's loads (idempotent); only then does the committed offset advance.
 
     When Doris lost one of its loads (aborted it on its own, or forgot it), the batch is recorded
-    ABORTED and the offset stays: the next batch reads the same range again, and the sequence
-    column makes whatever of it did commit harmless to load twice. Returns False then.
+    ABORTED and the offset stays: the next batch reads exactly the same range again under the same
+    labels, so what of it did commit is answered as committed and loaded once. Returns False then.
     """
     if not batch_id:
         return True
@@ -369,8 +404,15 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
         raise RuntimeError(f"binlog batch {batch_id} is {batch.status}, not PREPARED; it cannot be committed")
     lost = ctx.sink.commit_surviving(batch.transactions or [])
     if lost:
+        # The loads Doris kept are committed: the batch is read again over exactly its range, under
+        # the same labels (_partly_committed), so those are answered as committed and only the lost
+        # ones load again (a keyless table's copies, counted from Doris, must not be counted twice).
+        lost_labels = {c.label for c in lost}
+        detail = dict(batch.detail or {})
+        detail["committed_in_groups"] = [*detail.get("committed_in_groups", []),
+                                         *(c["label"] for c in batch.transactions or [] if c["label"] not in lost_labels)]
         with ctx.store.transaction() as tx:
-            tx.put_batch(batch.with_status(BatchStatus.ABORTED))
+            tx.put_batch(dataclasses.replace(batch, detail=detail).with_status(BatchStatus.ABORTED))
         logger.warning("binlog batch %s: Doris lost %d of its load(s) (%s) before the commit; the batch will be read "
                        "again from %s", batch_id, len(lost), ", ".join(c.label for c in lost), batch.start_offset)
         return False

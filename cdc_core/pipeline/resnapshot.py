@@ -42,6 +42,8 @@ from dataclasses import dataclass
 
 import pymysql
 
+from cdc_core.doris.catalog import qualified
+from cdc_core.doris.table_creation import KeylessMode
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
@@ -127,6 +129,7 @@ def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None
         raise ValueError(
             f"the binlog the stream resumes from ({purged}) was purged, so every captured table missed changes: "
             f"resnapshot them all (drop --table; {len(captured) - len(chosen)} table(s) were left out)")
+    _recreate_keyless(ctx, chosen)
     at = ctx.server_offset()
     _move_binlog(ctx)
     keys: list[str] = []
@@ -141,6 +144,27 @@ def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None
     logger.warning("%s: %s", ctx.definition.name, request.describe())
     fault_point("resnapshot.after_request", tables=",".join(chosen))
     return request
+
+
+def _recreate_keyless(ctx: PipelineContext, tables: Sequence[str]) -> None:
+    """Drop the DUPLICATE-model Doris tables of keyless sources (created by an earlier release, or
+    under ``table.create.keyless: append``) when the sink now creates them exact: the re-read
+    creates them anew, keyed by the row identity (``cdc_core/doris/row_identity.py``). Re-reading
+    into the old table would append every row again. Tidemark creates DUPLICATE tables only for
+    keyless sources, so a keyed source's table is never dropped here."""
+    for name in tables:
+        source = TableId.parse(name)
+        if ctx.sink.keyless_mode(source) is not KeylessMode.EXACT:
+            continue
+        for target in ctx.targets(source):
+            info = ctx.sink.catalog.table_info(target.database, target.table)
+            if info is None or info.unique:
+                continue
+            logger.warning("%s: Doris table %s (%s, of keyless %s) is dropped and created anew keyed by its rows' "
+                           "identity, so that updates and deletes apply exactly", ctx.definition.name, target,
+                           info.keys_type, source)
+            ctx.sink.catalog.execute(target.database, f"DROP TABLE {qualified(target.database, target.table)}")
+            ctx.sink.forget(target)
 
 
 def _move_binlog(ctx: PipelineContext) -> None:

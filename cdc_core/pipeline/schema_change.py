@@ -113,6 +113,18 @@ def table_effect(event: ev.SchemaChangeEvent) -> TableEffect:
             assert_never(event)
 
 
+def _alters_images(event: ev.SchemaChangeEvent) -> bool:
+    """Whether a change alters existing rows' values as a keyless table's row identity hashes them."""
+    match event:
+        case ev.AddColumnEvent():
+            column = event.column
+            return column is not None and (column.default is not None or not column.nullable)
+        case ev.DropColumnEvent() | ev.RenameColumnEvent() | ev.AlterColumnTypeEvent():
+            return True
+        case _:
+            return False
+
+
 class SchemaChangeApplyError(RuntimeError):
     """Doris refused a derived change under a behavior that does not tolerate it."""
 
@@ -347,13 +359,16 @@ class SchemaChangeSteps:
             self._record_history(tx, upstream, events, ddl_offset)
             if not snapshot:
                 self._start_streaming(tx, new_tables, upstream, events, flushed_to, ddl_offset)
-            reloaded = self._request_reloads(tx, events, ddl_offset)
+            rehashed = self._identity_tables(events, altered)
+            reloaded = self._request_reloads(tx, events, ddl_offset, rehashed)
             reread = self._mark_chunks_read_past(tx, altered - set(reloaded), ddl_offset)
             self.registry.finish(tx, evolved)
         if reread:
             self.log(f"reading again {len(reread)} chunk(s) whose reads ended after the DDL: {', '.join(reread)}")
         for table_id, keys in reloaded.items():
-            self.log(f"{table_id}: partition maintenance changed rows without row events; reloading it "
+            why = ("its rows' hidden identity hashes their values, and the change altered them" if table_id in rehashed
+                   else "partition maintenance changed rows without row events")
+            self.log(f"{table_id}: {why}; reloading it "
                      f"({len(keys)} chunk(s)), then deleting from Doris what MySQL no longer has")
             reread += keys
         sweeps: list[dict[str, Any]] = []
@@ -513,19 +528,37 @@ class SchemaChangeSteps:
             self._add_stream_chunk(tx, table_id, schema, flushed_to, ddl_offset,
                                    f"table new to the stream at {ddl_offset}")
 
-    def _request_reloads(self, tx: Any, events: Sequence[ev.SchemaChangeEvent], ddl_offset: BinlogOffset
-                         ) -> dict[TableId, list[str]]:
-        """Tables whose rows partition maintenance changed without row events: every chunk is
-        marked for reading again and the sweep that follows is recorded (``cdc_core/pipeline/reload.py``),
-        in the transaction that finishes the change, so a crash before the reads forgets neither."""
+    def _identity_tables(self, events: Sequence[ev.SchemaChangeEvent], altered: set[TableId]) -> set[TableId]:
+        """Keyless tables in their exact form (``cdc_core/doris/row_identity.py``) whose applied change
+        alters the row images the identity hashes: a column dropped, renamed or retyped, or added
+        with a value (a nullable column added without a default adds only NULLs, which hash to
+        nothing). Their rows' identities are stale, so they are reloaded like partition maintenance."""
+        out: set[TableId] = set()
+        for e in events:
+            if e.table_id not in altered or not _alters_images(e):
+                continue
+            try:
+                exact = any(self.ctx.sink.table(t, refresh=True).row_identity for t in self.ctx.targets(e.table_id))
+            except Exception:  # noqa: BLE001 - a Doris table the change dropped: nothing to re-identify
+                exact = False
+            if exact:
+                out.add(e.table_id)
+        return out
+
+    def _request_reloads(self, tx: Any, events: Sequence[ev.SchemaChangeEvent], ddl_offset: BinlogOffset,
+                         rehashed: set[TableId] = frozenset()) -> dict[TableId, list[str]]:  # type: ignore[assignment]
+        """Tables whose rows partition maintenance changed without row events (or whose identity a
+        column change made stale, ``rehashed``): every chunk is marked for reading again and the
+        sweep that follows is recorded (``cdc_core/pipeline/reload.py``), in the transaction that
+        finishes the change, so a crash before the reads forgets neither."""
         selector = self.ctx.definition.source.selector
         out: dict[TableId, list[str]] = {}
         for e in events:
-            if not table_effect(e).reload or e.table_id in out:
+            if not (table_effect(e).reload or e.table_id in rehashed) or e.table_id in out:
                 continue
             if not selector.matches(e.table_id.database, e.table_id.table):
                 continue
-            out[e.table_id] = request_reload(tx, e.table_id, ddl_offset, e.operation)
+            out[e.table_id] = request_reload(tx, e.table_id, ddl_offset, getattr(e, "operation", "") or e.type_name)
         return out
 
     @staticmethod

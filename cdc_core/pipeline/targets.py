@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from cdc_core.doris.catalog import qualified
 from cdc_core.doris.routing import TableRouter
+from cdc_core.doris.row_identity import is_identity_column
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.doris.table_creation import TableCreator, default_type_mapper
 from cdc_core.model.schema import TableId, TableSchema
@@ -78,7 +79,8 @@ def _latest_schemas(ctx: PipelineContext) -> dict[TableId, TableSchema]:
 
 
 def _expected_columns(creator: TableCreator, schema: TableSchema) -> tuple[TargetColumn, ...]:
-    keys = set(creator.key_columns(schema))
+    """The source's columns as Doris has them (a keyless table's identity columns left out)."""
+    keys = set(schema.primary_key and creator.key_columns(schema))
     return tuple(
         TargetColumn(c.name, creator.doris_type(c, key=c.name in keys), c.name in keys,
                      c.name not in keys and bool(getattr(c, "nullable", True)))
@@ -132,6 +134,7 @@ def target_update(ctx: PipelineContext, target: DorisTarget) -> TargetUpdate:
         columns = tuple(
             TargetColumn(c.name, c.type, c.is_key, c.nullable) for c in info.columns
             if c.name not in (DELETE_SIGN, SEQUENCE_COLUMN) and not c.name.startswith("__DORIS_")
+            and not is_identity_column(c.name)
         )
     result = catalog.execute(target.database, f"SELECT COUNT(*) FROM {qualified(target.database, target.table)}")
     rows = int(result.rows[0][0]) if result.rows else 0
