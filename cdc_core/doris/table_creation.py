@@ -13,7 +13,8 @@ Layout of a table Tidemark creates (Flink CDC's ``DorisSchemaFactory`` plus the 
   ``cdc_core/doris/row_identity.py``), so updates and deletes of a table of any shape (FLOAT first
   column, TEXT, BLOB, JSON, duplicate rows) apply exactly; distributed by the hash. With
   ``table.create.keyless: append`` (or for a keyless table with a ``transform:``, whose projected
-  images the binlog path cannot hash) the old form: DUPLICATE model, first column as key and
+  images the binlog path cannot hash, or one partitioned in Doris, which partitions a UNIQUE table
+  by key columns only) the old form: DUPLICATE model, first column as key and
   distribution key when Doris accepts it as a key (else a duplicate table without keys,
   ``enable_duplicate_without_keys_by_default``, distributed at random), no sequence column,
   deletes dropped, an UPDATE appends its new image.
@@ -168,6 +169,17 @@ class TableCreator:
         return problems
 
     def create_table_ddl(self, schema: TableSchema, target: TableId) -> str:
+        if self.row_identity(schema) and self._partitioned_keyless(schema, target):
+            # Doris partitions a UNIQUE table by key columns only, and the identity is a hash: a
+            # partitioned keyless table keeps the DUPLICATE form (appending, deletes dropped).
+            log.warning("%s has no primary key and is partitioned in Doris (%s): Doris partitions unique-key tables "
+                        "by key columns only, so it is created as a DUPLICATE table whose updates append rows and "
+                        "whose deletes are dropped; give it a primary key (a transform's primary-keys) to have it "
+                        "exact", schema.table_id, target)
+            append = TableCreator(self.catalog, self.type_mapper, properties=self.properties,
+                                  sequence_column=self.sequence_column, partition=self.partition,
+                                  keyless=KeylessMode.APPEND)
+            return append.create_table_ddl(schema, target)
         keys = self.key_columns(schema)
         identity = self.row_identity(schema)
         lines = []
@@ -218,6 +230,13 @@ class TableCreator:
             ddl += comment + part + " DISTRIBUTED BY RANDOM BUCKETS AUTO"
         ddl += " PROPERTIES (" + ", ".join(f"{quote_string(k)} = {quote_string(str(v))}" for k, v in props.items()) + ")"
         return ddl
+
+    def _partitioned_keyless(self, schema: TableSchema, target: TableId) -> bool:
+        spec = self.partition(target)
+        if spec is None:
+            return False
+        types = {c.name: self.doris_type(c, key=False) for c in schema.columns}
+        return bool(partition_clause(spec, schema, target, (), types))
 
     # -- ensure ---------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from cdc_core.config import PipelineDefinition
 from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.errors import DorisAuthError, DorisError, QueryError
+from cdc_core.doris.row_identity import is_identity_column
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,15 @@ def run_sql(definition: PipelineDefinition, statement: str, *, database: str | N
         client.close()
     rows = result.rows
     truncated = len(rows) > limit or (limit == QUERY_API_MAX_ROWS and len(rows) >= QUERY_API_MAX_ROWS)
-    return SqlAnswer(database, result.columns, tuple(rows[:limit]), truncated, limit)
+    columns = result.columns
+    # a keyless table's hidden row identity (cdc_core/doris/row_identity.py) is bookkeeping: shown
+    # only when the statement names it
+    hidden = [i for i, c in enumerate(columns) if is_identity_column(c) and c.lower() not in statement.lower()]
+    if hidden:
+        keep = [i for i in range(len(columns)) if i not in hidden]
+        columns = tuple(columns[i] for i in keep)
+        rows = tuple(tuple(r[i] for i in keep) for r in rows)
+    return SqlAnswer(database, columns, tuple(rows[:limit]), truncated, limit)
 
 
 def _last_line(exc: BaseException) -> str:

@@ -97,7 +97,7 @@ def test_a_crash_between_a_batchs_groups_heals_with_a_plain_rerun(pipeline_facto
     tables = 2 * LIMIT + 1
     doris_txn_limit(LIMIT)
     _tables(root_conn, fresh_db, tables)
-    with root_conn.cursor() as cur:  # no primary key: a DUPLICATE-model table, which a re-load would double
+    with root_conn.cursor() as cur:  # no primary key: its copies are counted from Doris, so a re-count would double
         cur.execute(f"CREATE TABLE `{fresh_db}`.tlog (n INT, msg VARCHAR(20))")
         cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (1, 'before')")
     options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}

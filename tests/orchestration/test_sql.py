@@ -90,3 +90,23 @@ def test_sql_errors_are_one_line_with_the_cli_exit_code(doris_standin, tmp_path)
 
     done = _sql(str(tmp_path / "missing.yaml"), "SELECT 1")
     assert done.returncode == 2
+
+
+def test_sql_leaves_out_a_keyless_tables_hidden_identity_unless_asked(doris_standin, tmp_path):
+    from cdc_core.config import load_pipeline
+    from cdc_core.doris.row_identity import ROW_COPY, ROW_HASH
+    from cdc_core.doris.sink import DorisSink
+    from cdc_core.model.schema import Column, TableId, TableSchema
+    from orchestration.cli.sql import run_sql
+
+    db = f"sql_{uuid.uuid4().hex[:8]}"
+    definition = load_pipeline(_pipeline(tmp_path, doris_standin.fe_http))
+    sink = DorisSink.from_pipeline(definition, label_epoch=None, table_properties={"replication_num": "1"})
+    schema = TableSchema(TableId(db, "k"), (Column("f", "float", "float"), Column("n", "int(11)", "int")))
+    sink.create_table(schema)
+    sink.commit([sink.load(schema.table_id, "c0", [{"f": 1.5, "n": 1}, {"f": 1.5, "n": 1}], sequence=1, fresh=True)])
+    sink.close()
+    answer = run_sql(definition, f"SELECT * FROM {db}.k")
+    assert ROW_HASH not in answer.columns and ROW_COPY not in answer.columns and len(answer.rows) == 2
+    answer = run_sql(definition, f"SELECT n, {ROW_COPY} FROM {db}.k ORDER BY 2")
+    assert answer.columns == ("n", ROW_COPY) and [tuple(r) for r in answer.rows] == [(1, 0), (1, 1)]

@@ -1,7 +1,7 @@
 """``tidemark run --once`` killed with SIGKILL between two groups of a run past the running-transaction
 bound (``tidemark.doris.max-running-txns-per-db``; the stand-in enforcing the same limit): between
 two groups of snapshot chunks, then between two groups of a binlog batch whose one MySQL transaction
-touches both tables (one of them keyless, a DUPLICATE-model table in Doris). Plain re-runs heal it,
+touches both tables (one of them keyless: its copies are counted from Doris). Plain re-runs heal it,
 ``tidemark verify`` finds Doris equal to MySQL, and no more transactions ran at once than the bound.
 """
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_core.doris.row_identity import IDENTITY_COLUMNS
 from cdc_core.pipeline.schema_change import SchemaChangeApplyError, SchemaChangeSteps
 from cdc_core.pipeline.service import PipelineService
 from jobs.spark_executor import SparkExecutor
@@ -98,7 +99,7 @@ def test_zero_length_strings_and_old_datetimes_arrive_exactly(pipeline_factory, 
     runner.close()
 
 
-KEYLESS = {  # a first column Doris cannot key on → a DUPLICATE table without keys, distributed at random
+KEYLESS = {  # a first column Doris cannot key on: no matter, the table is keyed by the hidden row identity
     "kf": ("f FLOAT", ["1.5", "-2.25"], [1.5, -2.25]),
     "kd": ("d DOUBLE", ["0.1", "1e300"], [0.1, 1e300]),
     "ke": ("e ENUM('x','y')", ["'x'", "'y'"], ["x", "y"]),
@@ -124,7 +125,7 @@ def test_keyless_tables_of_any_first_column_load_on_both_paths(pipeline_factory,
     for table, (column, _literals, values) in KEYLESS.items():
         name = column.split()[0]
         info = runner.sink.catalog.table_info(db, table)
-        assert info.keys_type == "DUP_KEYS" and info.key_columns == (), (table, info)
+        assert info.keys_type == "UNIQUE_KEYS" and info.key_columns == IDENTITY_COLUMNS, (table, info)
         assert _keyless_rows(doris_standin, db, table, name) == [(1, values[0]), (2, None)], table
 
     # the stream: rows into them, and the same shapes created by DDL in the stream
@@ -138,7 +139,7 @@ def test_keyless_tables_of_any_first_column_load_on_both_paths(pipeline_factory,
         name = column.split()[0]
         assert _keyless_rows(doris_standin, db, table, name) == [(1, values[0]), (2, None), (3, values[1])], table
         info = runner.sink.catalog.table_info(db, f"{table}2")
-        assert info is not None and info.keys_type == "DUP_KEYS" and info.key_columns == (), (table, info)
+        assert info is not None and info.keys_type == "UNIQUE_KEYS" and info.key_columns == IDENTITY_COLUMNS, (table, info)
         assert _keyless_rows(doris_standin, db, f"{table}2", name) == [(1, values[1]), (2, None)], table
     runner.close()
 

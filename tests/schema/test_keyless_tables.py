@@ -26,7 +26,7 @@ from cdc_core.pipeline.service import PipelineService
 from devstack.pipeline_file import pipeline_yaml
 from jobs.spark_executor import SparkExecutor
 from tests.corpus import compare
-from tests.schema.helpers import catch_up, doris, sql
+from tests.schema.helpers import carry_next_ddl, catch_up, doris, sql
 from tests.snapshot.conftest import reader
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,15 +39,17 @@ def _no_spark():
     raise AssertionError("these small runs read and load in the driver")
 
 
-def _pipeline_file(mysql_server, standin, tmp_path: Path, db: str) -> Path:
+def _pipeline_file(mysql_server, standin, tmp_path: Path, db: str, *, sink: dict | None = None,
+                   file: str = "pipeline.yaml") -> Path:
     """The pipeline over ``db`` as a file (the crash test's processes read it), split on ``n``."""
     state = tmp_path / "state"
     state.mkdir(exist_ok=True)
-    path = tmp_path / "pipeline.yaml"
+    path = tmp_path / file
     path.write_text(pipeline_yaml(host="127.0.0.1", port=mysql_server.endpoint.port, fe=standin.fe_http,
                                   tables=f"{db}.\\.*", name=f"keyless_{tmp_path.name}"[:60], state_dir=state,
                                   source={"scan.incremental.snapshot.chunk.key-column": f"{db}.\\.*:n"},
-                                  pipeline={"tidemark.snapshot.in-process-rows": 100_000}))
+                                  sink=sink, pipeline={"tidemark.snapshot.in-process-rows": 100_000,
+                                                       "schema.change.behavior": "evolve"}))
     return path
 
 
@@ -183,3 +185,48 @@ def test_a_batch_of_keyless_changes_crashed_and_run_again_applies_once(service, 
     assert again.returncode == 0, again.stderr[-2000:]
     _assert_same(root_conn, doris_standin, db, "c")
     assert _contiguous(_copies(doris_standin, db, "c"))
+
+
+def test_a_column_change_reloads_a_keyless_table_whose_identity_it_alters(service, root_conn, fresh_db,
+                                                                           doris_standin):
+    """A dropped column changes every image, so every hash: the schema change reads the table again
+    and sweeps the rows of the old identities; later deletes still find their rows."""
+    db, runner = fresh_db, service
+    sql(root_conn, f"CREATE TABLE `{db}`.d {TABLE}", f"INSERT INTO `{db}`.d VALUES {ROWS}")
+    _snapshot(runner)
+    sql(root_conn, f"ALTER TABLE `{db}`.d DROP COLUMN b", f"DELETE FROM `{db}`.d WHERE n = 1 LIMIT 1",
+        f"UPDATE `{db}`.d SET t = 'z' WHERE n = 2 LIMIT 1")
+    assert catch_up(runner) is not None  # stopped before the DDL
+    out = carry_next_ddl(runner)
+    assert out["apply"]["reloaded_tables"] == [f"{db}.d"], out["apply"]
+    assert catch_up(runner) is None
+    _assert_same(root_conn, doris_standin, db, "d")
+    copies = _copies(doris_standin, db, "d")
+    assert len(copies) == 5 and _contiguous(copies)
+
+
+def test_resnapshot_makes_an_appending_keyless_table_exact(mysql_server, doris_standin, tmp_path, root_conn,
+                                                           fresh_db):
+    """A keyless table created DUPLICATE (an earlier release, or ``table.create.keyless: append``)
+    appends; ``resnapshot --table`` re-creates it keyed by the row identity, and it is exact from then on."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.a {TABLE}", f"INSERT INTO `{db}`.a VALUES {ROWS}")
+    old = PipelineService(load_pipeline(_pipeline_file(mysql_server, doris_standin, tmp_path, db,
+                                                       sink={"table.create.keyless": "append"})),
+                          executor=SparkExecutor(_no_spark))
+    _snapshot(old)
+    old.close()
+    runner = PipelineService(load_pipeline(_pipeline_file(mysql_server, doris_standin, tmp_path, db,
+                                                          file="exact.yaml")), executor=SparkExecutor(_no_spark))
+    assert runner.sink.catalog.table_info(db, "a").keys_type == "DUP_KEYS"
+    sql(root_conn, f"DELETE FROM `{db}`.a WHERE n = 3")
+    assert catch_up(runner) is None
+    assert compare.doris_rows(doris_standin.fe_http, db, "a", compare.columns(root_conn, db, "a")) != \
+        compare.mysql_rows(root_conn, db, "a", compare.columns(root_conn, db, "a"))  # the delete was dropped
+    done = runner.resnapshot([f"{db}.a"])
+    assert done["tables"] == [f"{db}.a"]
+    assert runner.sink.catalog.table_info(db, "a").key_columns == (ROW_HASH, ROW_COPY)
+    sql(root_conn, f"UPDATE `{db}`.a SET t = 'q' WHERE n = 1 LIMIT 1", f"DELETE FROM `{db}`.a WHERE n = 2 LIMIT 1")
+    assert catch_up(runner) is None
+    _assert_same(root_conn, doris_standin, db, "a")
+    runner.close()

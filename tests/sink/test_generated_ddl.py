@@ -16,7 +16,8 @@ import pytest
 
 from cdc_core.doris.errors import QueryError
 from cdc_core.doris.partitioning import PartitionError, PartitionSpec
-from cdc_core.doris.table_creation import TableCreator, default_type_mapper
+from cdc_core.doris.row_identity import ROW_COPY, ROW_HASH
+from cdc_core.doris.table_creation import KeylessMode, TableCreator, default_type_mapper
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.discovery import read_table_schema
 from tests.sink.conftest import make_client
@@ -90,6 +91,8 @@ def _shapes(column: Column, db: str) -> list[tuple[str, TableSchema, PartitionSp
          PartitionSpec(("at",), "month", "transform[0].partition-keys")),
         ("keyless_partitioned_by_it", TableSchema(table("plist"), (nullable, _int("n"))),
          PartitionSpec((nullable.name,), "day", "transform[0].partition-keys")),
+        ("append_first", TableSchema(table("anokey"), (nullable, _int("n"))), None),
+        ("append_alone", TableSchema(table("aalone"), (nullable,)), None),
     ]
 
 
@@ -106,7 +109,8 @@ def test_every_generated_create_table_runs_on_the_stand_in(doris, columns, tinyi
     for column in columns:
         for shape, schema, spec in _shapes(column, db):
             creator = TableCreator(catalog, default_type_mapper(tinyint1_as_boolean),
-                                   properties={"replication_num": "1"}, partition=lambda _t, spec=spec: spec)
+                                   properties={"replication_num": "1"}, partition=lambda _t, spec=spec: spec,
+                                   keyless=KeylessMode.APPEND if shape.startswith("append") else KeylessMode.EXACT)
             what = f"{shape} {column.column_type}"
             problems = creator.key_problems(schema, schema.table_id)
             try:
@@ -129,25 +133,49 @@ def test_every_generated_create_table_runs_on_the_stand_in(doris, columns, tinyi
             assert info is not None, what
             created.append(what)
     assert not failures, "\n".join(failures)
-    # every table without a primary key was created, whatever its first column
-    assert all(f"keyless_{k} {c.column_type}" in created for c in columns for k in ("first", "alone"))
+    # every table without a primary key was created, whatever its first column, in either form
+    assert all(f"{form}_{k} {c.column_type}" in created for c in columns for k in ("first", "alone")
+               for form in ("keyless", "append"))
     # what is refused early: float/double/json keys (by name), and partition columns Doris refuses
     early = {w.split(" ", 1)[1] for w, _ in refused_early if w.startswith("key ")}
     assert early == {"float", "float(7,3)", "double", "json"}, early
     assert all("primary-key column" in why or "transform[0].partition-keys" in why for _, why in refused_early)
-    assert len(created) + len(refused_early) == len(columns) * 8
+    assert len(created) + len(refused_early) == len(columns) * 10
+
+
+def test_keyless_tables_are_unique_on_the_hidden_row_identity(doris, columns):
+    """A table without a primary key, whatever its first column, is a UNIQUE table keyed by the two
+    hidden identity columns, leading, distributed by the hash, with the sequence column."""
+    from cdc_core.doris.catalog import DorisCatalog
+
+    catalog = DorisCatalog(make_client(doris))
+    db = f"gen_exact_{next(_names)}"
+    catalog.create_database(db)
+    creator = TableCreator(catalog, default_type_mapper(), properties={"replication_num": "1"})
+    by_type = {c.column_type: c for c in columns}
+    for mysql_type in ("float", "double", "time", "enum('a','b')", "text", "longtext", "blob", "geometry", "json"):
+        first = Column(**{**by_type[mysql_type].__dict__, "nullable": True})
+        schema = TableSchema(TableId(db, f"ex{next(_names)}"), (first, _int("n")))
+        table = creator.ensure(schema)
+        info = catalog.table_info(db, schema.table_id.table)
+        assert info.keys_type == "UNIQUE_KEYS" and info.key_columns == (ROW_HASH, ROW_COPY), (mysql_type, info)
+        assert table.row_identity and table.visible_columns == (first.name, "n") and table.sequence_column
+        created = catalog.execute(db, f"SHOW CREATE TABLE `{db}`.`{schema.table_id.table}`").rows[0][1]
+        assert f"DISTRIBUTED BY HASH(`{ROW_HASH}`)" in created and "function_column.sequence_col" in created
 
 
 def test_keyless_tables_are_duplicate_without_keys_distributed_at_random(doris, columns):
-    """A table without a primary key whose first column Doris cannot key on is a DUPLICATE table
-    with no key columns at all; the stand-in stores it so and reports no key."""
+    """With ``table.create.keyless: append``, a table without a primary key whose first column Doris
+    cannot key on is a DUPLICATE table with no key columns at all; the stand-in stores it so and
+    reports no key."""
     client = make_client(doris)
     from cdc_core.doris.catalog import DorisCatalog
 
     catalog = DorisCatalog(client)
     db = f"gen_nokey_{next(_names)}"
     catalog.create_database(db)
-    creator = TableCreator(catalog, default_type_mapper(), properties={"replication_num": "1"})
+    creator = TableCreator(catalog, default_type_mapper(), properties={"replication_num": "1"},
+                           keyless=KeylessMode.APPEND)
     by_type = {c.column_type: c for c in columns}
     for mysql_type in ("float", "double", "time", "enum('a','b')", "text", "longtext", "blob", "geometry"):
         first = Column(**{**by_type[mysql_type].__dict__, "nullable": True})

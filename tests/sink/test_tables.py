@@ -6,7 +6,9 @@ import pytest
 
 from cdc_core.doris.errors import SchemaChangeError, TableMismatchError
 from cdc_core.doris.metadata_applier import default_clause
+from cdc_core.doris.row_identity import ROW_COPY
 from cdc_core.doris.rows import SEQUENCE_COLUMN
+from cdc_core.doris.table_creation import KeylessMode
 from cdc_core.model import events as ev
 from cdc_core.model.schema import Column, TableId, TableSchema
 from tests.sink.conftest import select, users_schema
@@ -33,7 +35,37 @@ def test_create_table_puts_keys_first_with_sequence_column_and_properties(sink, 
     assert sink.create_table(schema) == table
 
 
-def test_table_without_primary_key_is_duplicate_model(sink, doris_db):
+def test_table_without_primary_key_is_keyed_by_its_rows_identity(sink, doris_db):
+    """The exact form (the default): a snapshot chunk's rows get their identity at the load (a copy
+    ordinal per identical row); rows without one that are not a whole chunk are refused."""
+    schema = TableSchema(TableId(doris_db, "exact"), (Column("msg", "text", "text"), Column("n", "int(11)", "int")))
+    table = sink.create_table(schema)
+    assert table.unique and table.row_identity and table.visible_columns == ("msg", "n")
+    c = sink.load(table.table_id, "chunk-0-g0", [{"msg": "a", "n": 1}, {"msg": "a", "n": 1}, {"msg": None, "n": 2}],
+                  sequence=5, fresh=True)
+    sink.commit([c])
+    got = select(sink, table.table_id, f"msg, n, {ROW_COPY}", f"n, {ROW_COPY}")
+    assert got == [("a", 1, 0), ("a", 1, 1), (None, 2, 0)]
+    with pytest.raises(ValueError, match="carry none"):
+        sink.load(table.table_id, "batch-1", [{"msg": "b", "n": 3}])
+
+
+def test_existing_duplicate_table_of_a_keyless_source_keeps_appending_with_a_warning(sink, doris_db, caplog):
+    sink.catalog.create_database(doris_db)
+    sink.catalog.execute(doris_db, f"CREATE TABLE `{doris_db}`.`old` (`n` INT, `msg` STRING) DUPLICATE KEY(`n`) "
+                                   "DISTRIBUTED BY HASH(`n`) BUCKETS 1 PROPERTIES ('replication_num'='1')")
+    schema = TableSchema(TableId(doris_db, "old"), (Column("n", "int(11)", "int"), Column("msg", "text", "text")))
+    with caplog.at_level("WARNING", logger="cdc_core.doris.table_creation"):
+        table = sink.create_table(schema)
+    assert not table.unique and not table.row_identity
+    assert [r.getMessage() for r in caplog.records if f"resnapshot --table {doris_db}.old" in r.getMessage()]
+    c = sink.load(table.table_id, "b0", [{"n": 1, "msg": "a"}, {"n": 1, "msg": "a", "__DORIS_DELETE_SIGN__": "1"}])
+    sink.commit([c])
+    assert select(sink, table.table_id, "n, msg", "n") == [(1, "a")]
+
+
+def test_table_without_primary_key_is_duplicate_model_when_keyless_append(sink, doris_db):
+    sink.keyless = KeylessMode.APPEND  # table.create.keyless: append
     schema = TableSchema(TableId(doris_db, "events"), (Column("n", "int(11)", "int"), Column("msg", "text", "text")))
     assert "DUPLICATE KEY(`n`)" in sink.creator.create_table_ddl(schema, schema.table_id)
     table = sink.create_table(schema)
