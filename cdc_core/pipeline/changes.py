@@ -3,8 +3,10 @@
 Within a batch only the last change of each key matters: Doris upserts whole rows, deletes go
 through the delete sign, and every row carries its event's offset as the sequence value, so
 what a batch loads can never overwrite a newer row. A primary-key change is a delete of the old
-key plus an upsert of the new one. Tables without a primary key (Doris DUPLICATE model) cannot
-be compacted or deleted from; their inserts are appended.
+key plus an upsert of the new one. A table without a primary key gets its rows keyed by their
+hidden identity first (``cdc_core/pipeline/keyless.py``) and is then compacted like any other;
+only its appending form (a Doris DUPLICATE table) takes the keyless rows here, whose inserts and
+updates' new images are appended.
 
 Small batches are compacted here, in Python, and loaded with one load per table
 (``load_in_process``): a Spark job's seconds would dominate the latency from MySQL commit to
