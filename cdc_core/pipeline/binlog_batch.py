@@ -329,19 +329,20 @@ def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: Tabl
     for target in targets:
         if not ctx.sink.catalog.table_exists(target.database, target.table):
             ctx.sink.create_table(schema, target)
-    if not schema.primary_key:
-        exact = tuple(t for t in targets if ctx.sink.table(t).row_identity)
-        out = []
-        for target in exact:
-            rows = identity_rows(events, schema, target, copies,
-                                 tinyint1_as_boolean=ctx.definition.source.tinyint1_as_boolean)
-            out += _load_rows(ctx, executor, table_id, (target,), batch_id, rows, identity_schema(schema))
-        rest = tuple(t for t in targets if t not in exact)
-        if rest and ctx.sink.keyless_mode(table_id) is KeylessMode.EXACT:
-            _warn_appending(table_id, rest)
-        return out + (_load_rows(ctx, executor, table_id, rest, batch_id, change_rows(events, schema), schema)
-                      if rest else [])
-    return _load_rows(ctx, executor, table_id, targets, batch_id, change_rows(events, schema), schema)
+    # the exact form of a keyless table (the source may even have gained a key since, with
+    # alter.primary.key excluded): rows keyed by their identity, one target at a time
+    exact = tuple(t for t in targets if ctx.sink.table(t).row_identity)
+    rest = tuple(t for t in targets if t not in exact)
+    if rest and not schema.primary_key and ctx.sink.keyless_mode(table_id) is KeylessMode.EXACT:
+        _warn_appending(table_id, rest)
+    out = []
+    for target in exact:
+        rows = identity_rows(events, schema, target, copies,
+                             tinyint1_as_boolean=ctx.definition.source.tinyint1_as_boolean)
+        out += _load_rows(ctx, executor, table_id, (target,), batch_id, rows, identity_schema(schema))
+    if rest:
+        out += _load_rows(ctx, executor, table_id, rest, batch_id, change_rows(events, schema), schema)
+    return out
 
 
 _WARNED: set[TableId] = set()
