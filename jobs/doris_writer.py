@@ -161,7 +161,8 @@ def load_chunk(sink: DorisSink, spec: WriterSpec, chunk: dict[str, Any], table: 
     for target_text in spec.targets:
         target = TableId.parse(target_text)
         if table.num_rows:
-            committables.append(sink.load(target, batch_id, table, fresh=True).to_dict())
+            committables.append(sink.load(target, batch_id, table, fresh=True,
+                                          source=TableId.parse(spec.source_table)).to_dict())
         else:
             sink.committer.abort_label(target.database, sink.label(target, batch_id))
     return committables

@@ -17,6 +17,11 @@ lower-cased column name and its text, so adding a nullable column without a defa
 hash; any other column change alters the images and so the hashes (the schema change reloads such
 a table: ``cdc_core/pipeline/schema_change.py``).
 
+A Doris table that several keyless source tables are routed into (a merge) salts each hash with
+the source table's name, or two sources' identical rows would share an identity and overwrite
+each other; the hash column's comment says so (:data:`SALTED_COMMENT`), and both paths read it
+from Doris, so they always agree.
+
 Why a hash and not the row itself as the key: Doris cannot key on FLOAT, DOUBLE, STRING, JSON or
 spatial columns, keys are limited in width, and a key of every column would refuse the keyless
 tables a real estate holds; a hash of fixed width takes any shape.
@@ -66,7 +71,17 @@ def _text(value: Any) -> bytes:  # noqa: PLR0911 - one branch per Python type a 
     return str(value).encode("utf-8", "surrogatepass")
 
 
-def row_hashes(table: pa.Table, columns: Sequence[str]) -> list[str]:
+SALTED_COMMENT = "Tidemark: hash of the source table's name and the row's values"
+PLAIN_COMMENT = "Tidemark: hash of the row's values (the source table has no primary key)"
+
+
+def salt_of(source: object | None) -> bytes:
+    """A merged table's salt: the source table's name (``db.table``), so identical rows of two
+    source tables routed into one Doris table get two identities; b"" for a table of one source."""
+    return b"" if source is None else str(source).lower().encode("utf-8") + b"\x00"
+
+
+def row_hashes(table: pa.Table, columns: Sequence[str], salt: bytes = b"") -> list[str]:
     """The hash of each row of ``table`` over ``columns`` (its visible columns), in row order. The
     columns are taken by name, in the order of their lower-cased names: the Doris table's column
     order and the source's may differ (a column added ``AFTER``), the hash must not."""
@@ -75,6 +90,8 @@ def row_hashes(table: pa.Table, columns: Sequence[str]) -> list[str]:
     out = []
     for i in range(table.num_rows):
         h = hashlib.blake2b(digest_size=16)
+        if salt:
+            h.update(salt)
         for prefix, column in values:
             v = column[i]
             if v is None:
@@ -87,13 +104,14 @@ def row_hashes(table: pa.Table, columns: Sequence[str]) -> list[str]:
     return out
 
 
-def image_hashes(images: Sequence[Mapping[str, Any] | None], arrow_schema: pa.Schema) -> list[str | None]:
+def image_hashes(images: Sequence[Mapping[str, Any] | None], arrow_schema: pa.Schema,
+                 salt: bytes = b"") -> list[str | None]:
     """The hash of each binlog image (None for None), its values put through the Arrow types the
     snapshot path gives the columns (``arrow_schema``), so both paths hash the same bytes."""
     present = [i for i, image in enumerate(images) if image is not None]
     data = {f.name: pa.array([images[i].get(f.name) for i in present], type=f.type)  # type: ignore[union-attr]
             for f in arrow_schema}
-    hashes = row_hashes(pa.table(data, schema=arrow_schema), arrow_schema.names)
+    hashes = row_hashes(pa.table(data, schema=arrow_schema), arrow_schema.names, salt)
     out: list[str | None] = [None] * len(images)
     for i, h in zip(present, hashes, strict=True):
         out[i] = h
@@ -112,10 +130,10 @@ def copy_ordinals(hashes: Iterable[str]) -> list[int]:
     return out
 
 
-def with_identity(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+def with_identity(table: pa.Table, columns: Sequence[str], salt: bytes = b"") -> pa.Table:
     """``table`` with the two identity columns first (a snapshot chunk, or any load holding every
     copy of the images it has)."""
-    hashes = row_hashes(table, columns)
+    hashes = row_hashes(table, columns, salt)
     copies = copy_ordinals(hashes)
     table = table.drop_columns([c for c in IDENTITY_COLUMNS if c in table.column_names])
     table = table.add_column(0, pa.field(ROW_COPY, pa.int64()), pa.array(copies, pa.int64()))

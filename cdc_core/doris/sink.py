@@ -33,7 +33,7 @@ from cdc_core.doris.labels import label_prefix, make_label
 from cdc_core.doris.metadata_applier import AppliedChange, DorisMetadataApplier
 from cdc_core.doris.partitioning import PartitionSpec, auto_partition_spec, partition_unit
 from cdc_core.doris.routing import TableRouter
-from cdc_core.doris.row_identity import ROW_HASH, with_identity
+from cdc_core.doris.row_identity import ROW_HASH, salt_of, with_identity
 from cdc_core.doris.rows import DELETE_SIGN
 from cdc_core.doris.stream_load import StreamLoader
 from cdc_core.doris.table_creation import (
@@ -66,7 +66,8 @@ class DorisSink:
                  partition_keys: Callable[[TableId], tuple[int, tuple[str, ...]] | None] | None = None,
                  auto_partition_properties: Mapping[str, str] | None = None,
                  keyless: KeylessMode | str = KeylessMode.EXACT,
-                 transformed: Callable[[TableId], bool] | None = None):
+                 transformed: Callable[[TableId], bool] | None = None,
+                 merged: Callable[[TableId], bool] | None = None):
         self.client = client
         self.label_prefix = label_prefix
         self.router = router or TableRouter()
@@ -87,6 +88,9 @@ class DorisSink:
         # path cannot hash its projected images: cdc_core/doris/table_creation.py)
         self.keyless = KeylessMode(keyless)
         self.transformed = transformed or (lambda _source: False)
+        # whether a source's Doris table receives other source tables too (asked only when a
+        # keyless table is created: its identity is then salted with the source's name)
+        self.merged = merged or (lambda _source: False)
         self.include_schema_changes = tuple(include_schema_changes) if include_schema_changes is not None else None
         self.exclude_schema_changes = tuple(exclude_schema_changes or ())
         self._tables: dict[TableId, DorisTable] = {}
@@ -160,7 +164,7 @@ class DorisSink:
         properties = {**self.table_properties, **self.table_options(source)}
         return TableCreator(self.catalog, self.type_mapper, properties=properties,
                             partition=lambda target: self.partition_spec(source, target),
-                            keyless=self.keyless_mode(source))
+                            keyless=self.keyless_mode(source), merged=_Lazy(lambda: self.merged(source)))
 
     def partition_spec(self, source: TableId, target: TableId) -> PartitionSpec | None:
         """How ``target`` (``source``'s Doris table) is partitioned at creation: the transform rule's
@@ -207,17 +211,18 @@ class DorisSink:
         return make_label(self.label_prefix, target.database, target.table, batch_id)
 
     def load(self, target: TableId, batch_id: str, rows: Any, *, sequence: int | None = None,
-             fmt: str | None = None, fresh: bool = False) -> Committable:
+             fmt: str | None = None, fresh: bool = False, source: TableId | None = None) -> Committable:
         """Precommit one batch of rows into ``target``; the label comes from ``batch_id``.
 
         ``rows``: dicts (``rows.event_row``/``snapshot_row`` add the delete sign and the
         sequence) or a pyarrow Table/RecordBatch(es). ``sequence`` fills the sequence column
         where a row has none (a snapshot chunk's high watermark ``.sequence``). ``fresh``: what an
         earlier attempt precommitted under the label is aborted, not reused (a snapshot chunk).
+        ``source``: the source table of a fresh chunk's rows, for a merged keyless table's identity.
         """
         table = self.table(target)
         if table.row_identity:
-            rows = _identified(rows, table, target, fresh)
+            rows = _identified(rows, table, target, fresh, source)
         delete_sign = table.unique and self.enable_delete
         if not delete_sign:
             rows = _drop_deletes(rows, target, "has no primary key in Doris" if not table.unique
@@ -332,6 +337,19 @@ class DorisSink:
         self.client.close()
 
 
+class _Lazy:
+    """A truth value computed when first asked (whether a target is merged costs a MySQL query)."""
+
+    def __init__(self, compute: Callable[[], bool]):
+        self._compute = compute
+        self._value: bool | None = None
+
+    def __bool__(self) -> bool:
+        if self._value is None:
+            self._value = bool(self._compute())
+        return self._value
+
+
 def _as_committable(c: Committable | Mapping[str, Any]) -> Committable:
     return c if isinstance(c, Committable) else Committable.from_dict(dict(c))
 
@@ -343,26 +361,30 @@ def _is_arrow(rows: Any) -> bool:
         isinstance(rows, Sequence) and bool(rows) and isinstance(rows[0], pa.RecordBatch))
 
 
-def _identified(rows: Any, table: DorisTable, target: TableId, fresh: bool) -> Any:
+def _identified(rows: Any, table: DorisTable, target: TableId, fresh: bool, source: TableId | None) -> Any:
     """Rows for a keyless table's exact form, with their identity: a binlog batch's carry it (the
     copies come from Doris, ``cdc_core/pipeline/keyless.py``); a snapshot chunk's (``fresh``: it
     holds every copy of its images) get it here."""
     import pyarrow as pa
 
+    if fresh and table.identity_salted and source is None:
+        raise ValueError(f"{target} merges several keyless source tables, whose rows' identity includes the source "
+                         "table's name: a chunk's load must name its source table")
+    salt = salt_of(source) if table.identity_salted else b""
     if _is_arrow(rows):
         arrow = rows if isinstance(rows, pa.Table) else (
             pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else pa.Table.from_batches(list(rows)))
         if ROW_HASH in arrow.column_names:
             return arrow
         if fresh:
-            return with_identity(arrow, [c for c in table.visible_columns if c in arrow.column_names])
+            return with_identity(arrow, [c for c in table.visible_columns if c in arrow.column_names], salt)
     else:
         rows = list(rows)
         if all(ROW_HASH in r for r in rows):
             return rows
         if fresh:
             names = table.visible_columns
-            arrow = with_identity(pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows]), names)
+            arrow = with_identity(pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows]), names, salt)
             return [{**r, **i} for r, i in zip(rows, arrow.select(list(arrow.column_names[:2])).to_pylist(),
                                                strict=True)]
     raise ValueError(f"{target} is keyed by the row identity of its keyless source, and these rows carry none: only a "

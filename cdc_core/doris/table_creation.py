@@ -44,7 +44,15 @@ from cdc_core.doris.catalog import DorisCatalog, DorisTableInfo, qualified, quot
 from cdc_core.doris.errors import TableMismatchError
 from cdc_core.doris.names import check_names
 from cdc_core.doris.partitioning import PartitionSpec, partition_clause
-from cdc_core.doris.row_identity import COPY_DORIS_TYPE, HASH_DORIS_TYPE, IDENTITY_COLUMNS, ROW_COPY, ROW_HASH
+from cdc_core.doris.row_identity import (
+    COPY_DORIS_TYPE,
+    HASH_DORIS_TYPE,
+    IDENTITY_COLUMNS,
+    PLAIN_COMMENT,
+    ROW_COPY,
+    ROW_HASH,
+    SALTED_COMMENT,
+)
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.types import doris_type
@@ -87,6 +95,8 @@ class DorisTable:
     sequence_column: str | None
     # a keyless source's exact form: the rows carry the hidden identity columns (row_identity.py)
     row_identity: bool = False
+    # the identity hashes the source table's name too (several sources merged into the table)
+    identity_salted: bool = False
 
     @property
     def table_id(self) -> TableId:
@@ -102,7 +112,9 @@ class DorisTable:
         seq = SEQUENCE_COLUMN if info.unique and info.column(SEQUENCE_COLUMN) is not None else None
         cols = tuple(c for c in info.column_names if c != DELETE_SIGN and not c.startswith("__DORIS_"))
         identity = info.unique and [k.lower() for k in info.key_columns] == list(IDENTITY_COLUMNS)
-        return cls(info.database, info.table, cols, info.unique, seq, identity)
+        hash_column = info.column(ROW_HASH)
+        salted = identity and hash_column is not None and hash_column.comment == SALTED_COMMENT
+        return cls(info.database, info.table, cols, info.unique, seq, identity, salted)
 
 
 class TableCreator:
@@ -111,9 +123,11 @@ class TableCreator:
     def __init__(self, catalog: DorisCatalog, type_mapper: TypeMapper, *,
                  properties: Mapping[str, str] | None = None, sequence_column: str = SEQUENCE_COLUMN,
                  partition: Callable[[TableId], PartitionSpec | None] | None = None,
-                 keyless: KeylessMode = KeylessMode.EXACT):
+                 keyless: KeylessMode = KeylessMode.EXACT, merged: bool = False):
         self.catalog = catalog
         self.keyless = KeylessMode(keyless)
+        # the target receives several source tables: a keyless source's identity is salted
+        self.merged = merged
         self.type_mapper = type_mapper
         self.properties = dict(properties or {})
         self.sequence_column = sequence_column
@@ -186,7 +200,7 @@ class TableCreator:
         if identity:
             lines += [
                 f"{quote_ident(ROW_HASH)} {HASH_DORIS_TYPE} NOT NULL COMMENT "
-                + quote_string("Tidemark: hash of the row's values (the source table has no primary key)"),
+                + quote_string(SALTED_COMMENT if self.merged else PLAIN_COMMENT),
                 f"{quote_ident(ROW_COPY)} {COPY_DORIS_TYPE} NOT NULL COMMENT "
                 + quote_string("Tidemark: which copy of identical rows this is (0, 1, ...)"),
             ]

@@ -337,7 +337,7 @@ def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: Tabl
         _warn_appending(table_id, rest)
     out = []
     for target in exact:
-        rows = identity_rows(events, schema, target, copies,
+        rows = identity_rows(events, schema, target, copies, salted=ctx.sink.table(target).identity_salted,
                              tinyint1_as_boolean=ctx.definition.source.tinyint1_as_boolean)
         out += _load_rows(ctx, executor, table_id, (target,), batch_id, rows, identity_schema(schema))
     if rest:

@@ -64,7 +64,8 @@ class PipelineContext:
     def sink(self) -> DorisSink:
         """The pipeline's sink; its ``label_prefix`` is the one every load of this state uses."""
         if self._sink is None:
-            self._sink = DorisSink.from_pipeline(self.definition, label_epoch=self.label_epoch)
+            self._sink = DorisSink.from_pipeline(self.definition, label_epoch=self.label_epoch,
+                                                 merged=self._merged)
         return self._sink
 
     @contextmanager
@@ -89,6 +90,14 @@ class PipelineContext:
         """The table's schema as the server has it now."""
         with self.connection() as conn:
             return read_table_schema(conn, table_id)
+
+    def _merged(self, source: TableId) -> bool:
+        """Whether a Doris table of ``source`` also receives other captured tables (routes)."""
+        router = self.sink.router
+        if not router.routes:
+            return False
+        captured = set(self.captured_tables()) | {source}
+        return any(router.is_merged(target, captured) for target in router.route(source))
 
     def captured_tables(self) -> list[TableId]:
         """The tables on the server that the pipeline's ``tables`` selector captures now."""

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from cdc_core.doris.catalog import DorisCatalog, qualified, quote_ident, quote_string
-from cdc_core.doris.row_identity import ROW_COPY, ROW_HASH, image_hashes
+from cdc_core.doris.row_identity import ROW_COPY, ROW_HASH, image_hashes, salt_of
 from cdc_core.model.events import DataChangeEvent, Op
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.types import doris_arrow_type
@@ -120,15 +120,16 @@ class CopyCounts:
 
 
 def identity_rows(events: Sequence[DataChangeEvent], schema: TableSchema, target: TableId, counts: CopyCounts, *,
-                  tinyint1_as_boolean: bool = True) -> list[ChangeRow]:
+                  tinyint1_as_boolean: bool = True, salted: bool = False) -> list[ChangeRow]:
     """The rows one batch's changes of a keyless table make in ``target``, keyed by (hash, copy),
     in binlog order, before compaction (:func:`cdc_core.pipeline.changes.compact`)."""
     arrow_schema = pa.schema([pa.field(c.name, doris_arrow_type(c, tinyint1_as_boolean=tinyint1_as_boolean))
                               for c in schema.columns])
     befores = [e.before if e.op in (Op.UPDATE, Op.DELETE) else None for e in events]
     afters = [e.after if e.op in (Op.UPDATE, Op.INSERT) else None for e in events]
-    before_hashes = image_hashes(befores, arrow_schema)
-    after_hashes = image_hashes(afters, arrow_schema)
+    salt = salt_of(schema.table_id) if salted else b""
+    before_hashes = image_hashes(befores, arrow_schema, salt)
+    after_hashes = image_hashes(afters, arrow_schema, salt)
     counts.prefetch(target, [h for h in (*before_hashes, *after_hashes) if h is not None])
     names = schema.column_names
     out: list[ChangeRow] = []

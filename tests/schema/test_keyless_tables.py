@@ -40,7 +40,7 @@ def _no_spark():
 
 
 def _pipeline_file(mysql_server, standin, tmp_path: Path, db: str, *, sink: dict | None = None,
-                   file: str = "pipeline.yaml") -> Path:
+                   file: str = "pipeline.yaml", route: list | None = None) -> Path:
     """The pipeline over ``db`` as a file (the crash test's processes read it), split on ``n``."""
     state = tmp_path / "state"
     state.mkdir(exist_ok=True)
@@ -48,7 +48,7 @@ def _pipeline_file(mysql_server, standin, tmp_path: Path, db: str, *, sink: dict
     path.write_text(pipeline_yaml(host="127.0.0.1", port=mysql_server.endpoint.port, fe=standin.fe_http,
                                   tables=f"{db}.\\.*", name=f"keyless_{tmp_path.name}"[:60], state_dir=state,
                                   source={"scan.incremental.snapshot.chunk.key-column": f"{db}.\\.*:n"},
-                                  sink=sink, pipeline={"tidemark.snapshot.in-process-rows": 100_000,
+                                  sink=sink, route=route, pipeline={"tidemark.snapshot.in-process-rows": 100_000,
                                                        "schema.change.behavior": "evolve"}))
     return path
 
@@ -229,4 +229,26 @@ def test_resnapshot_makes_an_appending_keyless_table_exact(mysql_server, doris_s
     sql(root_conn, f"UPDATE `{db}`.a SET t = 'q' WHERE n = 1 LIMIT 1", f"DELETE FROM `{db}`.a WHERE n = 2 LIMIT 1")
     assert catch_up(runner) is None
     _assert_same(root_conn, doris_standin, db, "a")
+    runner.close()
+
+
+def test_two_keyless_tables_merged_into_one_keep_each_others_identical_rows(mysql_server, doris_standin, tmp_path,
+                                                                           root_conn, fresh_db):
+    """Shards routed into one Doris table: their identities are salted with the source table's name,
+    so the same row in both shards is two rows, and a delete in one shard leaves the other's."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.s1 {TABLE}", f"CREATE TABLE `{db}`.s2 {TABLE}",
+        f"INSERT INTO `{db}`.s1 VALUES {ROWS}", f"INSERT INTO `{db}`.s2 VALUES {ROWS}")
+    path = _pipeline_file(mysql_server, doris_standin, tmp_path, db,
+                          route=[{"source-table": f"{db}.s[0-9]", "sink-table": f"{db}.merged"}])
+    runner = PipelineService(load_pipeline(path), executor=SparkExecutor(_no_spark))
+    _snapshot(runner)
+    assert len(_copies(doris_standin, db, "merged")) == 12
+    sql(root_conn, f"DELETE FROM `{db}`.s1 WHERE n = 1", f"INSERT INTO `{db}`.s2 VALUES (2.25, 'b', NULL, 3)",
+        f"UPDATE `{db}`.s2 SET t = 'c' WHERE n = 3 LIMIT 1")
+    assert catch_up(runner) is None
+    cols = compare.columns(root_conn, db, "s1")
+    want = compare.mysql_rows(root_conn, db, "s1", cols) + compare.mysql_rows(root_conn, db, "s2", cols)
+    have = compare.doris_rows(doris_standin.fe_http, db, "merged", cols)
+    assert have == want, compare.diff_text(want, have, cols)
     runner.close()
