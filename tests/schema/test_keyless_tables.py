@@ -126,6 +126,12 @@ def test_keyless_rows_update_and_delete_exactly_on_both_paths(service, root_conn
     _assert_same(root_conn, doris_standin, db, "k")
     copies = _copies(doris_standin, db, "k")
     assert _contiguous(copies) and max(int(c) for _, c in copies) == 4  # five copies of (1.5, 'a', x'00ff', 1)
+    # the checks over the visible columns: a chunk parity, the table parity, verify
+    keys = list(runner.chunk_statuses())
+    assert all(r.ok for r in runner.chunks_parity(keys)), runner.chunks_parity(keys)
+    assert runner.table_parity(f"{db}.k").ok
+    verdicts = runner.verify()
+    assert [(v.table_id, v.equal, v.mysql_rows, v.doris_rows) for v in verdicts] == [(f"{db}.k", True, 7, 7)], verdicts
 
 
 def test_a_keyless_chunk_read_while_its_rows_change_is_exact(service, root_conn, fresh_db, doris_standin):
