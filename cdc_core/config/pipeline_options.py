@@ -122,6 +122,12 @@ class PipelineOptions(OptionBlock):
     # of a run per burst, each started anew by the sensor (~5 s between runs; at 200 rows/s in 4
     # commits a second that put p99 at 6.4 s, bench/freshness.py). 0: a caught-up run ends at once.
     binlog_idle_wait_s: float = Field(10.0, ge=0, alias="tidemark.binlog.idle-wait-s")
+    # A run holds a lease on the work it does in the state store (cdc_core/state/leases.py), renewed
+    # every third of this; a lease not renewed for this long is taken to be a dead run's (killed, its
+    # machine gone), and the next run anywhere resolves what it left prepared. Short enough that a
+    # killed run delays the next by seconds; long enough that a stalled heartbeat (a GC pause, the
+    # state database failing over) is not taken for a death.
+    run_lease_ttl_s: float = Field(30.0, ge=3, le=3600, alias="tidemark.run.lease-ttl-s")
     # The most 2PC transactions Tidemark keeps running (begun or precommitted, not yet committed or
     # aborted) in one Doris database: a snapshot run or binlog batch whose loads would pass it is
     # cut into groups, each committed before the next begins (``cdc_core/pipeline/txn_groups.py``).

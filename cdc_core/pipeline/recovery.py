@@ -13,6 +13,7 @@ batch ABORTED so that the next batch reads the same range again.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from cdc_core.pipeline.binlog_batch import abandon_batch, commit_batch
@@ -22,13 +23,40 @@ from cdc_core.pipeline.results import ResolveReport
 from cdc_core.pipeline.snapshot import abandon_chunks, commit_record
 from cdc_core.state import BatchStatus, ChunkStatus
 from cdc_core.state.keys import SPARK_RESULTS
+from cdc_core.state.leases import SNAPSHOT_PREFIX, Scope, live_holders, process_owner
 
 logger = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True)
+class Busy:
+    """The work live runs of other processes hold leases on (``cdc_core/state/leases.py``): theirs
+    to finish, never resolved under them (a RUNNING chunk of theirs is being loaded, not lost)."""
+
+    everything: bool = False
+    stream: bool = False
+    tables: frozenset[str] = frozenset()
+
+    @classmethod
+    def now(cls, ctx: PipelineContext) -> Busy:
+        others = live_holders(ctx.store, other_than=process_owner())
+        return cls(any(r.scope == Scope.PIPELINE for r in others), any(r.scope == Scope.STREAM for r in others),
+                   frozenset(r.scope[len(SNAPSHOT_PREFIX):] for r in others if r.scope.startswith(SNAPSHOT_PREFIX)))
+
+    @property
+    def any_loads(self) -> bool:
+        return self.everything or self.stream or bool(self.tables)
+
+
 def resolve_pending(ctx: PipelineContext) -> ResolveReport:
     """Commit complete PREPARED records, abort the rest and any lingering transaction of our
-    label prefix that a record names."""
-    report = _resolve_chunks(ctx) + _resolve_batches(ctx)
+    label prefix that a record names — except the work a live run of another process holds a
+    lease on (a dead run's lease has expired: its work is resolved here)."""
+    busy = Busy.now(ctx)
+    if busy.everything:
+        logger.info("recovery: another run holds the whole pipeline; its work is left to it")
+        return ResolveReport((), (), (), ())
+    report = _resolve_chunks(ctx, busy) + _resolve_batches(ctx, busy)
     if report.committed or report.aborted or report.failed or report.redo:
         logger.info("recovery: %d label(s) committed, %d aborted, %d left for later; %d chunk(s)/batch(es) to read "
                     "again (Doris lost their loads)", len(report.committed), len(report.aborted), len(report.failed),
@@ -36,7 +64,7 @@ def resolve_pending(ctx: PipelineContext) -> ResolveReport:
     return report
 
 
-def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
+def _resolve_chunks(ctx: PipelineContext, busy: Busy) -> ResolveReport:
     committed: list[str] = []
     aborted: list[str] = []
     failed: list[str] = []
@@ -45,6 +73,8 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
         chunks = tx.chunks()
         leftovers = SPARK_RESULTS.items(tx)
     for record in chunks:
+        if record.table_id in busy.tables:
+            continue
         labels = [t["label"] for t in record.transactions or []]
         if record.status is ChunkStatus.PREPARED:
             try:
@@ -60,7 +90,7 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
         elif record.status is ChunkStatus.RUNNING:
             abandon_chunks(ctx, [record])
             aborted.append(chunk_key(*record.key))
-    for token, messages in leftovers:
+    for token, messages in leftovers if not busy.any_loads else ():  # a live run's Spark job may be writing them
         stray = [c for m in messages or [] for c in m.get("committables", [])]
         if stray:
             ctx.sink.abort(stray)
@@ -70,11 +100,13 @@ def _resolve_chunks(ctx: PipelineContext) -> ResolveReport:
     return ResolveReport(tuple(committed), tuple(aborted), tuple(failed), tuple(redo))
 
 
-def _resolve_batches(ctx: PipelineContext) -> ResolveReport:
+def _resolve_batches(ctx: PipelineContext, busy: Busy) -> ResolveReport:
     committed: list[str] = []
     aborted: list[str] = []
     failed: list[str] = []
     redo: list[str] = []
+    if busy.stream:
+        return ResolveReport((), (), (), ())
     with ctx.store.transaction(readonly=True) as tx:
         batches = tx.batches()
     for batch in batches:

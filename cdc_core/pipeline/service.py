@@ -54,6 +54,14 @@ from cdc_core.pipeline.targets import DorisTarget, TargetUpdate
 from cdc_core.schema_evolution.registry import SchemaRegistry
 from cdc_core.state import ChunkStatus, StateStore
 from cdc_core.state.keys import BINLOG_PAUSED
+from cdc_core.state.leases import (
+    LeaseKeeper,
+    LeaseRecord,
+    find_keeper,
+    keeper_for,
+    live_holders,
+    process_owner,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +134,7 @@ class PipelineService:
 
         ``parity_run_id``: the run whose ``chunk_parity`` check follows; MySQL's side of that check
         is computed meanwhile, on the core the commits leave idle (``parity/overlap.py``)."""
+        self.check_lease()
         with phase("commit"):
             if parity_run_id is None:
                 return snapshot.commit_chunks(self.context, keys)
@@ -253,6 +262,7 @@ class PipelineService:
     def commit_batch(self, batch_id: str) -> bool:
         """Commit the batch's loads (idempotent); only then does the committed offset advance.
         False: Doris lost one of its loads; the next batch reads the same range again."""
+        self.check_lease()
         return binlog_batch.commit_batch(self.context, batch_id)
 
     def abort_batch(self, batch_id: str) -> None:
@@ -326,6 +336,38 @@ class PipelineService:
         """Where the pipeline stands (``tidemark status``), read without changing anything; a server
         that does not answer is named in its ``unreachable`` (its fields None)."""
         return pipeline_status(self.context)
+
+    # -- run leases (cdc_core/state/leases.py) --------------------------------------------------
+
+    def lease_keeper(self) -> LeaseKeeper:
+        """This process's keeper of the pipeline's leases (one per state database)."""
+        return keeper_for(self.store, self.definition.pipeline.run_lease_ttl_s, self.definition.name)
+
+    def take_lease(self, scopes: Sequence[str], *, purpose: str, run_id: str | None = None,
+                   wait_s: float = 0.0) -> list[LeaseRecord]:
+        """Hold ``scopes`` of the pipeline for this process (all or none, atomically in the state
+        store), or raise ``LeaseHeld`` naming the live holder; returns the dead holders' expired
+        leases it took over. Take it before ``resolve_pending``: that then leaves alone only the
+        work of live holders."""
+        return self.lease_keeper().acquire(scopes, purpose=purpose, run_id=run_id, wait_s=wait_s)
+
+    def give_back_lease(self, scopes: Sequence[str] = (), *, run_id: str | None = None) -> None:
+        """Release ``scopes`` (or everything taken for the Dagster run ``run_id``)."""
+        keeper = self.lease_keeper()
+        if scopes:
+            keeper.release(scopes)
+        if run_id is not None:
+            keeper.release_run(run_id)
+
+    def check_lease(self) -> None:
+        """Raise ``LeaseLost`` when a lease this process holds was taken over: before a commit."""
+        keeper = find_keeper(self.store)
+        if keeper is not None:
+            keeper.check()
+
+    def lease_holders(self) -> list[LeaseRecord]:
+        """The live leases of other processes (a sensor skips its tick while one holds the stream)."""
+        return live_holders(self.store, other_than=process_owner())
 
     # -- orchestration bookkeeping ----------------------------------------------------------
 

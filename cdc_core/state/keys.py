@@ -168,6 +168,9 @@ PARITY_MYSQL_SIDE: StateMap[JsonDict] = StateMap("parity_mysql_side")
 REPAIR_LOADS: StateMap[JsonDict] = StateMap("repair")
 """A repair's loads, by table id, recorded before they are precommitted and removed once committed: what a
 killed repair left precommitted is aborted by the next (``cdc_core/pipeline/parity/repair.py``)."""
+LEASES: StateMap[JsonDict] = StateMap("lease")
+"""Who runs what of the pipeline now, by scope (``pipeline``, ``stream``, ``plan``, ``snapshot:<table>``): owner,
+heartbeat and expiry on the database's clock (``cdc_core/state/leases.py``)."""
 
 
 def done_name(offset: BinlogOffset) -> str:
@@ -176,5 +179,5 @@ def done_name(offset: BinlogOffset) -> str:
 
 
 NAMESPACES: tuple[str, ...] = ("meta", "snapshot", "binlog", "flags", "schema_registry", "schema_registry.evolved",
-                               "reload", "spark_results", "orchestration.steps", "parity_mysql_side", "repair")
+                               "reload", "spark_results", "orchestration.steps", "parity_mysql_side", "repair", "lease")
 """Every namespace of the ``kv`` records."""

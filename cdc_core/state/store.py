@@ -290,28 +290,33 @@ class StateStore:
     @classmethod
     def open(cls, state_dir: Path | str | None = None, url: str | None = None) -> StateStore:
         if url:
-            engine = sa.create_engine(engine_url(url), pool_pre_ping=True)
+            parsed = engine_url(url)
+            if parsed.get_backend_name() != "sqlite":
+                return cls(sa.create_engine(parsed, pool_pre_ping=True))
+            engine = sa.create_engine(parsed, connect_args={"timeout": 60})
         else:
             if state_dir is None:
                 raise ValueError("a state directory or a SQLAlchemy URL is required")
             path = Path(state_dir)
             path.mkdir(parents=True, exist_ok=True)
             engine = sa.create_engine(f"sqlite:///{path / SQLITE_FILE}", connect_args={"timeout": 60})
+        # A SQLite file, named by a state directory or by a ``sqlite:///`` URL alike: its writers
+        # serialise on the file's write lock, taken by BEGIN IMMEDIATE before the first read.
 
-            @sa.event.listens_for(engine, "connect")
-            def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - SQLAlchemy hook signature
-                # WAL lets the Dagster webserver read while a run writes; BEGIN IMMEDIATE (below)
-                # takes the write lock up front, so two writers queue instead of deadlocking.
-                dbapi_conn.isolation_level = None
-                cur = dbapi_conn.cursor()
-                cur.execute("PRAGMA journal_mode=WAL")
-                cur.execute("PRAGMA synchronous=FULL")
-                cur.close()
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - SQLAlchemy hook signature
+            # WAL lets the Dagster webserver read while a run writes; BEGIN IMMEDIATE (below)
+            # takes the write lock up front, so two writers queue instead of deadlocking.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.close()
 
-            @sa.event.listens_for(engine, "begin")
-            def _sqlite_begin(conn):  # noqa: ANN001 - SQLAlchemy hook signature
-                readonly = conn.get_execution_options().get("tidemark_readonly", False)
-                conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+        @sa.event.listens_for(engine, "begin")
+        def _sqlite_begin(conn):  # noqa: ANN001 - SQLAlchemy hook signature
+            readonly = conn.get_execution_options().get("tidemark_readonly", False)
+            conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 
         return cls(engine)
 

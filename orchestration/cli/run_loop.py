@@ -123,7 +123,9 @@ class LoopRun(OnceRun):
         self.summary.events += events
         self.summary.batches += 1
 
-    def run(self) -> Summary:
+    command = "tidemark run"
+
+    def _work(self) -> Summary:
         live_run.add_listener(self._batch_committed)
         self._prepare()
         if not self.service.binlog_ready():

@@ -10,6 +10,7 @@ binlog lag) is drawn with rich on stderr.
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -24,10 +25,13 @@ from cdc_core.instrumentation.phases import phase
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.schema_evolution.registry import RequestStatus
 from cdc_core.state import ChunkStatus
+from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 from orchestration.defs.runs import runs_in_flight
 from orchestration.defs.schema_change_job import run_config_for, schema_change_job_name
+
+logger = logging.getLogger(__name__)
 
 # Chunks per in-process run: small enough for a live progress bar, big enough for Spark.
 CHUNKS_PER_RUN = 64
@@ -165,19 +169,55 @@ class OnceRun:
                 f"run {in_flight[0].run_id[:8]} of pipeline '{self.handle.slug}' is in flight in {self.instance.root_directory}; "
                 f"wait for it (or stop `tidemark dev`'s sensor and schedule) before `{command}`", code=1)
 
+    def _take_lease(self, command: str) -> None:
+        """Hold the whole pipeline for this command in the state store every machine shares
+        (``cdc_core/state/leases.py``): atomic, so of two commands started at the same moment on any
+        two machines exactly one goes on; the other ends here with one line, having written nothing.
+        A holder that died (killed, its machine gone) is recognised by its expired heartbeat: its
+        lease is taken over and ``_prepare``'s ``resolve_pending`` finishes what it left prepared."""
+        try:
+            dead = self.service.take_lease([Scope.PIPELINE], purpose=command)
+        except LeaseHeld as exc:
+            raise RunOnceError(str(exc), code=1) from None
+        for record in dead:
+            self.console.print(f"[yellow]{self.handle.slug}: an earlier run is gone ({record.purpose} on {record.host}, "
+                               f"pid {record.pid}: no heartbeat for over {record.ttl_s:.0f} s); finishing what it "
+                               "left prepared[/yellow]")
+
+    def _give_back_lease(self) -> None:
+        try:
+            self.service.give_back_lease([Scope.PIPELINE])
+        except Exception:  # noqa: BLE001 - the run's result stands; the lease expires on its own
+            logger.warning("could not give back the lease of %s; it expires on its own", self.handle.slug,
+                           exc_info=True)
+
     def resnapshot(self, tables: list[str] | None) -> Summary:
         """``tidemark resnapshot``: mark the tables for reading again (``cdc_core/pipeline/resnapshot.py``),
         then the same runs as ``--once``: the chunks through the snapshot job, and the binlog, whose
         first batch sweeps the rows MySQL no longer has and goes on from the new watermarks."""
-        self._refuse_in_flight("tidemark resnapshot")
+        self._take_lease("tidemark resnapshot")
         try:
-            request = self.service.request_resnapshot(tables)
-        except ValueError as exc:
-            raise RunOnceError(str(exc), code=2) from exc
-        self.console.print(f"{self.handle.slug}: {request.describe()}")
-        return self.run()
+            self._refuse_in_flight("tidemark resnapshot")
+            try:
+                request = self.service.request_resnapshot(tables)
+            except ValueError as exc:
+                raise RunOnceError(str(exc), code=2) from exc
+            self.console.print(f"{self.handle.slug}: {request.describe()}")
+            return self._work()
+        finally:
+            self._give_back_lease()
 
     def run(self) -> Summary:
+        """The whole command under the pipeline's lease (``_take_lease``)."""
+        self._take_lease(self.command)
+        try:
+            return self._work()
+        finally:
+            self._give_back_lease()
+
+    command = "tidemark run --once"
+
+    def _work(self) -> Summary:
         self._prepare()
         try:
             target: dict[str, Any] | None = self.service.binlog_lag().server_offset

@@ -30,6 +30,7 @@ from cdc_core.model.offsets import BinlogOffset
 from cdc_core.pipeline.results import BatchResult, ChunkResult, ResolveReport
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.stream_run import StreamRunEnd
+from cdc_core.state.leases import LeaseHeld, Scope, snapshot_scope
 from orchestration.defs import live_run
 from orchestration.defs.failures import one_line_failures
 from orchestration.defs.hooks import PipelineHooks
@@ -88,6 +89,22 @@ def resolve_first(context: Any, service: PipelineService) -> dict[str, Any]:
         "resolved_failed": len(report.failed),
         "resolved_redo": len(report.redo),
     }
+
+
+def take_lease(context: AssetExecutionContext, service: PipelineService, scopes: list[str]) -> None:
+    """Hold ``scopes`` of the pipeline for this run (``cdc_core/state/leases.py``) before anything
+    is resolved or prepared: another live run holding them makes this one wait up to the lease's
+    time to live (a run queued behind it starts as it ends), then fail with one line, having done
+    nothing. The commit and abort hooks give the lease back; a run that dies leaves it to expire."""
+    run = context.run
+    try:
+        dead = service.take_lease(scopes, purpose=f"Dagster run {run.run_id[:8]} ({run.job_name})", run_id=run.run_id,
+                                  wait_s=service.definition.pipeline.run_lease_ttl_s)
+    except LeaseHeld as exc:
+        raise Failure(description=str(exc)) from exc
+    for record in dead:
+        context.log.warning(f"The lease on {record.scope} of a run that is gone ({record.purpose} on {record.host}, "
+                            f"pid {record.pid}) had expired; what it left prepared is resolved by this run")
 
 
 def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[list[BatchResult], StreamRunEnd]:
@@ -213,6 +230,13 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
     @one_line_failures
     def snapshot_splits(context: AssetExecutionContext) -> MaterializeResult:
         service = pipeline_of(context, handle).service()
+        take_lease(context, service, [Scope.PLAN])
+        try:
+            return _plan(context, service)
+        finally:
+            service.give_back_lease(run_id=context.run.run_id)
+
+    def _plan(context: AssetExecutionContext, service: PipelineService) -> MaterializeResult:
         resolved = resolve_first(context, service)
         instance = context.instance
         known = set(instance.get_dynamic_partitions(partitions.name))
@@ -269,6 +293,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         pipeline = pipeline_of(context, handle)
         service = pipeline.service()
         keys = list(context.partition_keys)
+        take_lease(context, service, sorted({snapshot_scope(k.rpartition("#")[0]) for k in keys}))
         resolved = resolve_first(context, service)
         ledger = service.step_ledger()
         step_key = step_key_of(context)
@@ -307,6 +332,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
     @one_line_failures
     def binlog_stream(context: AssetExecutionContext) -> MaterializeResult:
         service = pipeline_of(context, handle).service()
+        take_lease(context, service, [Scope.STREAM])
         resolved = resolve_first(context, service)
         paused = service.binlog_paused()
         if paused:

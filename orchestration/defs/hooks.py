@@ -15,7 +15,10 @@ batch loaded (``orchestration/defs/doris_tables.py``): the table's rows are visi
 """
 
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from dagster import HookContext, HookDefinition, failure_hook, success_hook
 from dagster._core.errors import DagsterInvalidPropertyError, DagsterInvariantViolationError
@@ -41,6 +44,15 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
         ledger = service.step_ledger()
         return service, ledger, ledger.read(context.run_id, step_key_of(context))
 
+    @contextmanager
+    def lease_given_back(service: Any, context: HookContext) -> Iterator[None]:
+        """The run's lease (taken by the asset, ``orchestration/defs/assets.py:take_lease``) is
+        given back once the hook is done, whatever it met."""
+        try:
+            yield
+        finally:
+            service.give_back_lease(run_id=context.run_id)
+
     parity_step = f"{handle.chunks_key.to_python_identifier()}_chunk_parity"  # the check's op
 
     def parity_follows(context: HookContext) -> bool:
@@ -59,60 +71,64 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
     @success_hook(name=f"{handle.slug}_commit_chunks_hook", required_resource_keys={resource_key})
     def commit_chunks_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
-        keys = list(entry.get("prepared") or [])
-        committed: list[str] = []
-        if keys:
-            redo = service.commit_chunks(keys, parity_run_id=context.run_id if parity_follows(context) else None)
-            context.log.info(f"Committed the Doris loads of {len(keys) - len(redo)} chunk(s): {_preview(keys)}")
-            committed = [k for k in keys if k not in set(redo)]
-            if redo:
-                context.log.warning(f"Doris lost the loads of {len(redo)} chunk(s) before the commit (it aborted "
-                                    f"them on its own): {_preview(redo)}. They are PENDING again; the next run or "
-                                    "backfill of snapshot_chunks reads them again")
-        ledger.forget(context.run_id, step_key_of(context))
-        if committed:
-            _report(context, service.written_targets(chunk_keys=committed), f"snapshot chunks ({len(committed)})")
+        with lease_given_back(service, context):
+            keys = list(entry.get("prepared") or [])
+            committed: list[str] = []
+            if keys:
+                redo = service.commit_chunks(keys, parity_run_id=context.run_id if parity_follows(context) else None)
+                context.log.info(f"Committed the Doris loads of {len(keys) - len(redo)} chunk(s): {_preview(keys)}")
+                committed = [k for k in keys if k not in set(redo)]
+                if redo:
+                    context.log.warning(f"Doris lost the loads of {len(redo)} chunk(s) before the commit (it aborted "
+                                        f"them on its own): {_preview(redo)}. They are PENDING again; the next run or "
+                                        "backfill of snapshot_chunks reads them again")
+            ledger.forget(context.run_id, step_key_of(context))
+            if committed:
+                _report(context, service.written_targets(chunk_keys=committed), f"snapshot chunks ({len(committed)})")
 
     @failure_hook(name=f"{handle.slug}_abort_chunks_hook", required_resource_keys={resource_key})
     def abort_chunks_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
-        keys = list(entry.get("prepared") or entry.get("chunk_keys") or [])
-        if keys:
-            service.abort_chunks(keys)
-            context.log.warning(f"Aborted the Doris loads of {len(keys)} chunk(s) after the failure: {_preview(keys)}")
-        ledger.forget(context.run_id, step_key_of(context))
+        with lease_given_back(service, context):
+            keys = list(entry.get("prepared") or entry.get("chunk_keys") or [])
+            if keys:
+                service.abort_chunks(keys)
+                context.log.warning(f"Aborted the Doris loads of {len(keys)} chunk(s) after the failure: {_preview(keys)}")
+            ledger.forget(context.run_id, step_key_of(context))
 
     @success_hook(name=f"{handle.slug}_commit_batch_hook", required_resource_keys={resource_key})
     def commit_batch_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
-        batch_id = entry.get("batch_id")
-        # a run that streamed several batches committed all but its last itself (orchestration/defs/assets.py)
-        committed_batches = list(entry.get("committed_batch_ids") or [])
-        if batch_id and service.commit_batch(batch_id):
-            context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")
-            committed_batches.append(batch_id)
-        elif batch_id:
-            context.log.warning(f"Doris lost a load of binlog batch {batch_id} before the commit (it aborted it on "
-                                "its own); the offset stays, and the next batch reads the same range again")
-        ledger.forget(context.run_id, step_key_of(context))
-        if committed_batches:
-            label = committed_batches[0] if len(committed_batches) == 1 else \
-                f"{committed_batches[0]} … {committed_batches[-1]} ({len(committed_batches)} batches)"
-            _report(context, service.written_targets(batch_ids=committed_batches), f"binlog batch {label}")
+        with lease_given_back(service, context):
+            batch_id = entry.get("batch_id")
+            # a run that streamed several batches committed all but its last itself (orchestration/defs/assets.py)
+            committed_batches = list(entry.get("committed_batch_ids") or [])
+            if batch_id and service.commit_batch(batch_id):
+                context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")
+                committed_batches.append(batch_id)
+            elif batch_id:
+                context.log.warning(f"Doris lost a load of binlog batch {batch_id} before the commit (it aborted it on "
+                                    "its own); the offset stays, and the next batch reads the same range again")
+            ledger.forget(context.run_id, step_key_of(context))
+            if committed_batches:
+                label = committed_batches[0] if len(committed_batches) == 1 else \
+                    f"{committed_batches[0]} … {committed_batches[-1]} ({len(committed_batches)} batches)"
+                _report(context, service.written_targets(batch_ids=committed_batches), f"binlog batch {label}")
 
     @failure_hook(name=f"{handle.slug}_abort_batch_hook", required_resource_keys={resource_key})
     def abort_batch_hook(context: HookContext) -> None:
         service, ledger, entry = service_and_entry(context)
-        batch_id = entry.get("batch_id")
-        if batch_id:
-            service.abort_batch(batch_id)
-            context.log.warning(f"Aborted binlog batch {batch_id} after the failure; the offset stays where it was")
-        else:
-            context.log.warning(
-                "The binlog batch failed before it was recorded; whatever it prepared is aborted by the "
-                "next run's resolve_pending"
-            )
-        ledger.forget(context.run_id, step_key_of(context))
+        with lease_given_back(service, context):
+            batch_id = entry.get("batch_id")
+            if batch_id:
+                service.abort_batch(batch_id)
+                context.log.warning(f"Aborted binlog batch {batch_id} after the failure; the offset stays where it was")
+            else:
+                context.log.warning(
+                    "The binlog batch failed before it was recorded; whatever it prepared is aborted by the "
+                    "next run's resolve_pending"
+                )
+            ledger.forget(context.run_id, step_key_of(context))
 
     return PipelineHooks(commit_chunks_hook, abort_chunks_hook, commit_batch_hook, abort_batch_hook)
 

@@ -36,6 +36,7 @@ from dagster import (
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from cdc_core.pipeline.service import PipelineService
+from cdc_core.state.leases import Scope, overlaps
 from orchestration.defs.assets import offset_text
 from orchestration.defs.pipelines import STREAM_TAG, PipelineHandle
 from orchestration.defs.runs import next_run_key, runs_in_flight
@@ -67,6 +68,11 @@ def decide_binlog_run(handle: PipelineHandle, service: PipelineService, instance
     if paused:
         return SkipReason(f"binlog of '{handle.slug}' is paused by a schema change ({paused!r})")
     in_flight = runs_in_flight(instance, prefix=handle.owns_asset_prefix)
+    holders = [h for h in service.lease_holders() if overlaps(Scope.STREAM, h.scope)]
+    if holders and not (queue_ahead and in_flight and _may_queue_behind(handle, in_flight)):
+        # a run on another machine or instance, or `tidemark run` (cdc_core/state/leases.py)
+        return SkipReason(f"'{handle.slug}' is being run by {holders[0].purpose} on {holders[0].host} "
+                          f"(pid {holders[0].pid}); never two runs of a pipeline's stream at once")
     if in_flight and not (queue_ahead and _may_queue_behind(handle, in_flight)):
         run = in_flight[0]
         return SkipReason(f"run {run.run_id[:8]} of '{handle.slug}' is {run.status.value.lower()}; "

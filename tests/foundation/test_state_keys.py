@@ -68,6 +68,7 @@ MAPS = [
     (keys.STEP_LEDGER, "run/step", ("orchestration.steps", "run/step")),
     (keys.PARITY_MYSQL_SIDE, "db.t#00001", ("parity_mysql_side", "db.t#00001")),
     (keys.REPAIR_LOADS, "db.t", ("repair", "db.t")),
+    (keys.LEASES, "snapshot:db.t", ("lease", "snapshot:db.t")),
 ]
 
 
