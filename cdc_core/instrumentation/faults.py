@@ -16,8 +16,10 @@ outlive a change of the driver's environment.
 
 Actions: ``raise`` (every time), ``raise_once`` (the first time
 only: the ``marker`` file is created then, and its existence disarms the point, also across
-processes and task retries), ``kill`` (SIGKILL of the current process, as a crash would), and
-``sleep`` (``sleep_s`` seconds, nothing else). ``when`` restricts a point to calls whose
+processes and task retries), ``kill`` (SIGKILL of the current process, as a crash would),
+``sleep`` (``sleep_s`` seconds, nothing else), ``sleep_until`` (until the epoch second ``at``)
+and ``barrier`` (the process writes a file into the directory ``dir`` and waits until ``parties``
+files are there: processes started apart go on from the point at one moment). ``when`` restricts a point to calls whose
 keyword context matches (compared as text); a call it does not match sleeps ``sleep_s`` if given,
 which keeps the other tasks busy while a matching one fails.
 
@@ -50,7 +52,9 @@ Fault points (name: where it fires):
 * ``resnapshot.after_request`` — a resnapshot's chunks marked PENDING and its sweeps recorded, no
   chunk read yet (context: ``tables``; ``cdc_core/pipeline/resnapshot.py``);
 * ``repair.after_loads`` — a repair's loads precommitted and recorded, before their commit
-  (context: ``table``; ``cdc_core/pipeline/parity/repair.py``).
+  (context: ``table``; ``cdc_core/pipeline/parity/repair.py``);
+* ``run.before_lease`` — ``tidemark run`` about to take its pipeline's lease, nothing of the state
+  written yet (context: ``pipeline``; ``orchestration/cli/run_once.py``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ import logging
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -85,8 +90,10 @@ POINTS = (
     "reload.after_page_commit",
     "resnapshot.after_request",
     "repair.after_loads",
+    "run.before_lease",
 )
-ACTIONS = ("raise", "raise_once", "kill", "sleep")
+ACTIONS = ("raise", "raise_once", "kill", "sleep", "sleep_until", "barrier")
+BARRIER_TIMEOUT_S = 300
 
 
 class InjectedFault(RuntimeError):
@@ -103,6 +110,10 @@ def _parse(raw: str) -> dict[str, dict[str, Any]]:
             raise ValueError(f"{ENV}: unknown fault point {name!r}; the points are {', '.join(POINTS)}")
         if spec.get("action") not in ACTIONS:
             raise ValueError(f"{ENV}: {name}: action must be one of {', '.join(ACTIONS)}")
+        if spec["action"] == "sleep_until" and not isinstance(spec.get("at"), int | float):
+            raise ValueError(f"{ENV}: {name}: sleep_until needs 'at', an epoch second")
+        if spec["action"] == "barrier" and not (spec.get("dir") and spec.get("parties")):
+            raise ValueError(f"{ENV}: {name}: barrier needs 'dir' and 'parties'")
         if spec["action"] == "raise_once" and not spec.get("marker"):
             raise ValueError(f"{ENV}: {name}: raise_once needs a 'marker' file path")
     return config
@@ -118,7 +129,13 @@ def fault_point(name: str, **context: Any) -> None:
         return
     when = spec.get("when") or {}
     matches = all(str(context.get(k)) == str(v) for k, v in when.items())
-    if not matches or spec["action"] == "sleep":
+    if matches and spec["action"] == "sleep_until":
+        time.sleep(max(0.0, float(spec["at"]) - time.time()))
+        return
+    if matches and spec["action"] == "barrier":
+        _barrier(Path(spec["dir"]), int(spec["parties"]))
+        return
+    if not matches or spec["action"] in ("sleep", "sleep_until", "barrier"):
         if spec.get("sleep_s"):
             time.sleep(float(spec["sleep_s"]))
         return
@@ -134,6 +151,16 @@ def fault_point(name: str, **context: Any) -> None:
         except FileExistsError:
             return
     raise InjectedFault(f"injected failure at {name} ({action}) {context}")
+
+
+def _barrier(directory: Path, parties: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{os.getpid()}-{time.time_ns()}").touch()
+    deadline = time.monotonic() + BARRIER_TIMEOUT_S
+    while sum(1 for _ in directory.iterdir()) < parties:
+        if time.monotonic() > deadline:
+            raise InjectedFault(f"barrier {directory}: {parties} parties did not arrive in {BARRIER_TIMEOUT_S} s")
+        time.sleep(0.005)
 
 
 def forwarded() -> dict[str, str]:

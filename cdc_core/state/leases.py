@@ -135,9 +135,9 @@ class LeaseHeld(RuntimeError):
         self.holder = holder
         what = f"pipeline '{pipeline}'" if pipeline else "this pipeline"
         scope = "all of it" if holder.scope == Scope.PIPELINE else f"its {holder.scope}"
-        super().__init__(f"another run of {what} holds {scope}: {holder.describe(now)}; this one did nothing "
-                         f"(it ends with the other; a holder that died is recognised {holder.expires_at - now:.0f} s "
-                         "from now, when its lease expires)")
+        super().__init__(f"another run of {what} holds {scope}: {holder.describe(now)}; this run wrote nothing. "
+                         f"Run it again when that one has ended (if it died, its lease expires in "
+                         f"{max(0.0, holder.expires_at - now):.0f} s)")
 
 
 class LeaseLost(RuntimeError):

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cdc_core.instrumentation.faults import fault_point
 from cdc_core.instrumentation.phases import phase
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.schema_evolution.registry import RequestStatus
@@ -175,6 +176,7 @@ class OnceRun:
         two machines exactly one goes on; the other ends here with one line, having written nothing.
         A holder that died (killed, its machine gone) is recognised by its expired heartbeat: its
         lease is taken over and ``_prepare``'s ``resolve_pending`` finishes what it left prepared."""
+        fault_point("run.before_lease", pipeline=self.handle.slug)
         try:
             dead = self.service.take_lease([Scope.PIPELINE], purpose=command)
         except LeaseHeld as exc:
