@@ -29,7 +29,7 @@ from cdc_core.state import ChunkStatus
 from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
-from orchestration.defs.runs import runs_in_flight
+from orchestration.defs.runs import fail_runs_of_dead_holders, runs_in_flight
 from orchestration.defs.schema_change_job import run_config_for, schema_change_job_name
 
 logger = logging.getLogger(__name__)
@@ -181,7 +181,9 @@ class OnceRun:
             dead = self.service.take_lease([Scope.PIPELINE], purpose=command)
         except LeaseHeld as exc:
             raise RunOnceError(str(exc), code=1) from None
-        for record in dead:
+        fail_runs_of_dead_holders(self.instance, dead)
+        # one line per dead process, naming its command (its lease on the whole pipeline) when it had one
+        for record in {r.owner: r for r in sorted(dead, key=lambda r: r.scope == Scope.PIPELINE)}.values():
             self.console.print(f"[yellow]{self.handle.slug}: an earlier run is gone ({record.purpose} on {record.host}, "
                                f"pid {record.pid}: no heartbeat for over {record.ttl_s:.0f} s); finishing what it "
                                "left prepared[/yellow]")

@@ -35,6 +35,7 @@ from orchestration.defs import live_run
 from orchestration.defs.failures import one_line_failures
 from orchestration.defs.hooks import PipelineHooks
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
+from orchestration.defs.runs import fail_runs_of_dead_holders
 
 # BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
 warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")
@@ -102,6 +103,7 @@ def take_lease(context: AssetExecutionContext, service: PipelineService, scopes:
                                   wait_s=service.definition.pipeline.run_lease_ttl_s)
     except LeaseHeld as exc:
         raise Failure(description=str(exc)) from exc
+    fail_runs_of_dead_holders(context.instance, dead)
     for record in dead:
         context.log.warning(f"The lease on {record.scope} of a run that is gone ({record.purpose} on {record.host}, "
                             f"pid {record.pid}) had expired; what it left prepared is resolved by this run")

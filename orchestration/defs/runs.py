@@ -12,7 +12,9 @@
   the pid's start time in one hidden tag (``RUN_PROCESS_TAG``, not shown on the UI's run rows); a run still marked executing whose process on this host is
   gone (a ``kill -9``, an OOM kill, a reboot) is marked failed, so it no longer blocks the
   pipeline. Its prepared work is resolved by the next run (``PipelineService.resolve_pending``).
-  Runs on other hosts are Dagster's run monitoring's (dagster.yaml).
+  A run on another host is recognised by its lease (``fail_runs_of_dead_holders``).
+* ``fail_runs_of_dead_holders``: the runs whose expired leases another run took over (any host)
+  are marked failed the same way.
 * ``latest_failed_run`` / ``failure_message``: the most recent failed run of a pipeline that no
   later run of the same work (job and asset selection) made good, and why it failed (``tidemark
   status``): after an outage, once the binlog job succeeds again, its old ConnectionError is history,
@@ -37,6 +39,8 @@ from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Run
 
 # Dagster's tag for a run's run key; it has no public name for it.
 from dagster._core.storage.tags import RUN_KEY_TAG
+
+from cdc_core.state.leases import LeaseRecord
 
 # A run in one of these states has been launched but has not started executing.
 WAITING_STATUSES = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED)
@@ -125,6 +129,30 @@ def fail_dead_runs(instance: DagsterInstance, runs: list[DagsterRun]) -> list[Da
         else:
             instance.report_run_failed(run, message=message)
     return alive
+
+
+def fail_runs_of_dead_holders(instance: DagsterInstance, dead: list[LeaseRecord]) -> list[str]:
+    """The Dagster runs whose expired leases a run just took over (``cdc_core/state/leases.py``):
+    their process stopped its heartbeat — killed, or its machine gone, on any host — so they are
+    marked failed (canceled, if they were canceling) rather than left executing forever (Dagster's
+    run monitoring cannot tell with the default run launcher, and never sees ``tidemark run``'s
+    runs). Returns their ids."""
+    failed = []
+    for record in dead:
+        run = instance.get_run_by_id(record.run_id) if record.run_id else None
+        if run is None or run.status not in EXECUTING_STATUSES:
+            continue
+        message = (f"the process executing this run (pid {record.pid} on {record.host}) stopped renewing its lease on "
+                   f"the pipeline's {record.scope} (no heartbeat for over {record.ttl_s:.0f} s): it was killed or its "
+                   "machine is gone. Tidemark marked the run failed; the run that took the lease over finishes or "
+                   "redoes what it had prepared.")
+        logger.warning("run %s: %s", run.run_id, message)
+        if run.status == DagsterRunStatus.CANCELING:
+            instance.report_run_canceled(run, message=message)
+        else:
+            instance.report_run_failed(run, message=message)
+        failed.append(run.run_id)
+    return failed
 
 
 def runs_in_flight(instance: DagsterInstance, asset_keys: set[AssetKey] | None = None,

@@ -163,6 +163,7 @@ def test_a_run_killed_on_one_host_is_finished_by_the_other(hosts, root_conn, fre
         # the command's lease on the whole pipeline, and its binlog job's on the stream
         assert sorted(lease["scope"] for lease in leases) == ["pipeline", "stream"], leases
         assert {lease["pid"] for lease in leases} == {killed.pid}
+        stream_lease = next(lease for lease in leases if lease["scope"] == "stream")
     time.sleep(LEASE_TTL_S + 0.5)  # its heartbeat stopped with it: the lease has expired
     code, _, err = _finish(hosts.start("host_b"))
     assert code == 0, err[-3000:]
@@ -170,5 +171,14 @@ def test_a_run_killed_on_one_host_is_finished_by_the_other(hosts, root_conn, fre
     assert f"an earlier run is gone (tidemark run --once on {os.uname().nodename}, pid {killed.pid}" in err, err[-3000:]
     with psycopg2.connect(hosts.state_url) as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM batches WHERE status = 'PREPARED'")
+        assert cur.fetchone()[0] == 0
+    # the dead run's binlog job, left executing in Dagster's run storage, is marked failed by the taker
+    with psycopg2.connect(hosts.dagster_url) as conn, conn.cursor() as cur:
+        cur.execute("SELECT run_id FROM runs WHERE status = 'FAILURE'")
+        failed = {r for (r,) in cur.fetchall()}
+        cur.execute("SELECT run_id FROM event_logs WHERE dagster_event_type = 'PIPELINE_FAILURE' "
+                    "AND event LIKE '%stopped renewing its lease on the pipeline''s stream%'")
+        assert {r for (r,) in cur.fetchall()} == {stream_lease["run_id"]} <= failed
+        cur.execute("SELECT count(*) FROM runs WHERE status IN ('STARTED', 'STARTING', 'QUEUED', 'NOT_STARTED')")
         assert cur.fetchone()[0] == 0
     _assert_doris_equals_mysql(hosts, root_conn, fresh_db, doris_standin.fe_http)
