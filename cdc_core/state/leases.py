@@ -17,7 +17,10 @@ both see none. So a run first takes a **lease** in the state store every machine
   deleted when the run ends;
 * a holder killed with ``kill -9``, or a machine that died, stops its heartbeat: once the record
   expired the next taker anywhere deletes it, says so, and resolves what the dead run left
-  prepared (``resolve_pending``, which then finds no live holder of that work).
+  prepared (``resolve_pending``, which then finds no live holder of that work). A taker that can
+  see the holder's pid (the same boot of the same machine, the same PID namespace: the record says
+  which) and finds that process gone does not wait for the expiry: a plain re-run after a crash
+  goes on at once.
 
 Why a lease row and not a session-level advisory lock (``pg_advisory_lock``/``GET_LOCK``) held for
 the run: such a lock lives as long as one database session, so it needs one connection pinned for
@@ -45,6 +48,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -105,6 +109,8 @@ class LeaseRecord:
     heartbeat_at: float
     expires_at: float
     run_id: str | None = None
+    pid_space: str | None = None  # the machine's boot and PID namespace (:func:`process_space`)
+    pid_start: str | None = None  # when the pid started: a reused pid is another process
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LeaseRecord:
@@ -120,6 +126,19 @@ class LeaseRecord:
 
     def expired(self, now: float) -> bool:
         return self.expires_at <= now
+
+    def gone_here(self) -> bool:
+        """Its holder ran where this process can see its pid (the same boot of the same machine, the
+        same PID namespace), and that process no longer exists: dead now, no need to wait for expiry."""
+        space = process_space()
+        if space is None or self.pid_space != space:
+            return False
+        start = pid_start(self.pid)
+        return start is None or (bool(self.pid_start) and start != self.pid_start)
+
+    def death(self) -> str:
+        """How its holder was found dead, for the line that says so."""
+        return "its process is gone" if self.gone_here() else f"no heartbeat for over {self.ttl_s:.0f} s"
 
     def describe(self, now: float) -> str:
         """``tidemark run --once on host-a (pid 4242), since 12 s, heartbeat 2 s ago``."""
@@ -142,6 +161,25 @@ class LeaseHeld(RuntimeError):
 
 class LeaseLost(RuntimeError):
     """This process's lease was taken over (its heartbeat could not be written in time)."""
+
+
+def pid_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), None when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def process_space() -> str | None:
+    """This machine's boot and PID namespace: where a pid names one process (None off Linux). A
+    hostname is not enough: two containers may share one, and pids mean nothing across them."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return None
 
 
 def process_owner() -> str:
@@ -178,7 +216,7 @@ def try_acquire(store: StateStore, scopes: Sequence[str], *, owner: str, purpose
         for record in holders(tx):
             if record.owner == owner or not any(overlaps(s, record.scope) for s in scopes):
                 continue
-            if record.expired(now):
+            if record.expired(now) or record.gone_here():
                 dead.append(record)
                 continue
             raise LeaseHeld(scopes[0], record, now, pipeline)
@@ -190,11 +228,11 @@ def try_acquire(store: StateStore, scopes: Sequence[str], *, owner: str, purpose
             if current is not None and current.get("owner") == owner:
                 acquired = float(current.get("acquired_at") or now)
             LEASES.key(scope).put(tx, LeaseRecord(scope, owner, socket.gethostname(), os.getpid(), purpose, acquired,
-                                                  now, now + ttl_s, run_id).to_dict())
+                                                  now, now + ttl_s, run_id, process_space(),
+                                                  pid_start(os.getpid())).to_dict())
     for record in dead:
-        logger.warning("the lease on %s of %s expired %.0f s ago (no heartbeat since %.0f s): its holder is gone; "
-                       "what it left prepared is resolved now", record.scope, record.describe(now),
-                       now - record.expires_at, now - record.heartbeat_at)
+        logger.warning("the lease on %s of %s is a dead run's (%s): taken over; what it left prepared is resolved now",
+                       record.scope, record.describe(now), record.death())
     return dead
 
 

@@ -185,7 +185,7 @@ class OnceRun:
         # one line per dead process, naming its command (its lease on the whole pipeline) when it had one
         for record in {r.owner: r for r in sorted(dead, key=lambda r: r.scope == Scope.PIPELINE)}.values():
             self.console.print(f"[yellow]{self.handle.slug}: an earlier run is gone ({record.purpose} on {record.host}, "
-                               f"pid {record.pid}: no heartbeat for over {record.ttl_s:.0f} s); finishing what it "
+                               f"pid {record.pid}: {record.death()}); finishing what it "
                                "left prepared[/yellow]")
 
     def _give_back_lease(self) -> None:

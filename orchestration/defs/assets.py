@@ -105,8 +105,8 @@ def take_lease(context: AssetExecutionContext, service: PipelineService, scopes:
         raise Failure(description=str(exc)) from exc
     fail_runs_of_dead_holders(context.instance, dead)
     for record in dead:
-        context.log.warning(f"The lease on {record.scope} of a run that is gone ({record.purpose} on {record.host}, "
-                            f"pid {record.pid}) had expired; what it left prepared is resolved by this run")
+        context.log.warning(f"The lease on {record.scope} was a dead run's ({record.purpose} on {record.host}, pid "
+                            f"{record.pid}: {record.death()}); what it left prepared is resolved by this run")
 
 
 def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[list[BatchResult], StreamRunEnd]:

@@ -143,7 +143,7 @@ def fail_runs_of_dead_holders(instance: DagsterInstance, dead: list[LeaseRecord]
         if run is None or run.status not in EXECUTING_STATUSES:
             continue
         message = (f"the process executing this run (pid {record.pid} on {record.host}) stopped renewing its lease on "
-                   f"the pipeline's {record.scope} (no heartbeat for over {record.ttl_s:.0f} s): it was killed or its "
+                   f"the pipeline's {record.scope} ({record.death()}): it was killed or its "
                    "machine is gone. Tidemark marked the run failed; the run that took the lease over finishes or "
                    "redoes what it had prepared.")
         logger.warning("run %s: %s", run.run_id, message)

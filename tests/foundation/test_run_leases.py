@@ -120,3 +120,31 @@ def test_the_heartbeat_keeps_a_live_holders_lease(tmp_path):
     finally:
         keeper.stop()
         store.close()
+
+
+def hold_and_die(url: str) -> None:
+    """Take the stream's lease, then die as ``kill -9`` would (no release, no heartbeat)."""
+    store = StateStore.open(url=url)
+    try_acquire(store, [Scope.STREAM], owner=f"doomed-{os.getpid()}", purpose="a run killed", ttl_s=600)
+    os.kill(os.getpid(), 9)
+
+
+def test_a_dead_holder_whose_pid_this_machine_sees_is_taken_over_at_once(tmp_path):
+    """The same boot and PID namespace: a plain re-run after a crash does not wait for the expiry."""
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    code = f"from tests.foundation.test_run_leases import hold_and_die; hold_and_die({url!r})"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr[-2000:]
+    store = StateStore.open(url=url)
+    try:
+        (held,) = live_holders(store)  # not expired: 600 s to live
+        assert held.gone_here() and held.death() == "its process is gone"
+        dead = try_acquire(store, [Scope.STREAM], owner="next", purpose="the re-run", ttl_s=60)
+        assert [r.purpose for r in dead] == ["a run killed"]
+        # a live holder here is not taken for dead
+        try_acquire(store, [Scope.PLAN], owner="me", purpose="alive", ttl_s=60)
+        (mine,) = [r for r in live_holders(store) if r.owner == "me"]
+        assert not mine.gone_here()
+    finally:
+        store.close()
