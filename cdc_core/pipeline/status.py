@@ -48,6 +48,7 @@ from cdc_core.state.keys import (
     PLANNED_TABLES,
     STARTUP,
 )
+from cdc_core.state.leases import db_now, holders
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +130,8 @@ class PipelineStatus:
     schema_change_error: str | None  # the error the schema change under way recorded, if any
     doris_fe: str | None  # the FE that answered (None: none did)
     unreachable: dict[str, str] = dataclasses.field(default_factory=dict)  # "mysql"/"doris": why it did not answer
+    # the runs holding the pipeline's leases now (cdc_core/state/leases.py): scope -> who, since when, heartbeat
+    running: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def chunk_totals(self) -> TableProgress:
         """Every table's chunks added up (``table`` is ``*``)."""
@@ -149,6 +152,7 @@ class PipelineStatus:
                        "schema_registry": self.schema_registry, "schema_change_error": self.schema_change_error},
             "doris_fe": self.doris_fe,
             "unreachable": dict(self.unreachable),
+            "running": dict(self.running),
         }
 
 
@@ -203,8 +207,15 @@ def pipeline_status(ctx: PipelineContext) -> PipelineStatus:
         tables=_progress(chunks, planned_tables), stream=stream,
         pending_transactions=_pending(chunks, batches), binlog_paused=paused or None, pending_ddl=pending_ddl,
         schema_registry=current.get("status", "IDLE"), schema_change_error=current.get("error"), doris_fe=doris_fe,
-        unreachable=unreachable,
+        unreachable=unreachable, running=_running(ctx),
     )
+
+
+def _running(ctx: PipelineContext) -> dict[str, str]:
+    """Who holds which of the pipeline's leases now (a dead holder's expired lease is not shown)."""
+    with ctx.store.transaction(readonly=True) as tx:
+        now = db_now(tx.conn)
+        return {r.scope: r.describe(now) for r in holders(tx) if not r.expired(now) and not r.gone_here()}
 
 
 def _startup(ctx: PipelineContext, saved: dict[str, Any] | None) -> StartupPlan | None:

@@ -120,6 +120,8 @@ def status_table(report: StatusReport) -> Table:
         row({"mysql": "MySQL", "doris": "Doris"}.get(system, system), why, "red")
     row("phase", status.phase.value + ("" if status.plan_complete or not status.tables
                                                   else " (the split plan is not complete)"))
+    row("running", "nothing" if not status.running else
+        "; ".join(f"{scope}: {who}" for scope, who in sorted(status.running.items())))
     row("snapshot", _chunks(status.chunk_totals()) if status.tables else "no chunks planned")
     for progress in status.tables:
         row(f"  {progress.table}", _chunks(progress))

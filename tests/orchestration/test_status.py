@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -67,6 +68,11 @@ def test_the_formatter_shows_progress_lag_pauses_and_the_last_error():
     assert "1: tidemark_shop_ab12_x (shop.orders#00002)" in text
     assert "shop_binlog_job 01234567" in text
     assert "Doris refused [the load]" in text  # brackets in a message are text, not markup
+    assert re.search(r"running\W+nothing", text)  # no lease held
+    busy = _render(StatusReport("/p/shop.yaml", _status(running={
+        "stream": "Dagster run 0a1b2c3d (shop_binlog_job) on host-b (pid 77), since 5 s, heartbeat 1 s ago"}),
+        "/s/dagster", True, None))
+    assert "stream: Dagster run 0a1b2c3d (shop_binlog_job) on host-b (pid 77), since 5 s, heartbeat 1 s ago" in busy
 
     streaming = _status(
         phase=Phase.STREAMING, snapshot_done=True,
@@ -89,7 +95,7 @@ def test_the_json_has_its_documented_fields():
                           dagster_instance_used="Dagster instance: /s/dagster (from DAGSTER_HOME; …)")
     doc = json.loads(json.dumps(report.to_dict()))
     assert set(doc) == {"file", "pipeline", "phase", "snapshot", "binlog", "pending_transactions", "paused",
-                        "doris_fe", "unreachable", "last_error"}
+                        "doris_fe", "unreachable", "running", "last_error"}
     assert doc["snapshot"]["chunks"] == {"chunks": 6, "committed": 4, "prepared": 1, "running": 0, "pending": 1}
     assert doc["snapshot"]["tables"][0] == {"table": "shop.orders", "chunks": 4, "committed": 2, "prepared": 1,
                                             "running": 0, "pending": 1}
