@@ -9,7 +9,7 @@ their start took.
 
 Every pair must end with one run that loaded and one that declined with one line (exit 1, no
 traceback); after all of them Doris holds what MySQL holds — ``verify`` equal and the same row
-counts, the ``logs`` table having no primary key, so a batch loaded twice would show as extra rows.
+counts in both tables (``items`` keyed, ``logs`` without a primary key).
 """
 
 from __future__ import annotations
