@@ -126,6 +126,9 @@ def parse_json(body: bytes, names: list[str], hints: dict[str, pa.DataType], by_
                     ),
                 )
                 if tbl.num_columns == len(names):
+                    # Arrow's JSON reader does not check that strings are UTF-8 (Doris's does): a table that
+                    # fails full validation goes to the Python path, which makes such a document an error row
+                    tbl.validate(full=True)
                     return Parsed(_with_ord(tbl.select(names)))
                 break
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -146,13 +149,28 @@ def parse_json(body: bytes, names: list[str], hints: dict[str, pa.DataType], by_
     return _parse_json_python(body, names, by_line, strip_outer_array)
 
 
+def _shown(raw: bytes) -> str:
+    """An error row's bytes as the error log shows them: text where they are UTF-8, else escaped
+    (``\\xff``): the log names the row, the row itself is never loaded."""
+    try:
+        return raw[:1024].decode("utf-8")
+    except UnicodeDecodeError:
+        return repr(raw[:1024])[2:-1]
+
+
 def _parse_json_python(body: bytes, names: list[str], by_line: bool, strip_outer_array: bool) -> Parsed:
-    text = body.decode("utf-8", errors="replace")
-    docs = text.split("\n") if by_line else [text]
+    raw_docs = body.split(b"\n") if by_line else [body]
     rows: list[dict[str, Any]] = []
     bad: list[tuple[str, str]] = []
-    for doc in docs:
-        if not doc.strip():
+    for raw in raw_docs:
+        if not raw.strip():
+            continue
+        try:
+            doc = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            # Doris's JSON reader (simdjson) validates UTF-8: the document is an error row
+            bad.append(("Parse json data for JsonDoc failed. code: 10, error info: The input is not valid UTF-8",
+                        _shown(raw)))
             continue
         try:
             obj = json.loads(doc, parse_float=Decimal)  # a number's digits kept, as Doris reads them
@@ -217,14 +235,20 @@ def parse_csv(body: bytes, names: list[str], sep: str, line_delim: str, skip_lin
             bad.clear()
             fast = False
     if not fast:
-        text = body.decode("utf-8", errors="replace")
-        lines = text.split(line_delim)
-        if lines and lines[-1] == "":
-            lines.pop()
-        lines = lines[skip_lines:]
+        raw_lines = body.split(line_delim.encode())
+        if raw_lines and raw_lines[-1] == b"":
+            raw_lines.pop()
+        raw_lines = raw_lines[skip_lines:]
         cols: list[list[str | None]] = [[] for _ in range(n)]
-        for line in lines:
-            if line == "":
+        for raw in raw_lines:
+            if raw == b"":
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                # Doris's CSV reader validates each line (CsvReader::_validate_line): a line that is not
+                # UTF-8 is an error row, never stored with its bytes replaced
+                bad.append(("Unable to display, only support csv data in utf8 codec", _shown(raw)))
                 continue
             fields = line.split(sep)
             if len(fields) != n:

@@ -69,7 +69,12 @@ def _value(v: Any, precision: int | None) -> Any:
     if isinstance(v, dt.date):
         return v.isoformat()
     if isinstance(v, (bytes, bytearray)):
-        return v.decode("utf-8", errors="replace")
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            # the answer is JSON text: bytes that are no UTF-8 are refused, never shown altered
+            raise SqlError(f"the query returns bytes that are not UTF-8 text ({bytes(v)[:32]!r}); select "
+                           "hex(...) or to_base64(...) of them instead") from None
     return str(v)
 
 

@@ -236,3 +236,22 @@ def test_json_numbers_for_largeint_and_decimal_are_read_exactly(doris: StandInPr
         [2, "-170141183460469231731687303715884105728", "-0.000000001", "y"],
         [3, "9223372036854775809", "99999999999999999999999999999.999999999", "x"],
     ]
+
+
+def test_bytes_that_are_not_utf8_are_error_rows_never_replaced(doris: StandInProcess, db: str) -> None:
+    """Doris validates a CSV line (CsvReader::_validate_line) and a JSON document (simdjson) as UTF-8:
+    a row that is not is filtered with its reason, never stored with U+FFFD in place of its bytes."""
+    make_users(doris, db)
+    csv = b"1,caf\xc3\xa9,1\n2,caf\xe9,2\n3,ok,3\n"  # row 2 is latin1
+    res = doris.load(db, "users", csv, column_separator=",", max_filter_ratio="0.5")
+    assert res["Status"] == "Success" and (res["NumberLoadedRows"], res["NumberFilteredRows"]) == (2, 1), res
+    assert "only support csv data in utf8 codec" in requests.get(res["ErrorURL"]).text
+    body = b'{"id": 4, "name": "\xff\xfe"}\n{"id": 5, "name": "\xc5\x81"}\n'
+    res = doris.load(db, "users", body, max_filter_ratio="0.5", **JSONL)
+    assert res["Status"] == "Success" and (res["NumberLoadedRows"], res["NumberFilteredRows"]) == (1, 1), res
+    assert "not valid UTF-8" in requests.get(res["ErrorURL"]).text
+    res = doris.load(db, "users", csv, column_separator=",")  # no filtering allowed: the load fails
+    assert res["Status"] == "Fail" and res["Message"] == "[DATA_QUALITY_ERROR]too many filtered rows"
+    rows = doris.rows("SELECT id, name FROM users ORDER BY id", db)
+    assert rows == [[1, "café"], [3, "ok"], [5, "Ł"]]
+    assert "\ufffd" not in json.dumps(rows, ensure_ascii=False)
