@@ -4,7 +4,8 @@ Every change checks first whether it is already in place, so re-applying it afte
 (the schema-change job resumes at APPLYING) is a no-op:
 
 * add column — skipped when the column exists; else light-schema-change check, ``ADD COLUMN``
-  with the source's constant default, which the rows already in Doris take (position ignored,
+  with the value MySQL gave the rows it already held (the constant default, or a NOT NULL column's
+  implicit one: ``cdc_core/mysql/types/defaults.py``), which the rows already in Doris take (position ignored,
   as the connector does: Doris value columns follow the keys and the sequence column, and
   loads match JSON by name and CSV by Doris's own order);
 * drop column — skipped when absent; else check (drop), ``DROP COLUMN``;
@@ -31,6 +32,7 @@ still own rows and columns there) and the result says so.
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 from dataclasses import dataclass
@@ -43,6 +45,8 @@ from cdc_core.doris.table_creation import TableCreator, TypeMapper
 from cdc_core.doris.type_changes import holds, refused_message
 from cdc_core.model import events as ev
 from cdc_core.model.schema import TableId
+from cdc_core.mysql.types.defaults import added_rows_default
+from cdc_core.mysql.types.kinds import TypeKind, kind_of
 
 log = logging.getLogger(__name__)
 
@@ -67,25 +71,38 @@ _NOW = re.compile(r"^(current_timestamp|now|localtimestamp|localtime)(\(\d*\))?$
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
-def default_clause(default: str | None, doris_type: str) -> str:
+_BITS = re.compile(r"^b'([01]*)'$", re.IGNORECASE)
+
+
+def default_clause(default: str | None, doris_type: str, *, binary: bool = False) -> str:
     """`` DEFAULT …`` for an added column, so the rows Doris already holds take the value MySQL
     gave its existing rows (Flink CDC's Doris applier passes the default on too).
 
-    ``default`` as ``information_schema.COLUMNS`` shows it (MariaDB quotes strings). Empty for
-    no default, NULL, a zero date, or an expression Doris cannot hold (those rows stay NULL).
+    ``default`` as ``information_schema.COLUMNS`` shows it (MariaDB quotes strings), from
+    :func:`~cdc_core.mysql.types.defaults.added_rows_default` (a NOT NULL column's implicit default, a
+    zero date as the epoch). ``binary``: a binary string column, whose Doris values are base64. Empty
+    for no default, NULL, a zero date, a JSON column (Doris: "JSONB or VARIANT type column default
+    value just support null") or an expression Doris cannot hold (those rows stay NULL).
     """
-    if default is None or default.upper() == "NULL":
+    if default is None or default.upper() == "NULL" or doris_type.upper().startswith("JSON"):
         return ""
     if _NOW.match(default):
         return " DEFAULT CURRENT_TIMESTAMP" if doris_type.upper().startswith("DATETIME") else ""
+    bits = _BITS.match(default)
     if len(default) >= 2 and default[0] == default[-1] == "'":
         text = default[1:-1].replace("''", "'")
     elif _NUMBER.match(default):
         text = default
+    elif bits:
+        text = str(int(bits.group(1) or "0", 2))
     else:
         return ""
     if text.startswith("0000-00-00"):
         return ""
+    if binary:
+        if not text.isascii():
+            return ""  # information_schema's text of bytes beyond ASCII is not the bytes themselves
+        text = base64.b64encode(text.encode("ascii")).decode("ascii")
     if doris_type.upper() == "BOOLEAN":
         text = "false" if text in ("0", "0.0") else "true"
     return " DEFAULT " + quote_string(text)
@@ -182,8 +199,9 @@ class DorisMetadataApplier:
         _check_column_name(event.table_id, target, event.column.name)
         self.catalog.check_light_schema_change(db, table, event.column.name, drop=False)
         doris_type = self.type_mapper(event.column)
+        binary = kind_of(event.column, tinyint1_as_boolean=False) is TypeKind.BINARY
         stmt = f"ALTER TABLE {qualified(db, table)} ADD COLUMN {quote_ident(event.column.name)} " \
-               f"{doris_type}{default_clause(event.column.default, doris_type)}"
+               f"{doris_type}{default_clause(added_rows_default(event.column), doris_type, binary=binary)}"
         if event.column.comment:
             stmt += " COMMENT " + quote_string(event.column.comment)
         return self._run(target, stmt)

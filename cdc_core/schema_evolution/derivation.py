@@ -36,6 +36,7 @@ from cdc_core.model import events as ev
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.model.schema_change_codec import event_from_dict, event_to_dict
 from cdc_core.model.schema_changes import apply_schema_change
+from cdc_core.mysql.types.defaults import added_rows_default
 from cdc_core.schema_evolution.merging import least_common_schema, schema_difference
 
 
@@ -289,8 +290,10 @@ class SchemaDerivator:
             case ev.AddColumnEvent():
                 if e.column is None:
                     return [change]
-                return [replace(change, event=replace(e, column=replace(e.column, nullable=True), position="LAST",
-                                                      after=None))]
+                # nullable in Doris, but the rows MySQL already holds keep the value MySQL gave them
+                # (a NOT NULL column's implicit default), which the Doris column's DEFAULT carries
+                column = replace(e.column, nullable=True, default=added_rows_default(e.column))
+                return [replace(change, event=replace(e, column=column, position="LAST", after=None))]
             case ev.DropColumnEvent():
                 old = current.column(e.column_name) if current is not None and current.has_column(e.column_name) \
                     else None
