@@ -53,6 +53,10 @@ class Column:
             return f"CONVERT({q} USING utf8mb4)"
         if self.data_type == "bit":
             return f"CAST({q} + 0 AS CHAR)"
+        if self.data_type == "float":
+            # MySQL prints a FLOAT with 6 significant digits (1.2345678 reads "1.23457"): a display, not the
+            # stored float32, which Doris holds. As a DOUBLE it reads exactly (1.2345677614212036).
+            return f"CAST({q} AS DOUBLE)"
         if self.column_type.startswith("year(2)"):
             return f"CAST(YEAR({q}) AS CHAR)"  # the year: YEAR(2) reads as two digits
         if self.data_type in {"date", "datetime", "timestamp", "time", "year"}:

@@ -37,3 +37,12 @@ def test_numbers_compare_by_value():
     assert expected(_col("bit", "bit(1)"), "1") == got(_col("bit", "bit(1)"), True) == "true"
     assert expected(_col("bit", "bit(12)"), "4095") == got(_col("bit", "bit(12)"), 4095) == "4095"
     assert expected(_col("int", "int(10) unsigned"), 4294967295) == got(_col("int"), 4294967295)
+
+
+def test_a_float_is_compared_by_its_stored_float32_not_mysqls_six_digit_display():
+    """MySQL shows FLOAT 1.2345678 as '1.23457' (a display); it stores, and Doris holds, the float32 nearest 1.2345678."""
+    col = _col("float")
+    assert col.select_expr() == "CAST(`c` AS DOUBLE)"
+    stored = 1.2345677614212036  # what CAST(f AS DOUBLE) reads
+    assert expected(col, stored) == got(col, 1.2345678)  # Doris answers the shortest text of the float32
+    assert expected(col, 1.23457) != got(col, 1.2345678)  # the display would differ from the stored value
