@@ -152,6 +152,14 @@ class DorisCatalog:
         res = self.execute(database, f"SHOW FULL COLUMNS FROM {qualified(database, table)}")
         return {str(row[0]): str(row[1]) for row in res.rows}
 
+    def column_defaults(self, database: str, table: str) -> dict[str, str | None]:
+        """Column → its DEFAULT as Doris shows it (``SHOW FULL COLUMNS``, row[5]; None: none).
+
+        A ``MODIFY COLUMN`` must restate it: Doris refuses a modify whose default differs ("Can not
+        change default value"), as the connector's modify flow knows (it reads the same column)."""
+        res = self.execute(database, f"SHOW FULL COLUMNS FROM {qualified(database, table)}")
+        return {str(row[0]): (None if row[5] is None else str(row[5])) for row in res.rows}
+
     def table_exists(self, database: str, table: str) -> bool:
         return self.table_info(database, table) is not None
 

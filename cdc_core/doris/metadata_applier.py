@@ -13,7 +13,9 @@ Every change checks first whether it is already in place, so re-applying it afte
   connector checks with ``isDropColumn=true`` on the old name), ``RENAME COLUMN``;
 * alter column type — skipped when Doris already has the type, or a type that holds every value
   of the new one (``cdc_core/doris/type_changes.py``: MySQL narrowings, tables made by an older
-  mapping); ``MODIFY COLUMN`` keeps the comment; Doris's "Nothing is changed" counts as done; a
+  mapping); ``MODIFY COLUMN`` keeps the comment, the default Doris has (Doris refuses a modify that
+  changes it) and the nullability (Doris cannot make a nullable column NOT NULL, and a nullable
+  column holds every value of MySQL's NOT NULL one); Doris's "Nothing is changed" counts as done; a
   change Doris refuses stops the stream naming the table, the column and the ways out;
 * column / table comment — ``MODIFY COLUMN ... COMMENT`` / ``MODIFY COMMENT``;
 * truncate — ``TRUNCATE TABLE``; drop — ``DROP TABLE IF EXISTS``; create — see
@@ -227,7 +229,12 @@ class DorisMetadataApplier:
         self.catalog.check_light_schema_change(db, table, name, drop=False)
         stmt = f"ALTER TABLE {qualified(db, table)} MODIFY COLUMN {quote_ident(name)} {new_type}"
         if current.is_key:
-            stmt += " KEY NOT NULL"
+            # Doris cannot make a nullable column NOT NULL (a keyless table's first column is a nullable
+            # key): the key keeps its nullability, which holds every value of a MySQL NOT NULL column too
+            stmt += " KEY" + ("" if current.nullable else " NOT NULL")
+        existing = self.catalog.column_defaults(db, table).get(current.name)
+        if existing is not None:  # Doris refuses a MODIFY that changes (or drops) the column's default
+            stmt += " DEFAULT CURRENT_TIMESTAMP" if _NOW.match(existing) else " DEFAULT " + quote_string(existing)
         comment = event.column.comment or current.comment
         if comment:
             stmt += " COMMENT " + quote_string(comment)

@@ -294,6 +294,17 @@ def _check_partition(s: CreateTable, by_name: dict[str, Column], kind: str, prop
     return part
 
 
+def _default_key(default: str | None) -> str | None:
+    """A default as Doris compares two (``isSameDefaultValue``): CURRENT_TIMESTAMP is now() in any case."""
+    return "CURRENT_TIMESTAMP" if default is not None and default.upper() == "CURRENT_TIMESTAMP" else default
+
+
+def _check_default(c: Column) -> None:
+    """ColumnDefinition.validate: a JSONB column takes no default but NULL."""
+    if c.default is not None and c.dtype.name == "JSONB":
+        raise SqlError("JSONB or VARIANT type column default value just support null")
+
+
 def create_table(st: Storage, s: CreateTable, current: str) -> None:
     db = _db_name(s.db, current)
     with st.transaction() as cur:
@@ -302,6 +313,7 @@ def create_table(st: Storage, s: CreateTable, current: str) -> None:
         _check_table_name(s.name)
         for c in s.columns:
             _check_column_name(c.name)
+            _check_default(c)
         if st.table(db, s.name) is not None:
             if s.if_not_exists:
                 return
@@ -382,6 +394,7 @@ def alter_table(st: Storage, s: AlterTable, current: str) -> None:
                 if c.name.upper() in HIDDEN_COLUMNS:
                     raise SqlError(f"Incorrect column name '{c.name}'")
                 _check_column_name(c.name)
+                _check_default(c)
                 if c.is_key and t.is_unique:
                     raise SqlError("Can not add key column to Unique data model table with light schema change")
                 c.uid = t.next_uid
@@ -447,6 +460,10 @@ def alter_table(st: Storage, s: AlterTable, current: str) -> None:
                 nullable = nc.nullable if op.null_spec else c.nullable
                 if c.nullable and not nullable:
                     raise SqlError("Can not change from nullable to non-nullable")
+                if _default_key(c.default) != _default_key(nc.default):
+                    # Column.checkSchemaChangeAllowed: the MODIFY restates the column's default as it is
+                    # (a MODIFY without DEFAULT of a column that has one is a change, and refused)
+                    raise SqlError("Can not change default value")
                 if c.dtype != nc.dtype:
                     cur.execute(f"ALTER TABLE {target} ALTER COLUMN {quote_ident(c.name)} TYPE {nc.dtype.duck()}")
                     if t.sequence_col and t.sequence_col.lower() == c.name.lower():
@@ -455,8 +472,6 @@ def alter_table(st: Storage, s: AlterTable, current: str) -> None:
                 c.nullable = nullable
                 if op.comment_spec:
                     c.comment = nc.comment
-                if nc.default is not None:
-                    c.default = nc.default
                 if op.position:
                     raise SqlError("Modifying column order with MODIFY COLUMN is not supported by the stand-in")
             elif op.kind == "modify_comment":

@@ -104,7 +104,7 @@ def test_sql_ddl_and_queries(doris: StandInProcess, db: str) -> None:
     # ALTER TABLE: add / drop / rename / modify, as the connector writes them
     doris.ok(f"ALTER TABLE `{db}`.`orders` ADD COLUMN `note` VARCHAR(10) DEFAULT 'n/a' COMMENT 'new'")
     assert doris.rows("SELECT note FROM orders WHERE id = 1", db) == [["n/a"]]
-    doris.ok(f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `note` VARCHAR(50) COMMENT 'wider'")
+    doris.ok(f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `note` VARCHAR(50) DEFAULT 'n/a' COMMENT 'wider'")
     doris.ok(f"ALTER TABLE `{db}`.`orders` RENAME COLUMN `note` `remark`")
     doris.ok(f"ALTER TABLE `{db}`.`orders` DROP COLUMN `s`")
     doris.ok(f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `small` INT")
@@ -114,7 +114,14 @@ def test_sql_ddl_and_queries(doris: StandInProcess, db: str) -> None:
     assert schema["schema_version"] == 5
     assert doris.rows("SELECT remark, small FROM orders WHERE id = 1", db) == [["n/a", 32767]]
     for stmt, msg in [
-        (f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `remark` VARCHAR(5)", "Cannot shorten string length"),
+        (f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `remark` VARCHAR(5) DEFAULT 'n/a'", "Cannot shorten string length"),
+        # Column.checkSchemaChangeAllowed: a MODIFY restates the default, and keeps a nullable column nullable
+        (f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `remark` VARCHAR(60)", "Can not change default value"),
+        (f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `remark` VARCHAR(60) DEFAULT 'x'", "Can not change default value"),
+        (f"ALTER TABLE `{db}`.`orders` MODIFY COLUMN `remark` VARCHAR(60) NOT NULL DEFAULT 'n/a'",
+         "Can not change from nullable to non-nullable"),
+        (f"ALTER TABLE `{db}`.`orders` ADD COLUMN `jd` JSON DEFAULT '{{}}'",
+         "JSONB or VARIANT type column default value just support null"),
         (f"ALTER TABLE `{db}`.`orders` DROP COLUMN `id`", "Can not drop key column in Unique data model table"),
         (f"ALTER TABLE `{db}`.`orders` ADD COLUMN `cust` INT", "Can not add column which already exists"),
         (f"ALTER TABLE `{db}`.`orders` DROP COLUMN `zzz`", "Column does not exists: zzz"),

@@ -4,6 +4,8 @@ the Doris stand-in.
 
 * a column added to a table holding rows: the rows MySQL already had take its DEFAULT, or a NOT NULL
   column's implicit default (0, '', the first ENUM member, the epoch for a zero date), in Doris too;
+* a type change keeps the default Doris has, and a keyless table's nullable key stays nullable (Doris
+  refuses a MODIFY that changes either);
 """
 
 from __future__ import annotations
@@ -72,5 +74,27 @@ def test_added_columns_hold_in_doris_what_mysql_gave_the_rows_it_had(behavior, r
         "(3, 'new', 5, 'five', 'y', '2001-02-03', '2001-02-03 04:05:06.7', '-01:02:03', 1.5, b'11', 1, 'v', 9)",
         f"INSERT INTO `{db}`.k VALUES (2, 'q', 3, 'r')")
     assert _carry_all(runner) == 3
+    for table in ("t", "k"):
+        _equal(doris_standin, root_conn, db, table)
+
+
+def test_a_type_change_keeps_the_doris_default_and_a_keyless_key_stays_nullable(row_metadata, pipeline_factory,
+                                                                                  root_conn, fresh_db, doris_standin):
+    """Doris refuses a MODIFY that changes a column's default ("Can not change default value") or makes a
+    nullable column NOT NULL; MySQL does both freely. The MODIFY restates the default Doris has, and a
+    keyless table's first column (its nullable Doris key) stays nullable: it holds every value."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, a INT)", f"CREATE TABLE `{db}`.k (a INT, b CHAR(3))",
+        f"INSERT INTO `{db}`.t VALUES (1, 1)", f"INSERT INTO `{db}`.k VALUES (1, 'p'), (2, 'q')")
+    runner = spark_service(pipeline_factory(f"{db}.t,{db}.k", pipeline={"schema.change.behavior": "evolve"},
+                                            source={"scan.incremental.snapshot.chunk.key-column": f"{db}.k:a"}))
+    _snapshot(runner)
+    sql(root_conn, f"ALTER TABLE `{db}`.t ADD c SMALLINT NOT NULL DEFAULT 7",
+        f"ALTER TABLE `{db}`.t MODIFY c INT NOT NULL DEFAULT 7",
+        f"INSERT INTO `{db}`.t VALUES (2, 2, 70000)",
+        f"ALTER TABLE `{db}`.t MODIFY a BIGINT NOT NULL",
+        f"ALTER TABLE `{db}`.k MODIFY a BIGINT NOT NULL",
+        f"INSERT INTO `{db}`.k VALUES (5000000000, 'r')")
+    assert _carry_all(runner) == 4
     for table in ("t", "k"):
         _equal(doris_standin, root_conn, db, table)
