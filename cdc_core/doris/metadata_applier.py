@@ -25,7 +25,9 @@ Every change checks first whether it is already in place, so re-applying it afte
   (``cdc_core/schema_evolution/derivation.py`` does not even derive them);
 * primary key — skipped when the Doris table is a UNIQUE table on exactly the new key; else an
   error naming the table and the way out, because Doris cannot change a table's key columns or
-  model: re-snapshot the table, or exclude ``alter.primary.key`` and keep the old key.
+  model: ``tidemark resnapshot --table`` (which re-creates the table at the DDL:
+  ``cdc_core/pipeline/schema_change.py``), excluding the table, or excluding ``alter.primary.key``
+  to keep the old key.
 
 For a Doris table that merges several source tables (routing), table-wide changes of one
 source — truncate, drop table, drop column, rename table — are not applied (the other sources
@@ -275,9 +277,9 @@ class DorisMetadataApplier:
             f"a {info.keys_type or 'non-UNIQUE'} table"
         raise SchemaChangeError(
             f"the primary key of {event.table_id} changed to ({new}), but Doris table {target} is {keyed}, and "
-            "Doris cannot change a table's key or model. To carry the change over, re-snapshot "
-            f"{event.table_id}: drop Doris table {target} and run the pipeline again with scan.startup.mode "
-            "'initial' after resetting its state (Tidemark then creates the table with the new key). To keep "
+            "Doris cannot change a table's key or model. The way out: `tidemark resnapshot PIPELINE.yaml --table "
+            f"{event.table_id}` re-creates Doris table {target} with the new key, reads {event.table_id} again and "
+            f"goes on past this DDL; or leave {event.table_id} out of the pipeline (source tables.exclude). To keep "
             "loading by the old key instead, add alter.primary.key to the sink's exclude.schema.changes (rows "
             "that differ only in the new key's columns then overwrite each other in Doris)")
 
@@ -296,4 +298,5 @@ def _check_column_name(source: TableId, target: TableId, name: str) -> None:
     """A column name Doris would refuse stops the change with the name and the fix (cdc_core/doris/names.py)."""
     problems = name_problems(source, target, [name])
     if problems:
-        raise SchemaChangeError("Doris cannot take this name: " + "; ".join(problems))
+        raise SchemaChangeError("Doris cannot take this name: " + "; ".join(problems)
+                                + f" (or leave {source} out of the pipeline: source tables.exclude)")

@@ -92,4 +92,5 @@ def check_names(source: TableId, target: TableId, columns: Iterable[str] = ()) -
     """Raise :class:`DorisNameError` naming every name of ``target`` Doris would refuse."""
     problems = name_problems(source, target, columns)
     if problems:
-        raise DorisNameError("Doris cannot take these names: " + " | ".join(problems))
+        raise DorisNameError("Doris cannot take these names: " + " | ".join(problems)
+                             + f" (or leave {source} out of the pipeline: source tables.exclude)")

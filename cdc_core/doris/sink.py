@@ -25,7 +25,7 @@ from typing import Any
 from cdc_core.config.selectors import TableSelector
 from cdc_core.config.sink_options import DorisSinkOptions
 from cdc_core.doris import oversize
-from cdc_core.doris.catalog import DorisCatalog
+from cdc_core.doris.catalog import DorisCatalog, qualified
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import StreamLoadError, TableMismatchError, TransactionLostError
@@ -315,6 +315,19 @@ class DorisSink:
         with self._lock:
             self._tables.pop(target, None)
         return result
+
+    def recreate_table(self, schema: TableSchema, target: TableId) -> str:
+        """Drop Doris table ``target`` and create it again from ``schema`` (its key and model with it):
+        what ``tidemark resnapshot --table`` does at a change Doris cannot make in place, such as a new
+        primary key. Idempotent: a crash between the two statements leaves no table, which the next
+        call creates. The rows are the caller's to read again."""
+        self.catalog.execute(target.database, f"DROP TABLE IF EXISTS {qualified(target.database, target.table)}")
+        self.creator_for(schema.table_id).ensure(schema, target)
+        with self._lock:
+            self._tables.pop(target, None)
+        log.warning("re-created Doris table %s from the schema of %s (key: %s)", target, schema.table_id,
+                    ", ".join(schema.primary_key) or "none")
+        return f"DROP TABLE {target}; CREATE TABLE {target} keyed on ({', '.join(schema.primary_key) or 'none'})"
 
     def accepts(self, event: SchemaChangeEvent) -> bool:
         """Whether ``include.schema.changes`` / ``exclude.schema.changes`` let this change through.

@@ -80,9 +80,9 @@ def refused_message(source: TableId, target: TableId, column: Column, current: s
     """Why the stream stops at a type change Doris refuses, and the ways out."""
     return (
         f"Doris cannot change column {column.name} of {target} from {current} to {new} (the type of "
-        f"{source}.{column.name} is now {column.column_type}): Doris says {reason!r}. The way out: re-snapshot "
-        f"{source} (drop Doris table {target}, reset the pipeline's state and run it again with "
-        f"scan.startup.mode 'initial'; Tidemark then creates the column as {new}), or give {source} a "
+        f"{source}.{column.name} is now {column.column_type}): Doris says {reason!r}. The way out: "
+        f"`tidemark resnapshot PIPELINE.yaml --table {source}` (it re-creates Doris table {target} with the "
+        f"column as {new}, reads {source} again and goes on past this DDL), or give {source} a "
         f"transform: rule whose projection casts {column.name} to a type Doris's {current} holds, or add "
         "alter.column.type to the sink's exclude.schema.changes to keep the column as it is (Doris then refuses "
         "the rows whose values it cannot hold)"

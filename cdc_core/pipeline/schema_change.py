@@ -338,10 +338,18 @@ class SchemaChangeSteps:
             self.registry.set_derived(derived, behavior, evolved)
         derived = self.registry.derived() or []
         outcomes = self.registry.outcomes()
+        recreate = set(self.registry.recreating())
+        recreated: set[str] = set()
         for i, change in enumerate(derived):
             if outcomes[i] is not None:
+                if str(change.target) in recreate and outcomes[i].get("recreated"):  # type: ignore[union-attr]
+                    recreated.add(str(change.target))
                 continue
-            outcome = self._apply_one(change, behavior)
+            if str(change.target) in recreate:
+                outcome = self._recreate(change, upstream, events, done=str(change.target) in recreated)
+                recreated.add(str(change.target))
+            else:
+                outcome = self._apply_one(change, behavior)
             self.registry.record_outcome(i, outcome)
             outcomes[i] = outcome
             self.log(f"{change.describe()}: {outcome['outcome']} {outcome.get('statement') or outcome.get('reason', '')}")
@@ -361,6 +369,8 @@ class SchemaChangeSteps:
                 self._start_streaming(tx, new_tables, upstream, events, flushed_to, ddl_offset)
             rehashed = self._identity_tables(events, altered)
             reloaded = self._request_reloads(tx, events, ddl_offset, rehashed)
+            for name in sorted(recreate):  # its rows: every chunk read again from now (tidemark resnapshot)
+                reloaded[TableId.parse(name)] = request_reload(tx, TableId.parse(name), ddl_offset, "resnapshot")
             reread = self._mark_chunks_read_past(tx, altered - set(reloaded), ddl_offset)
             self.registry.finish(tx, evolved)
         if reread:
@@ -432,6 +442,54 @@ class SchemaChangeSteps:
             if known is not None:
                 out[target] = known
         return out
+
+    def recreate_at_stop(self, tables: Sequence[str]) -> list[str]:
+        """``tidemark resnapshot --table`` while the stream is stopped at a change Doris refused (a new
+        primary key, a type Doris cannot change to): the named tables are re-created in Doris from the
+        source's schema after the DDL and read again when the change is applied (``apply``), and the
+        stream goes on past the DDL. Returns the tables (empty: the stream is not stopped at a refused
+        change, and the resnapshot is an ordinary one).
+
+        A table the server no longer has under that name (renamed or dropped after the DDL) cannot be
+        read as it is now: refused with the way out (leave it out with ``tables.exclude``)."""
+        cur = self.registry.current()
+        if cur is None or cur.get("status") != RequestStatus.APPLYING.value or not cur.get("error"):
+            return []
+        derived = self.registry.derived() or []
+        outcomes = self.registry.outcomes()
+        stopped = sorted({str(c.target) for c, o in zip(derived, outcomes, strict=True) if o is None})
+        unknown = [t for t in tables if t not in stopped]
+        if not tables or unknown:
+            raise ValueError(f"the stream is stopped at the DDL at {BinlogOffset.from_dict(cur['ddl_offset'])} "
+                             f"({(cur.get('ddl') or '').strip()[:120]}), which Doris could not apply to "
+                             f"{', '.join(stopped)}; resnapshot those (--table {' --table '.join(stopped)}) to "
+                             "re-create them and go on past it")
+        for name in tables:
+            table_id = TableId.parse(name)
+            try:
+                self.ctx.live_schema(table_id)
+            except Exception as exc:  # noqa: BLE001 - any failure to read it: the table is not there
+                raise ValueError(
+                    f"{name} cannot be read again: the server has no table of that name now ({exc}), so it was "
+                    "renamed or dropped after the DDL the stream stopped at, and its rows at that point are gone. "
+                    f"The way out: leave it out of the pipeline (source tables.exclude: {name}), then "
+                    "run again") from None
+        self.registry.recreate(tables)
+        self.log(f"resnapshot at the stopped DDL: {', '.join(tables)} will be re-created in Doris and read again")
+        return list(tables)
+
+    def _recreate(self, change: DerivedChange, upstream: dict[TableId, TableSchema | None],
+                  events: Sequence[ev.SchemaChangeEvent], *, done: bool) -> dict[str, Any]:
+        """A change of a table ``tidemark resnapshot`` re-creates: the table is dropped and created from
+        the source's schema after the DDL (once for all its changes); its rows are reloaded after."""
+        if done:
+            return {"outcome": "applied", "recreated": True, "reason": f"{change.target} re-created"}
+        schema = self._new_schema(change.event.table_id, upstream, events)
+        if schema is None:
+            raise SchemaChangeApplyError(f"{change.event.table_id} has no schema after the DDL; it cannot be re-created")
+        statement = self.ctx.sink.recreate_table(schema, change.target)
+        return {"outcome": "applied", "recreated": True, "statement": statement,
+                "reason": "re-created by tidemark resnapshot; its rows are read again"}
 
     def _apply_one(self, change: DerivedChange, behavior: SchemaChangeBehavior) -> dict[str, Any]:
         try:

@@ -193,6 +193,23 @@ class SchemaRegistry:
             cur["error_at"] = time.time()
             SCHEMA_CHANGE_REQUEST.put(self.store, cur)
 
+    def recreate(self, tables: Sequence[str]) -> None:
+        """``tidemark resnapshot --table`` at a change Doris refused: the apply step re-creates these
+        Doris tables from the source's schema after the DDL (instead of altering them) and reads their
+        rows again; the error is cleared, the stream stays paused until the step has run."""
+        with self.store.transaction() as tx:
+            cur = SCHEMA_CHANGE_REQUEST.get(tx)
+            if not cur or cur.get("status") != RequestStatus.APPLYING.value:
+                raise RegistryStateError("recreate outside APPLYING")
+            cur["recreate"] = sorted(set(cur.get("recreate") or []) | set(tables))
+            cur.pop("error", None)
+            cur.pop("error_at", None)
+            SCHEMA_CHANGE_REQUEST.put(tx, cur)
+
+    def recreating(self) -> list[str]:
+        """The Doris tables the apply step re-creates (``recreate``)."""
+        return list((self.current() or {}).get("recreate") or [])
+
     def finish(self, tx: Any, evolved: Mapping[TableId, TableSchema | None]) -> None:
         """D: APPLYING → FINISHED, in the caller's transaction (with the schema history)."""
         cur = SCHEMA_CHANGE_REQUEST.get(tx)

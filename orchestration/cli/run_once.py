@@ -203,6 +203,13 @@ class OnceRun:
         try:
             self._refuse_in_flight("tidemark resnapshot")
             try:
+                # stopped at a change Doris refused (a new primary key...): the tables are re-created at the DDL
+                recreated = self.service.schema_change_steps().recreate_at_stop(tables or [])
+                if recreated:
+                    self.console.print(f"{self.handle.slug}: the stream is stopped at a schema change Doris could "
+                                       f"not apply; re-creating {', '.join(recreated)} with the new schema, reading "
+                                       "it again, and going on past the DDL")
+                    return self._work()
                 request = self.service.request_resnapshot(tables)
             except ValueError as exc:
                 raise RunOnceError(str(exc), code=2) from exc

@@ -17,6 +17,12 @@ A run that fails naming captured tables (in either phase) records them with the 
 that group over without them: fresh pipeline state, fresh Doris databases, its binlog databases
 dropped (a sample database reloaded), snapshot, changes, binlog. So one table cannot hide the
 result of every other; the tables a stopped stream held back are measured on the next attempt.
+A stream that stops at a DDL gets what a user would do: the way out its message names.
+``tidemark resnapshot --table`` first (a primary key or type Doris cannot change: the table is
+re-created and read again, and should then end equal); a table Tidemark refuses, or that the
+resnapshot cannot read any more (renamed away since), is left out with ``tables.exclude`` (it
+counts as refused with Tidemark's words) and the group starts over, with
+``scan.newly-added-table.enabled`` so that a table renamed from the left-out one brings its rows.
 
 A table ends as ``equal``, ``refused`` (Tidemark named it and said why: acceptable), or
 ``differing`` (Doris lacks it, or holds other rows; the reason is kept).
@@ -86,6 +92,7 @@ class Report:
     results: list[TableResult] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     attempts: int = 0
+    resnapshots: list[str] = field(default_factory=list)  # the ways out taken: `tidemark resnapshot --table`
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome is outcome)
@@ -102,6 +109,8 @@ class Report:
             f"{self.count(Outcome.REFUSED):7d}  {self.count(Outcome.DIFFERING):9d}",
             "runtime:  " + ", ".join(f"{k} {v:.0f} s" for k, v in self.seconds.items()),
         ]
+        if self.resnapshots:
+            lines.append(f"resnapshot --table (the way out a stopped stream named): {', '.join(self.resnapshots)}")
         for r in self.results:
             if r.outcome is not Outcome.EQUAL:
                 lines.append(f"  {r.outcome:9s} {r.table}: {r.detail}"[:400])
@@ -128,7 +137,8 @@ def _cause(detail: str) -> str:
 
 
 # Tidemark's own refusals (a table it will not take, named, with the way out), not failures.
-_REFUSALS = ("has no primary key", "SchemaChangeRefused", "is refused", "cannot capture", "refuses")
+_REFUSALS = ("has no primary key", "SchemaChangeRefused", "is refused", "cannot capture", "refuses",
+             "tables.exclude")
 
 
 def keyless_chunk_keys(conn, dbs: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -206,8 +216,22 @@ def _culprit_context(text: str, name: str) -> str:
     return ""
 
 
+def _named_in(text: str, dbs: Sequence[str]) -> list[str]:
+    """The tables of ``dbs`` a message names (``db.t``, ```db`.`t```), whether MySQL still has them or not."""
+    out: list[str] = []
+    for db in dbs:
+        pattern = rf"(?<![\w.`]){re.escape(db)}\.([A-Za-z0-9_$]+)|`{re.escape(db)}`\.`([^`]+)`"
+        for m in re.finditer(pattern, text):
+            name = f"{db}.{m.group(1) or m.group(2)}"
+            if name not in out:
+                out.append(name)
+    return out
+
+
 def _is_refusal(why: str) -> bool:
     """Tidemark's own refusal (named, with the way out), not something it sent that Doris refused."""
+    if "Doris cannot take" in why:  # Tidemark's own check of a name, before Doris is asked anything
+        return True
     if "Doris refused" in why or "Failed to execute sql" in why:
         return False
     return any(marker in why for marker in _REFUSALS)
@@ -225,6 +249,8 @@ class GroupRun:
     unnamed_failure: str = ""  # a failure that named no table: the whole group differs
     chunk_keys: dict[str, str] = field(default_factory=dict)  # keyless db.table -> its chunk key column
     binlog_stop: str = ""  # the binlog run's failure: the stream stopped there, later changes wait
+    resnapshots: list[str] = field(default_factory=list)  # tables `tidemark resnapshot --table` re-created
+    newly_added: bool = False  # scan.newly-added-table.enabled: a table renamed from a left-out one brings its rows
 
     @property
     def dbs(self) -> list[str]:
@@ -266,6 +292,8 @@ class CorpusRun:
         path = self.workdir / f"{run.slug}.yaml"
         excluded = sorted(run.refused.keys() | run.failed.keys())
         source: dict = {"scan.incremental.snapshot.chunk.size": 20000}
+        if run.newly_added:
+            source["scan.newly-added-table.enabled"] = True
         if excluded:
             source["tables.exclude"] = ",".join(_selector(*t.split(".", 1)) for t in excluded)
         keys = {t: c for t, c in run.chunk_keys.items() if t not in excluded}
@@ -355,7 +383,8 @@ class CorpusRun:
                 continue
             message = " ".join(" ".join(lines[mine[-1]:mine[-1] + 8]).split())[:1500]
             if phase == "binlog":
-                run.binlog_stop = message
+                if self._take_the_way_out(run, message):
+                    failed.append(run)
                 continue
             captured = [t for t in self._captured(run) if t not in run.failed and t not in run.refused]
             named = _culprits(done.stderr, captured)
@@ -369,6 +398,43 @@ class CorpusRun:
                         ", ".join(named))
             failed.append(run)
         return failed
+
+    def _take_the_way_out(self, run: GroupRun, message: str) -> bool:
+        """The group's stream stopped at a DDL: do what its message tells a user. ``tidemark resnapshot
+        --table`` first (the table then ends equal if it heals it); a table Tidemark refuses (or that
+        resnapshot cannot read any more) is left out with ``tables.exclude`` and the group starts over
+        (True); a stop naming no table of the group is kept as the group's binlog stop (False)."""
+        for _ in range(12):
+            wanted = [t for t in dict.fromkeys(re.findall(r"--table (\S+?)[`'\s,;)]", message + " "))
+                      if t.split(".", 1)[0] in run.dbs]
+            if wanted:
+                started = time.perf_counter()
+                done = self._cli("resnapshot", str(self.workdir / f"{run.slug}.yaml"),
+                                 *(a for t in wanted for a in ("--table", t)))
+                self._time("resnapshot", started)
+                self.report.attempts += 1
+                (self.workdir / f"run{self.report.attempts}-resnapshot-{run.slug}.log").write_text(done.stderr)
+                run.resnapshots += wanted
+                log.warning("binlog of %s stopped; tidemark resnapshot --table %s: exit %d", run.group.db,
+                            " --table ".join(wanted), done.returncode)
+                if done.returncode == 0:
+                    return False
+                mine = [ln for ln in done.stderr.splitlines() if f"tidemark resnapshot {run.slug}: " in ln]
+                message = " ".join((mine[-1] if mine else done.stderr[-1500:]).split())[:1500]
+                if "tables.exclude" not in message:
+                    continue  # stopped again, further on: its own way out
+            named = _named_in(message, run.dbs)
+            if not named:
+                run.binlog_stop = message
+                return False
+            for t in named:
+                (run.refused if _is_refusal(message) else run.failed)[t] = f"binlog: {message}"
+            run.newly_added = True
+            log.warning("binlog of %s stopped naming %s; that group starts over without them", run.group.db,
+                        ", ".join(named))
+            return True
+        run.binlog_stop = message
+        return False
 
     def change(self, runs: Sequence[GroupRun]) -> None:
         """The binlog phase's changes: mysql-test groups replayed into ``<db>_b``, sample row changes."""
@@ -409,6 +475,7 @@ class CorpusRun:
         conn = self._conn()
         try:
             for run in self.runs:
+                self.report.resnapshots += run.resnapshots
                 for db, table in _tables(conn, run.dbs):
                     self.report.results.append(self._compare_one(conn, run, db, table))
         finally:

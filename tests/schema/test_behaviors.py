@@ -161,7 +161,7 @@ def test_every_ddl_type(behavior, pipeline_factory, root_conn, fresh_db, doris_s
     if behavior in ("evolve", "lenient"):
         with pytest.raises(SchemaChangeApplyError, match="Can not change BIGINT to DECIMALV3") as refused:
             steps.apply()
-        assert "column a of" in str(refused.value) and "re-snapshot" in str(refused.value)
+        assert "column a of" in str(refused.value) and "tidemark resnapshot" in str(refused.value)
         registry = SchemaRegistry(runner.store)
         assert registry.status is RequestStatus.APPLYING
         assert runner.store.get("flags", "binlog_paused")

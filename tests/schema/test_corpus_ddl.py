@@ -98,3 +98,94 @@ def test_a_type_change_keeps_the_doris_default_and_a_keyless_key_stays_nullable(
     assert _carry_all(runner) == 4
     for table in ("t", "k"):
         _equal(doris_standin, root_conn, db, table)
+
+
+def _stop_at_next_ddl(runner):
+    """The job's steps up to the failing apply (the stream stays paused at the DDL); the error."""
+    from cdc_core.pipeline.schema_change import SchemaChangeApplyError, SchemaChangeSteps
+
+    steps = SchemaChangeSteps(runner, run_id="test")
+    found = steps.next_ddl()
+    steps.quiesce(found.offset)
+    steps.flush()
+    with pytest.raises(SchemaChangeApplyError) as info:
+        steps.apply()
+    return str(info.value)
+
+
+def test_a_primary_key_change_stops_naming_the_way_out_and_resnapshot_recreates_the_table(
+        row_metadata, pipeline_factory, root_conn, fresh_db, doris_standin):
+    """Doris cannot re-key a table: the stream stops naming the table, the new key and
+    `tidemark resnapshot --table`; that re-creates the Doris table with the new key at the DDL, reads the
+    table again and goes on, so the table ends equal; one renamed away since cannot be read and is
+    refused with the other way out (tables.exclude)."""
+    from cdc_core.pipeline.schema_change import SchemaChangeSteps
+
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.k (a INT NOT NULL, b VARCHAR(5))",
+        f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY, v INT)",
+        f"INSERT INTO `{db}`.k VALUES (1, 'p'), (2, 'q')", f"INSERT INTO `{db}`.u VALUES (1, 1), (2, 1)")
+    runner = spark_service(pipeline_factory(  # u's chunk key: it is read again once keyless
+        f"{db}.k,{db}.u,{db}.gone", pipeline={"schema.change.behavior": "evolve"},
+        source={"scan.incremental.snapshot.chunk.key-column": f"{db}.k:a;{db}.u:id"}))
+    _snapshot(runner)
+    sql(root_conn, f"INSERT INTO `{db}`.k VALUES (3, 'r')", f"ALTER TABLE `{db}`.k ADD PRIMARY KEY (a)",
+        f"UPDATE `{db}`.k SET b = 'pp' WHERE a = 1", f"DELETE FROM `{db}`.k WHERE a = 2",
+        f"INSERT INTO `{db}`.u VALUES (3, 3)", f"ALTER TABLE `{db}`.u DROP PRIMARY KEY",
+        f"INSERT INTO `{db}`.u VALUES (3, 4)")
+    assert catch_up(runner) is not None
+    message = _stop_at_next_ddl(runner)
+    assert f"{db}.k" in message and "changed to (a)" in message
+    assert f"tidemark resnapshot PIPELINE.yaml --table {db}.k" in message and "tables.exclude" in message
+    steps = SchemaChangeSteps(runner, run_id="test")
+    with pytest.raises(ValueError, match=f"--table {db}.k"):
+        steps.recreate_at_stop([f"{db}.u"])  # not the table the stream stopped at
+    assert steps.recreate_at_stop([f"{db}.k"]) == [f"{db}.k"]
+    out = {"apply": steps.apply(), "resume": steps.resume()}
+    assert out["apply"]["changes"][0]["recreated"] and out["resume"]["status"] == "IDLE"
+    assert catch_up(runner) is not None  # u's DROP PRIMARY KEY: a UNIQUE table cannot become keyless either
+    assert f"{db}.u" in _stop_at_next_ddl(runner)
+    assert SchemaChangeSteps(runner).recreate_at_stop([f"{db}.u"]) == [f"{db}.u"]
+    carry = SchemaChangeSteps(runner, run_id="test")
+    carry.apply()
+    carry.resume()
+    assert _carry_all(runner) == 0
+    for table in ("k", "u"):
+        _equal(doris_standin, root_conn, db, table)
+
+    sql(root_conn, f"CREATE TABLE `{db}`.gone (a INT)")
+    assert _carry_all(runner) == 1
+    sql(root_conn, f"INSERT INTO `{db}`.gone VALUES (1)", f"ALTER TABLE `{db}`.gone ADD PRIMARY KEY (a)",
+        f"RENAME TABLE `{db}`.gone TO `{db}`.gone2")
+    assert catch_up(runner) is not None
+    _stop_at_next_ddl(runner)
+    with pytest.raises(ValueError, match=f"tables.exclude: {db}.gone"):
+        SchemaChangeSteps(runner).recreate_at_stop([f"{db}.gone"])
+
+
+def test_order_by_is_carried_and_convert_to_the_default_charset_stops_naming_the_table(
+        row_metadata, pipeline_factory, root_conn, fresh_db, doris_standin):
+    """``ALTER ... ORDER BY t.id`` changes no column: no stop, the rows after it arrive.
+    ``CONVERT TO CHARACTER SET DEFAULT`` turns the columns to the database's default, which the statement
+    does not name: the stream stops there naming the table (not a word of the statement) and the way out,
+    rather than decode its rows with a guessed charset."""
+    from cdc_core.mysql.ddl.errors import DdlParseError
+
+    db = fresh_db
+    sql(root_conn, f"ALTER DATABASE `{db}` CHARACTER SET latin2",
+        f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, s VARCHAR(10)) CHARACTER SET utf8mb4",
+        f"INSERT INTO `{db}`.t VALUES (1, 'zażółć')")
+    runner = spark_service(pipeline_factory(f"{db}.t", pipeline={"schema.change.behavior": "evolve"}))
+    _snapshot(runner)
+    sql(root_conn, f"ALTER TABLE `{db}`.t ORDER BY t.id DESC, s", f"INSERT INTO `{db}`.t VALUES (2, 'Łódź ő')")
+    assert _carry_all(runner) == 0  # not even a stop: it gives no schema change
+    _equal(doris_standin, root_conn, db, "t")
+    sql(root_conn, f"ALTER TABLE `{db}`.t CONVERT TO CHARACTER SET utf8, CHARACTER SET DEFAULT",
+        f"ALTER TABLE `{db}`.t CONVERT TO CHARACTER SET DEFAULT", f"INSERT INTO `{db}`.t VALUES (3, 'ż')")
+    assert catch_up(runner) is not None  # the first: utf8, then the table's default back to the database's
+    carry_next_ddl(runner)
+    with pytest.raises(DdlParseError) as info:
+        catch_up(runner)
+    message = str(info.value)
+    assert f"{db}.t" in message and f"tables.exclude: {db}.t" in message and "CHARACTER," not in message
+    assert f"{db}.CHARACTER" not in message

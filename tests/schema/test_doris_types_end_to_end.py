@@ -186,7 +186,7 @@ def test_unsigned_integer_widenings_carry_over_on_both_paths(pipeline_factory, r
     with pytest.raises(SchemaChangeApplyError) as info:
         steps.apply()
     message = str(info.value)
-    for part in (f"{db}.u", "column m", "DECIMALV3(12,2)", "re-snapshot", "transform:"):
+    for part in (f"{db}.u", "column m", "DECIMALV3(12,2)", "tidemark resnapshot", "--table", "transform:"):
         assert part in message, (part, message)
     assert doris(doris_standin, db, "SELECT COUNT(*) FROM u")["data"]["data"] == [[4]]
     runner.close()

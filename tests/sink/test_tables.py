@@ -232,5 +232,5 @@ def test_a_primary_key_change_is_refused_with_the_table_and_the_fix(sink, doris_
             sink.apply_schema_change(ev.AlterPrimaryKeyEvent(src, primary_key=key))
         message = str(info.value)
         assert f"{doris_db}.users" in message and "keyed on (id)" in message
-        assert "re-snapshot" in message and "exclude.schema.changes" in message
+        assert "tidemark resnapshot" in message and "--table" in message and "exclude.schema.changes" in message
     assert sink.catalog.table_info(doris_db, "users").key_columns == ("id",)

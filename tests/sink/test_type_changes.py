@@ -107,6 +107,6 @@ def test_a_change_doris_refuses_stops_with_the_table_column_and_way_out(typed_si
     with pytest.raises(SchemaChangeError) as info:
         sink.apply_schema_change(AlterColumnTypeEvent(src, column_name="amount", column=to_decimal))
     message = str(info.value)
-    for part in (f"{doris_db}.money", "amount", "INT", "DECIMALV3(12,2)", "decimal(12,2)", "re-snapshot", "transform:",
+    for part in (f"{doris_db}.money", "amount", "INT", "DECIMALV3(12,2)", "decimal(12,2)", "tidemark resnapshot", "transform:",
                  "Can not change"):
         assert part in message, (part, message)

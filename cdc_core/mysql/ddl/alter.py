@@ -258,6 +258,8 @@ def _order_by(alter: _Alter) -> None:
     cur = alter.stmt.cur
     while True:
         cur.ident()
+        while cur.accept_punct("."):  # t1.id, db.t1.id
+            cur.ident()
         cur.accept("ASC", "DESC")
         if not cur.is_punct(",") or cur.is_word(*_SPECS, *_STANDALONE, *_TABLE_OPTIONS, *_MAINTENANCE, k=1):
             return
@@ -545,15 +547,16 @@ def _convert(alter: _Alter) -> None:
     if cur.accept("COLLATE"):
         cur.accept_punct("=")
         cur.ident()
+    schema = alter.stmt.schema(t)
     if name.lower() == "default":
         if alter.relevant:
             raise DdlSyntaxError(
                 f"ALTER TABLE {t} CONVERT TO CHARACTER SET DEFAULT converts its columns to the database's default "
-                "character set, which the statement does not name, so the charsets its rows are decoded with are "
-                f"unknown. Re-snapshot {t} (its schema is read from the server again)")
+                "character set, which the statement does not name, so the charsets its rows must be decoded with "
+                f"are unknown, and Tidemark does not guess them. The way out: leave {t} out of the pipeline "
+                f"(source tables.exclude: {t}) and run again")
         return
     charset = charset_name(name)
-    schema = alter.stmt.schema(t)
     for column in schema.columns if schema is not None else ():
         new = converted_column(column, charset, mariadb=alter.stmt.mariadb)
         if new != column:

@@ -163,10 +163,12 @@ def _tables_mentioned(ddl: str, default_db: str | None) -> list[TableId]:
     except TokenError:
         return []
     out: list[TableId] = []
+    # a list of tables follows a comma only in RENAME / DROP TABLE (in an ALTER, ", CHARACTER SET x" is a clause)
+    listing = bool(toks) and toks[0].up in ("RENAME", "DROP")
     for i, t in enumerate(toks):
         if t.kind in ("ident", "word") and i > 0 and (
             toks[i - 1].up in ("TABLE", "TO", "LIKE", "EXISTS", "AS", "TRUNCATE")
-            or (toks[i - 1].kind == "punct" and toks[i - 1].text == ",")
+            or (listing and toks[i - 1].kind == "punct" and toks[i - 1].text == ",")
         ):
             if i + 2 < len(toks) and toks[i + 1].kind == "punct" and toks[i + 1].text == ".":
                 out.append(TableId(t.text, toks[i + 2].text))
