@@ -80,3 +80,18 @@ def test_every_multibyte_charset_has_its_lengths_and_a_python_codec():
         assert len(LENGTHS[name]) == 256, name
         assert all(LENGTHS[name][b] == 1 for b in range(0x80)), name  # ASCII is one byte, as itself
         assert b"abc".decode(codec) == "abc"
+
+
+def test_mysql_8_only_collations_and_charsets_are_utf8mb4_or_refused_by_name():
+    """MariaDB 10.11 (the corpus's server) has no utf8mb4_0900_* collations and no gb18030, so the corpus
+    cannot hold them: a MySQL 8 table in a 0900 collation is utf8mb4 by its DDL and by its binlog
+    collation id (255 ..., decoded exactly), and a gb18030 one is refused by name (the test above)."""
+    from cdc_core.mysql.ddl.column_definitions import charset_of_collation
+    from cdc_core.mysql.table_map_binding import _binlog_charset
+
+    for collation in ("utf8mb4_0900_ai_ci", "utf8mb4_0900_as_cs", "utf8mb4_0900_bin", "utf8mb4_ja_0900_as_cs"):
+        assert charset_of_collation(collation) == "utf8mb4"
+    for collation_id in (255, 278, 309):  # utf8mb4_0900_ai_ci, _as_cs, _bin as MySQL 8's binlog numbers them
+        assert _binlog_charset(collation_id, "mysql") == "utf8mb4"
+    assert _binlog_charset(248, "mysql") == "gb18030"  # then refused by name: not in supported_charsets
+    assert decode_text("zażółć 😀".encode(), _column("utf8mb4", "c")) == "zażółć 😀"
