@@ -21,8 +21,9 @@ A stream that stops at a DDL gets what a user would do: the way out its message 
 ``tidemark resnapshot --table`` first (a primary key or type Doris cannot change: the table is
 re-created and read again, and should then end equal); a table Tidemark refuses, or that the
 resnapshot cannot read any more (renamed away since), is left out with ``tables.exclude`` (it
-counts as refused with Tidemark's words) and the group starts over, with
-``scan.newly-added-table.enabled`` so that a table renamed from the left-out one brings its rows.
+counts as refused with Tidemark's words) and the group starts over. A table renamed later from a
+left-out one enters the stream without its rows (``scan.newly-added-table.enabled`` is off, as
+Flink CDC's default): it differs, and says why.
 
 A table ends as ``equal``, ``refused`` (Tidemark named it and said why: acceptable), or
 ``differing`` (Doris lacks it, or holds other rows; the reason is kept).
@@ -250,7 +251,6 @@ class GroupRun:
     chunk_keys: dict[str, str] = field(default_factory=dict)  # keyless db.table -> its chunk key column
     binlog_stop: str = ""  # the binlog run's failure: the stream stopped there, later changes wait
     resnapshots: list[str] = field(default_factory=list)  # tables `tidemark resnapshot --table` re-created
-    newly_added: bool = False  # scan.newly-added-table.enabled: a table renamed from a left-out one brings its rows
 
     @property
     def dbs(self) -> list[str]:
@@ -292,8 +292,6 @@ class CorpusRun:
         path = self.workdir / f"{run.slug}.yaml"
         excluded = sorted(run.refused.keys() | run.failed.keys())
         source: dict = {"scan.incremental.snapshot.chunk.size": 20000}
-        if run.newly_added:
-            source["scan.newly-added-table.enabled"] = True
         if excluded:
             source["tables.exclude"] = ",".join(_selector(*t.split(".", 1)) for t in excluded)
         keys = {t: c for t, c in run.chunk_keys.items() if t not in excluded}
@@ -429,7 +427,6 @@ class CorpusRun:
                 return False
             for t in named:
                 (run.refused if _is_refusal(message) else run.failed)[t] = f"binlog: {message}"
-            run.newly_added = True
             log.warning("binlog of %s stopped naming %s; that group starts over without them", run.group.db,
                         ", ".join(named))
             return True
