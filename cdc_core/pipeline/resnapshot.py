@@ -8,7 +8,7 @@ MySQL deleted while no binlog covered it would stay in Doris for ever.
 This is the partition-maintenance reload (``cdc_core/pipeline/reload.py``) applied to every (or
 the named) captured table, not a second mechanism:
 
-1. the binlog is rotated (``FLUSH BINARY LOGS``, :func:`_move_binlog`) so that the new chunks'
+1. the binlog is rotated (``FLUSH BINARY LOGS``, :func:`move_binlog`) so that the new chunks'
    high watermarks lie above every sequence Doris holds; then one state-store transaction marks
    every committed chunk of the tables PENDING under its next generation and records each table's
    sweep (:func:`reload.request_reload`, operation ``resnapshot``). When the stream's resume point
@@ -131,7 +131,7 @@ def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None
             f"resnapshot them all (drop --table; {len(captured) - len(chosen)} table(s) were left out)")
     _recreate_keyless(ctx, chosen)
     at = ctx.server_offset()
-    _move_binlog(ctx)
+    move_binlog(ctx)
     keys: list[str] = []
     with ctx.store.transaction() as tx:
         for table_id in chosen:
@@ -167,7 +167,7 @@ def _recreate_keyless(ctx: PipelineContext, tables: Sequence[str]) -> None:
             ctx.sink.forget(target)
 
 
-def _move_binlog(ctx: PipelineContext) -> None:
+def move_binlog(ctx: PipelineContext) -> None:
     """Rotate the binlog (``FLUSH BINARY LOGS``), so that every chunk read from now on gets a high
     watermark above every sequence Doris holds (all of them are at most the position now).
 
@@ -184,4 +184,4 @@ def _move_binlog(ctx: PipelineContext) -> None:
                        ctx.definition.name, exc.args[-1] if exc.args else exc)
 
 
-__all__ = ["OPERATION", "ResnapshotRequest", "in_progress", "purged_resume_point", "request_resnapshot"]
+__all__ = ["OPERATION", "ResnapshotRequest", "in_progress", "move_binlog", "purged_resume_point", "request_resnapshot"]

@@ -34,6 +34,7 @@ from cdc_core.mysql.ddl_scanner import DdlScanner
 from cdc_core.mysql.schema_history import SchemaHistory
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.reload import request_reload
+from cdc_core.pipeline.resnapshot import move_binlog
 from cdc_core.pipeline.snapshot_estimate import SNAPSHOT_MODES
 from cdc_core.schema_evolution.derivation import (
     DerivedChange,
@@ -363,11 +364,17 @@ class SchemaChangeSteps:
         if snapshot and new_tables:
             self._snapshot_new_tables(new_tables, upstream, events)
         altered = {c.event.table_id for c, o in zip(derived, outcomes, strict=True) if o and o["outcome"] == "applied"}
+        with self.ctx.store.transaction(readonly=True) as tx:
+            if self._identity_tables(tx, events, altered, ddl_offset):
+                # The reload's re-read must stamp its rows above every sequence the stale identities
+                # carry, and chunks read after the DDL carry the binlog's position now: move it on
+                # (before the chunks are marked, so a crash in between only rotates once more).
+                move_binlog(self.ctx)
         with self.ctx.store.transaction() as tx:
             self._record_history(tx, upstream, events, ddl_offset)
             if not snapshot:
                 self._start_streaming(tx, new_tables, upstream, events, flushed_to, ddl_offset)
-            rehashed = self._identity_tables(events, altered)
+            rehashed = self._identity_tables(tx, events, altered, ddl_offset)
             reloaded = self._request_reloads(tx, events, ddl_offset, rehashed)
             for name in sorted(recreate):  # its rows: every chunk read again from now (tidemark resnapshot)
                 reloaded[TableId.parse(name)] = request_reload(tx, TableId.parse(name), ddl_offset, "resnapshot")
@@ -586,14 +593,21 @@ class SchemaChangeSteps:
             self._add_stream_chunk(tx, table_id, schema, flushed_to, ddl_offset,
                                    f"table new to the stream at {ddl_offset}")
 
-    def _identity_tables(self, events: Sequence[ev.SchemaChangeEvent], altered: set[TableId]) -> set[TableId]:
+    def _identity_tables(self, tx: Any, events: Sequence[ev.SchemaChangeEvent], altered: set[TableId],
+                         ddl_offset: BinlogOffset) -> set[TableId]:
         """Keyless tables in their exact form (``cdc_core/doris/row_identity.py``) whose applied change
         alters the row images the identity hashes: a column dropped, renamed or retyped, or added
         with a value (a nullable column added without a default adds only NULLs, which hash to
-        nothing). Their rows' identities are stale, so they are reloaded like partition maintenance."""
+        nothing), or added while chunks read after the DDL left it out (``loadable_schema``: their
+        rows were hashed without its values). Their rows' identities are stale, so they are reloaded
+        like partition maintenance (the re-read, then the sweep of the stale identities)."""
         out: set[TableId] = set()
         for e in events:
-            if e.table_id not in altered or not _alters_images(e):
+            if e.table_id not in altered:
+                continue
+            if not _alters_images(e) and not (isinstance(e, ev.AddColumnEvent) and any(
+                    r.status is ChunkStatus.COMMITTED and _offset(r.high_watermark) is not None
+                    and _offset(r.high_watermark) > ddl_offset for r in tx.chunks(table_id=str(e.table_id)))):
                 continue
             try:
                 exact = any(self.ctx.sink.table(t, refresh=True).row_identity for t in self.ctx.targets(e.table_id))

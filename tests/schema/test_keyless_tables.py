@@ -40,14 +40,15 @@ def _no_spark():
 
 
 def _pipeline_file(mysql_server, standin, tmp_path: Path, db: str, *, sink: dict | None = None,
-                   file: str = "pipeline.yaml", route: list | None = None) -> Path:
+                   file: str = "pipeline.yaml", route: list | None = None, chunk_size: int = 8096) -> Path:
     """The pipeline over ``db`` as a file (the crash test's processes read it), split on ``n``."""
     state = tmp_path / "state"
     state.mkdir(exist_ok=True)
     path = tmp_path / file
     path.write_text(pipeline_yaml(host="127.0.0.1", port=mysql_server.endpoint.port, fe=standin.fe_http,
                                   tables=f"{db}.\\.*", name=f"keyless_{tmp_path.name}"[:60], state_dir=state,
-                                  source={"scan.incremental.snapshot.chunk.key-column": f"{db}.\\.*:n"},
+                                  source={"scan.incremental.snapshot.chunk.key-column": f"{db}.\\.*:n",
+                                          "scan.incremental.snapshot.chunk.size": chunk_size},
                                   sink=sink, route=route, pipeline={"tidemark.snapshot.in-process-rows": 100_000,
                                                        "schema.change.behavior": "evolve"}))
     return path
@@ -257,4 +258,29 @@ def test_two_keyless_tables_merged_into_one_keep_each_others_identical_rows(mysq
     want = compare.mysql_rows(root_conn, db, "s1", cols) + compare.mysql_rows(root_conn, db, "s2", cols)
     have = compare.doris_rows(doris_standin.fe_http, db, "merged", cols)
     assert have == want, compare.diff_text(want, have, cols)
+    runner.close()
+
+
+def test_a_column_added_during_the_snapshot_reloads_the_chunks_that_left_it_out(mysql_server, doris_standin, tmp_path,
+                                                                                root_conn, fresh_db):
+    """A chunk read after an ADD COLUMN, before the schema change gives Doris the column, hashes its
+    rows without the column's values; the schema change reloads the table, sweeping those identities."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.g {TABLE}", f"INSERT INTO `{db}`.g VALUES {ROWS}")
+    runner = PipelineService(load_pipeline(_pipeline_file(mysql_server, doris_standin, tmp_path, db, chunk_size=2)),
+                             executor=SparkExecutor(_no_spark))
+    keys = list(runner.plan_splits().chunk_keys)
+    assert len(keys) > 1
+    runner.run_chunks(keys[:1])
+    runner.commit_chunks(keys[:1])
+    sql(root_conn, f"ALTER TABLE `{db}`.g ADD COLUMN c INT NULL", f"UPDATE `{db}`.g SET c = 5 WHERE n >= 2")
+    runner.run_chunks(keys[1:])
+    runner.commit_chunks(keys[1:])
+    assert catch_up(runner) is not None  # stopped before the ADD COLUMN
+    out = carry_next_ddl(runner)
+    assert out["apply"]["reloaded_tables"] == [f"{db}.g"], out["apply"]
+    sql(root_conn, f"DELETE FROM `{db}`.g WHERE n = 2 LIMIT 1")
+    assert catch_up(runner) is None
+    _assert_same(root_conn, doris_standin, db, "g")
+    assert _contiguous(_copies(doris_standin, db, "g"))
     runner.close()
