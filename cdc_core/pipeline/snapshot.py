@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.instrumentation.faults import fault_point
-from cdc_core.model.schema import TableId
-from cdc_core.mysql.discovery import TableNotFoundError, chunk_key_column
+from cdc_core.model.schema import Column, TableId, TableSchema
+from cdc_core.mysql.discovery import DiscoveryError, TableNotFoundError, chunk_key_column
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.snapshot_assigner import AssignerState
 from cdc_core.pipeline.context import PipelineContext
@@ -69,6 +69,19 @@ def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: l
     return results
 
 
+def _read_key(schema: TableSchema, configured: str | None, tasks: list[ChunkTask]) -> Column:
+    """The column a table's chunks are read by. A table the stream brought in (created after the
+    snapshot) has one whole-table chunk, which no key range bounds: a keyless one with no
+    ``chunk.key-column`` of the user's is read by its first column then (its reload after a column
+    change: ``schema_change.py``), as its stream chunk was recorded (``_add_stream_chunk``)."""
+    try:
+        return chunk_key_column(schema, configured)
+    except DiscoveryError:
+        if schema.primary_key or not all(t.start is None and t.end is None for t in tasks):
+            raise
+        return schema.columns[0]
+
+
 def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]) -> list[ChunkResult]:
     """Read and load these chunks; their transactions end up PREPARED (not visible).
 
@@ -105,7 +118,7 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                 except TableNotFoundError:
                     gone[table_id] = tasks
                     continue
-                key = chunk_key_column(schema, ctx.definition.source.chunk_key_column)
+                key = _read_key(schema, ctx.definition.source.chunk_key_column, tasks)
                 estimate = len(tasks) * options.rows_per_chunk(schema.table_id)
                 if table_id in planned_rows:
                     estimate = min(estimate, int(planned_rows[table_id]))

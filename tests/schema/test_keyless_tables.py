@@ -284,3 +284,28 @@ def test_a_column_added_during_the_snapshot_reloads_the_chunks_that_left_it_out(
     _assert_same(root_conn, doris_standin, db, "g")
     assert _contiguous(_copies(doris_standin, db, "g"))
     runner.close()
+
+
+def test_a_keyless_table_created_in_the_stream_is_reloaded_after_a_column_change(mysql_server, doris_standin,
+                                                                                  tmp_path, root_conn, fresh_db):
+    """A table the stream created has one whole-table chunk and no chunk key of the user's (the
+    corpus's ``ALTER TABLE t1 ADD latin5_f CHAR(32) NOT NULL``): its reload reads it whole."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.k {TABLE}", f"INSERT INTO `{db}`.k VALUES {ROWS}")
+    path = tmp_path / "p.yaml"
+    (tmp_path / "st").mkdir()
+    path.write_text(pipeline_yaml(host="127.0.0.1", port=mysql_server.endpoint.port, fe=doris_standin.fe_http,
+                                  tables=f"{db}.\\.*", name=f"ks_{tmp_path.name}"[:60], state_dir=tmp_path / "st",
+                                  source={"scan.incremental.snapshot.chunk.key-column": f"{db}.k:n"},
+                                  pipeline={"tidemark.snapshot.in-process-rows": 100_000,
+                                            "schema.change.behavior": "evolve"}))
+    runner = PipelineService(load_pipeline(path), executor=SparkExecutor(_no_spark))
+    _snapshot(runner)
+    sql(root_conn, f"CREATE TABLE `{db}`.s (f FLOAT, t TEXT)",
+        f"INSERT INTO `{db}`.s VALUES (1.5, 'a'), (1.5, 'a'), (NULL, NULL)",
+        f"ALTER TABLE `{db}`.s ADD c CHAR(3) NOT NULL", f"DELETE FROM `{db}`.s WHERE f = 1.5 LIMIT 1")
+    while (stopped := catch_up(runner)) is not None:
+        assert carry_next_ddl(runner)["resume"]["status"] == "IDLE", stopped
+    _assert_same(root_conn, doris_standin, db, "s")
+    assert _contiguous(_copies(doris_standin, db, "s"))
+    runner.close()
