@@ -86,6 +86,17 @@ def connection_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[:200]}"
 
 
+def _node_of(failed: Any) -> str | None:
+    """``host:port`` of the request a failure or an answer belongs to, when requests kept it."""
+    request = getattr(failed, "request", None)
+    url = getattr(request, "url", None)
+    return urlsplit(url).netloc.rsplit("@", 1)[-1] if isinstance(url, str) and url else None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 class DorisHttpClient:
     """One Doris cluster as seen over HTTP: FE nodes, optional BE nodes, credentials, retry policy.
 
@@ -240,8 +251,14 @@ class DorisHttpClient:
         raise DorisResponseError(f"{method} {self.redact(url)}: more than {MAX_REDIRECTS} redirects")
 
     def with_retries(self, what: str, attempt: Callable[[int], requests.Response]) -> requests.Response:
-        """Run ``attempt(n)`` until it gives a non-5xx answer; connection failures and 5xx retry."""
+        """Run ``attempt(n)`` until it gives a non-5xx answer; connection failures and 5xx retry.
+
+        When every attempt failed, the :class:`DorisConnectionError` is one line: the node that
+        failed last (an FE, a configured BE, or a BE an FE redirected to), what it said, and what to
+        check — it is what a failed Dagster run shows (``orchestration/defs/failures.py``)."""
         last: str = ""
+        node: str | None = None
+        answered = False
         for n in range(self.max_retries + 1):
             if n:
                 time.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** (n - 1)))
@@ -257,12 +274,12 @@ class DorisHttpClient:
             except (requests.ConnectionError, requests.Timeout) as exc:
                 # The attempt's full text (urllib3's "Max retries exceeded … NewConnectionError(…)")
                 # goes to the log file; the error says what the socket said, on one line.
-                last = connection_reason(exc)
+                last, node, answered = connection_reason(exc), _node_of(exc) or node, False
                 log.info("Doris %s failed (attempt %d of %d): %s: %s", what, n + 1, self.max_retries + 1,
                          type(exc).__name__, self.redact(str(exc)))
                 continue
             if resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                last, node, answered = f"HTTP {resp.status_code}: {resp.text[:300]}", _node_of(resp) or node, True
                 log.info("Doris %s failed (attempt %d of %d): %s", what, n + 1, self.max_retries + 1, self.redact(last))
                 continue
             if resp.status_code in (401, 403):
@@ -271,7 +288,24 @@ class DorisHttpClient:
                     "check the sink's username and password"
                 )
             return resp
-        raise DorisConnectionError(self.redact(f"Doris {what} failed after {self.max_retries + 1} attempts: {last}"))
+        raise DorisConnectionError(self.redact(self._gave_up(what, node, last, answered)))
+
+    def _gave_up(self, what: str, node: str | None, last: str, answered: bool) -> str:
+        """The one line of a request every attempt of which failed (see :meth:`with_retries`)."""
+        attempts = f"{self.max_retries + 1} attempt{'s' if self.max_retries else ''}"
+        if node in self.fenodes or node is None:
+            who = f"the Doris FE at {node or ', '.join(self.fenodes)}"
+            fix = "check that the FE is up and that sink.fenodes names its HTTP address (host:8030)"
+        elif node in self.benodes:
+            who = f"the Doris BE at {node}"
+            fix = "check that the BE is up and that sink.benodes names its HTTP address (host:8040)"
+        else:
+            who = f"the Doris BE at {node} (an FE redirected the request there)"
+            fix = "check that the BE is up and that this host reaches the address the FE lists for it"
+        if answered:
+            fix = "check the Doris logs (fe.log, be.INFO) and that every BE is alive; a re-run retries"
+            return f"{who} answered {_one_line(last)} ({attempts} at {what}); {fix}"
+        return f"{who} does not answer ({last}; {attempts} at {what}); {fix}"
 
     @staticmethod
     def _ssl_reason(exc: BaseException) -> str:
@@ -296,7 +330,7 @@ class DorisHttpClient:
             node = order[n % len(order)]
             return self.send(method, self.url(node, path), headers=headers, body=body, params=params)
 
-        return self.with_retries(f"{method} {path} (FE {', '.join(order)})", attempt)
+        return self.with_retries(f"{method} {path}", attempt)
 
     # -- answers -----------------------------------------------------------------------------
 
@@ -310,8 +344,8 @@ class DorisHttpClient:
             ) from None
         if isinstance(body, dict) and (body.get("code") == 401 or body.get("msg") == "Unauthorized"):
             raise DorisAuthError(
-                f"Doris refused user {self.username!r} for {what}: {self.redact(str(body.get('data', '')))[:200]} "
-                "— check the sink's username and password"
+                f"Doris refused user {self.username!r} for {what}: {self.redact(str(body.get('data', '')))[:200]}; "
+                "check the sink's username and password"
             )
         return body
 

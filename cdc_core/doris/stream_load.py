@@ -253,8 +253,8 @@ class StreamLoader:
             raise LabelError(f"label of {where} exists with status {existing!r}: {message}")
         if "no valid Basic authorization" in message or "Access denied" in message:
             raise DorisAuthError(
-                f"Doris refused user {self.client.username!r} loading {where}: {message} "
-                "— check the sink's username and password"
+                f"Doris refused user {self.client.username!r} loading {where}: {message}; "
+                "check the sink's username and password"
             )
         raise self._load_error(where, body, message or f"status {status!r}")
 

@@ -10,6 +10,7 @@ to check, never the password. Nothing is written anywhere.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pymysql
@@ -95,6 +96,9 @@ def connection_gist(text: str) -> str:
                  "Can't connect", "Lost connection", "Access denied"):
         if gist in text:
             return gist.lower()
+    answered = re.search(r"HTTP 5\d\d(?:: [^;()]{0,80})?", text)  # an FE that answers, but with an error
+    if answered:
+        return answered.group(0).strip()
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first[:200]
 

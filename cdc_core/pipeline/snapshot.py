@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from cdc_core.doris.errors import DorisAuthError, DorisConnectionError
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.schema import Column, TableId, TableSchema
@@ -243,7 +244,9 @@ def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
         fault_point("snapshot.committing", key=chunk_key(*record.key))
         return True
 
-    failures, redo, done = [], [], []
+    failures: list[tuple[str, Exception]] = []
+    redo: list[ChunkRecord] = []
+    done: list[ChunkRecord] = []
     with ThreadPoolExecutor(max_workers=min(COMMIT_STREAMS, len(records)),
                             thread_name_prefix="tidemark-commit") as pool:
         futures = {pool.submit(commit, r): r for r in records}
@@ -251,7 +254,7 @@ def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
             try:
                 (done if future.result() else redo).append(record)
             except Exception as exc:  # noqa: BLE001 - try every chunk, then report all failures
-                failures.append(f"{chunk_key(*record.key)}: {exc}")
+                failures.append((chunk_key(*record.key), exc))
     with ctx.store.transaction() as tx:
         for record in done:
             tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.COMMITTED)
@@ -261,7 +264,12 @@ def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
     if done:
         logger.info("%d chunk(s) committed (%s rows)", len(done), sum(r.rows or 0 for r in done))
     if failures:
-        raise RuntimeError("could not commit chunk load(s): " + "; ".join(failures))
+        first_key, first = failures[0]
+        if all(isinstance(exc, (DorisConnectionError, DorisAuthError)) for _, exc in failures):
+            # an outage: one line, of the kind the run reports as cause and fix (not one per chunk)
+            raise type(first)(f"could not commit {len(failures)} chunk load(s) (the first: {first_key}): "
+                              f"{first}") from first
+        raise RuntimeError("could not commit chunk load(s): " + "; ".join(f"{k}: {e}" for k, e in failures))
     return [chunk_key(*r.key) for r in redo]
 
 

@@ -28,6 +28,7 @@ from cdc_core.schema_evolution.registry import RequestStatus
 from cdc_core.state import ChunkStatus
 from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
+from orchestration.defs.failures import EXPECTED_FAILURES
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 from orchestration.defs.runs import fail_runs_of_dead_holders, runs_in_flight
 from orchestration.defs.schema_change_job import run_config_for, schema_change_job_name
@@ -145,10 +146,16 @@ class OnceRun:
             warnings.simplefilter("ignore")
             result = job.execute_in_process(instance=self.instance, tags=tags or {}, raise_on_error=False,
                                             run_config=QUIET_LOGS)
-        if any(e.event_type_value == "HOOK_ERRORED" for e in result.all_events):
-            # The commit hook failed: the loads stay prepared and the blocking no_pending_transactions
-            # check failed the run. Finish them now, loudly; the run is then as good as committed.
-            report = self.service.resolve_pending()
+        failed_steps = {e.step_key for e in result.all_events if e.is_step_failure}
+        if any(e.event_type_value == "HOOK_ERRORED" for e in result.all_events) or (
+                failed_steps and all("no_pending_transactions" in (k or "") for k in failed_steps)):
+            # The commit hook failed (raised, or said why on one line: orchestration/defs/hooks.py): the
+            # loads stay prepared and the blocking no_pending_transactions check failed the run. Finish
+            # them now, loudly; the run is then as good as committed.
+            try:
+                report = self.service.resolve_pending()
+            except EXPECTED_FAILURES as exc:  # still down: the run's own line says why and what to do
+                raise RunOnceError(_first_error(result)) from exc
             if report.failed:
                 raise RunOnceError(
                     f"{self.handle.slug}: committing the loads failed and {len(report.failed)} transaction(s) "
@@ -156,7 +163,6 @@ class OnceRun:
                 )
             self.console.print(f"[yellow]{self.handle.slug}: a commit hook failed; its loads were committed "
                                f"afterwards ({len(report.committed)} transaction(s))[/yellow]")
-            failed_steps = {e.step_key for e in result.all_events if e.is_step_failure}
             if all("no_pending_transactions" in (k or "") for k in failed_steps):
                 return result
         if not result.success:

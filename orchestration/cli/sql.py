@@ -25,6 +25,7 @@ from cdc_core.doris.catalog import DorisCatalog
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.errors import DorisAuthError, DorisError, QueryError
 from cdc_core.doris.row_identity import is_identity_column
+from cdc_core.pipeline.preflight import connection_gist
 
 logger = logging.getLogger(__name__)
 
@@ -127,9 +128,8 @@ def run_sql(definition: PipelineDefinition, statement: str, *, database: str | N
 
 
 def _last_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    reason = text[-1] if text else type(exc).__name__
-    return reason.split(": ", 1)[-1][:200] if "attempts: " in reason else reason[:200]
+    """What the socket (or the FE) said, for the one line: "connection refused", "HTTP 503"."""
+    return connection_gist(str(exc)) or type(exc).__name__
 
 
 def answer_table(answer: SqlAnswer) -> Any:

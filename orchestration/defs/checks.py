@@ -8,6 +8,7 @@ has not applied yet, and the check reports it as a warning that says so instead 
 
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +23,9 @@ from dagster import (
 
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.service import PipelineService
-from orchestration.defs.failures import one_line_failures
+from orchestration.defs.failures import OneLineFailure, line_metadata, one_line_failures
 from orchestration.defs.heal_jobs import repair_job_name
+from orchestration.defs.hooks import COMMIT_ERROR
 from orchestration.defs.pipelines import PipelineHandle
 
 # A chunk_parity check run on its own (not after a materialization) looks at this many chunks.
@@ -132,18 +134,30 @@ def build_checks(handle: PipelineHandle) -> PipelineChecks:
         return parity_result(results, quiet, f"{len(verdicts)} table(s)", extra, remedy)
 
     @one_line_failures
-    def no_pending(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        pending = service_of(context).pending_transactions()
+    def no_pending(context: AssetCheckExecutionContext) -> Iterator[AssetCheckResult]:
+        service = service_of(context)
+        pending = service.pending_transactions()
         if not pending:
-            return AssetCheckResult(passed=True, metadata={"pending": 0})
-        return AssetCheckResult(
+            yield AssetCheckResult(passed=True, metadata={"pending": 0})
+            return
+        # this run's commit hook says why, when it failed for an expected reason (orchestration/defs/hooks.py)
+        run_id = context.op_execution_context.run_id
+        asset_key = context.check_specs[0].asset_key if context.check_specs else None
+        entry = service.step_ledger().read(run_id, asset_key.to_python_identifier()) if asset_key else {}
+        why = entry.get(COMMIT_ERROR)
+        description = (f"{len(pending)} Doris transaction(s) prepared but not committed, as the commit failed: {why}; "
+                       "the next run or sensor tick commits them first (resolve_pending)" if why else
+                       f"{len(pending)} Doris transaction(s) prepared but not committed (a commit hook failed?): "
+                       "run the job again, or wait for the next sensor tick: it commits them first (resolve_pending)")
+        yield AssetCheckResult(
             passed=False,
             severity=AssetCheckSeverity.ERROR,
             metadata={"pending": len(pending),
                       "transactions": MetadataValue.json(_json_safe(pending[:50]))},
-            description=(f"{len(pending)} Doris transaction(s) prepared but not committed (a commit hook failed?). "
-                         "The next run or sensor tick finishes them (resolve_pending)."),
+            description=description,
         )
+        # the run fails on this line (Dagster's own failure of a blocking check is a stack trace on the run page)
+        raise OneLineFailure(description, line_metadata(description, "PendingTransactions"))
 
     checks = {}
     for asset_key, fn_name in ((handle.chunks_key, "chunks"), (handle.binlog_key, "binlog")):

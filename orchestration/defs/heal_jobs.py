@@ -29,6 +29,7 @@ from dagster import (
     op,
 )
 
+from orchestration.defs.failures import one_line_failures
 from orchestration.defs.pipelines import PipelineHandle
 
 
@@ -56,6 +57,7 @@ def build_resnapshot_job(handle: PipelineHandle) -> JobDefinition:
     @op(name="resnapshot", required_resource_keys={resource_key}, pool=handle.pool,
         description=("Read the tables again from now (the snapshot's watermark algorithm), then delete from Doris "
                      "the rows MySQL no longer has; a purged binlog's stream restarts at the new watermarks."))
+    @one_line_failures
     def resnapshot(context: OpExecutionContext, config: TablesConfig):
         service = getattr(context.resources, resource_key).service()
         try:
@@ -82,6 +84,7 @@ def build_repair_job(handle: PipelineHandle) -> JobDefinition:
     @op(name="repair", required_resource_keys={resource_key}, pool=handle.pool,
         description=("Verify the tables, re-read the rows that differ from MySQL and load them (upserts, deletes) "
                      "with a sequence no newer binlog change loses to, then verify again."))
+    @one_line_failures
     def repair(context: OpExecutionContext, config: TablesConfig):
         service = getattr(context.resources, resource_key).service()
         try:

@@ -10,6 +10,12 @@ commit is never the end of the story: the PREPARED record stays in the state sto
 ``no_pending_transactions`` check shows it, and the next run or sensor tick calls
 ``resolve_pending`` before doing anything else.
 
+A commit or abort that fails for an expected reason (the Doris FE down, a refused login) does not
+raise: a hook that raises is a HOOK_ERRORED event with its stack trace on the run page. The hook
+logs the one line at ERROR (the stack trace at DEBUG) and writes it into the step's ledger entry,
+where the ``no_pending_transactions`` check finds it and fails the run with it
+(``orchestration/defs/checks.py``). Any other exception raises as before.
+
 After a commit, the hooks report a materialization of each Doris table asset the chunks or the
 batch loaded (``orchestration/defs/doris_tables.py``): the table's rows are visible from then on.
 """
@@ -25,6 +31,7 @@ from dagster._core.errors import DagsterInvalidPropertyError, DagsterInvariantVi
 
 from cdc_core.pipeline.targets import TargetUpdate
 from orchestration.defs.doris_tables import report_written
+from orchestration.defs.failures import expected_line
 from orchestration.defs.pipelines import PipelineHandle
 
 
@@ -75,7 +82,13 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
             keys = list(entry.get("prepared") or [])
             committed: list[str] = []
             if keys:
-                redo = service.commit_chunks(keys, parity_run_id=context.run_id if parity_follows(context) else None)
+                try:
+                    redo = service.commit_chunks(keys,
+                                                 parity_run_id=context.run_id if parity_follows(context) else None)
+                except Exception as exc:
+                    if not _commit_failed(context, ledger, exc, f"the commit of {len(keys)} chunk load(s)"):
+                        raise
+                    return
                 context.log.info(f"Committed the Doris loads of {len(keys) - len(redo)} chunk(s): {_preview(keys)}")
                 committed = [k for k in keys if k not in set(redo)]
                 if redo:
@@ -92,7 +105,12 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
         with lease_given_back(service, context):
             keys = list(entry.get("prepared") or entry.get("chunk_keys") or [])
             if keys:
-                service.abort_chunks(keys)
+                try:
+                    service.abort_chunks(keys)
+                except Exception as exc:
+                    if not _abort_failed(context, exc, f"the abort of {len(keys)} chunk load(s)"):
+                        raise
+                    return
                 context.log.warning(f"Aborted the Doris loads of {len(keys)} chunk(s) after the failure: {_preview(keys)}")
             ledger.forget(context.run_id, step_key_of(context))
 
@@ -103,7 +121,13 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
             batch_id = entry.get("batch_id")
             # a run that streamed several batches committed all but its last itself (orchestration/defs/assets.py)
             committed_batches = list(entry.get("committed_batch_ids") or [])
-            if batch_id and service.commit_batch(batch_id):
+            try:
+                committed = bool(batch_id) and service.commit_batch(batch_id)
+            except Exception as exc:
+                if not _commit_failed(context, ledger, exc, f"the commit of binlog batch {batch_id}"):
+                    raise
+                return
+            if committed:
                 context.log.info(f"Committed binlog batch {batch_id}; the committed offset moved to its end")
                 committed_batches.append(batch_id)
             elif batch_id:
@@ -121,7 +145,12 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
         with lease_given_back(service, context):
             batch_id = entry.get("batch_id")
             if batch_id:
-                service.abort_batch(batch_id)
+                try:
+                    service.abort_batch(batch_id)
+                except Exception as exc:
+                    if not _abort_failed(context, exc, f"the abort of binlog batch {batch_id}"):
+                        raise
+                    return
                 context.log.warning(f"Aborted binlog batch {batch_id} after the failure; the offset stays where it was")
             else:
                 context.log.warning(
@@ -131,6 +160,30 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
             ledger.forget(context.run_id, step_key_of(context))
 
     return PipelineHooks(commit_chunks_hook, abort_chunks_hook, commit_batch_hook, abort_batch_hook)
+
+
+# The key of a step's ledger entry under which a commit hook leaves why its commit failed.
+COMMIT_ERROR = "commit_error"
+
+
+def _commit_failed(context: HookContext, ledger: Any, exc: Exception, what: str) -> bool:
+    """An expected failure of a commit: said on one line and left in the ledger for the
+    ``no_pending_transactions`` check (the loads stay prepared, the ledger entry stays). False: a bug."""
+    line = expected_line(context, exc)
+    if line is None:
+        return False
+    context.log.error(f"{what} failed; its loads stay prepared and the next run commits them first: {line}")
+    ledger.record(context.run_id, step_key_of(context), **{COMMIT_ERROR: line})
+    return True
+
+
+def _abort_failed(context: HookContext, exc: Exception, what: str) -> bool:
+    """An expected failure of an abort: one line; the next run's ``resolve_pending`` aborts them."""
+    line = expected_line(context, exc)
+    if line is None:
+        return False
+    context.log.warning(f"{what} failed; the next run aborts its loads first: {line}")
+    return True
 
 
 def step_key_of(context: HookContext) -> str:

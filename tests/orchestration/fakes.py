@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.config import PipelineDefinition, load_pipeline
+from cdc_core.doris.errors import DorisConnectionError
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
 from cdc_core.pipeline.parity.table_verify import TableVerdict
 from cdc_core.pipeline.results import (
@@ -67,6 +68,8 @@ class Script:
     server_offset: dict = field(default_factory=lambda: {"file": "binlog.000001", "position": 400})
     fail_run_chunks: bool = False
     fail_commit: bool = False
+    # what a commit raises with the Doris FE down (cdc_core/doris/client.py words it so); None: no outage
+    commit_outage: str | None = None
     fail_batch: bool = False
     parity_ok: bool = True
 
@@ -128,6 +131,8 @@ class RecordingRunner(PipelineService):
     def commit_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[str]:
         self._log("commit_chunks", list(keys))
         self.parity_run_ids.append(("commit_chunks", parity_run_id))
+        if self.script.commit_outage:
+            raise DorisConnectionError(self.script.commit_outage)
         if self.script.fail_commit:
             raise RuntimeError("Doris FE unreachable during commit")
         with self.store.transaction() as tx:
@@ -180,6 +185,8 @@ class RecordingRunner(PipelineService):
 
     def commit_batch(self, batch_id: str) -> bool:
         self._log("commit_batch", batch_id)
+        if self.script.commit_outage:
+            raise DorisConnectionError(self.script.commit_outage)
         if self.script.fail_commit:
             raise RuntimeError("Doris FE unreachable during commit")
         with self.store.transaction() as tx:

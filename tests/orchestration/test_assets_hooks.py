@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 import dagster as dg
+import pytest
 from dagster import DagsterEventType
 
 from cdc_core.state.keys import BINLOG_PAUSED
@@ -356,3 +359,46 @@ def test_hooks_invoked_directly_commit_and_abort_what_the_ledger_names(harness):
         ledger.record("run-2", step_key_of(context), chunk_keys=["shop.items#00001"])
         hooks.abort_chunks(context)
         assert runner.calls[-1] == ("abort_chunks", ["shop.items#00001"])
+
+
+COMMIT_DOWN = ("the Doris FE at 127.0.0.1:8030 does not answer (ConnectionError ([Errno 111] Connection refused); "
+               "4 attempts at PUT /api/shop/_stream_load_2pc); check that the FE is up and that sink.fenodes names "
+               "its HTTP address (host:8030)")
+
+
+@pytest.mark.parametrize("half", ["snapshot", "binlog"])
+def test_doris_down_at_the_commit_fails_the_run_on_one_line(half, harness):
+    """Issue 29 build 2: the Doris FE down when the hook commits. The hook does not raise (a hook
+    that raises is a HOOK_ERRORED stack trace on the run page): it says the line at ERROR and the
+    blocking no_pending_transactions check fails the run with it — cause and fix, no stack."""
+    from orchestration.defs.runs import failure_message
+
+    harness.run_splits()
+    runner = harness.runner
+    if half == "binlog":
+        harness.run_chunks("shop.orders#00000", "shop.items#00001")
+    runner.script.commit_outage = COMMIT_DOWN
+    result = (harness.run_chunks("shop.orders#00000", "shop.orders#00000", raise_on_error=False) if half == "snapshot"
+              else harness.run_binlog(raise_on_error=False))
+    assert not result.success
+    assert not [e for e in result.all_events if e.event_type == DagsterEventType.HOOK_ERRORED]
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key.endswith("no_pending_transactions")
+    error, user = failure.step_failure_data.error, failure.step_failure_data.user_failure_data
+    assert error.stack == [] and error.cause is None and error.message == user.description
+    assert user.description == (f"1 Doris transaction(s) prepared but not committed, as the commit failed: "
+                                f"{COMMIT_DOWN}; the next run or sensor tick commits them first (resolve_pending)")
+    assert user.metadata["cause"].value.endswith("as the commit failed: the Doris FE at 127.0.0.1:8030 does not "
+                                                 "answer (ConnectionError ([Errno 111] Connection refused); 4 attempts "
+                                                 "at PUT /api/shop/_stream_load_2pc)")
+    assert user.metadata["fix"].value.startswith("check that the FE is up and that sink.fenodes names")
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not checks["no_pending_transactions"].passed  # the evaluation is recorded before the run fails
+    logs = harness.instance.all_logs(result.run_id)
+    said = [e.user_message for e in logs if e.level == logging.ERROR and e.dagster_event is None]
+    assert any(m.endswith(f"its loads stay prepared and the next run commits them first: {COMMIT_DOWN}") for m in said)
+    assert any("Traceback" in e.user_message for e in logs if e.level == logging.DEBUG)  # the stack: debug log
+    run = harness.instance.get_run_by_id(result.run_id)
+    assert COMMIT_DOWN in failure_message(harness.instance, run)  # what `tidemark status` shows
+    [run_failure] = harness.instance.all_logs(result.run_id, of_type=DagsterEventType.RUN_FAILURE)
+    assert run_failure.dagster_event.event_specific_data.error.stack == []

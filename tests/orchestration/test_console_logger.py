@@ -6,6 +6,8 @@ failure (``orchestration/defs/failures.py``) carries the cause and the fix as it
 metadata, the stack trace only in the run's debug log.
 """
 
+import pickle
+
 import dagster as dg
 from dagster import OpExecutionContext
 
@@ -29,6 +31,20 @@ def a_bug(context: OpExecutionContext) -> None:
     raise KeyError("not an expected failure")
 
 
+@dg.op
+@one_line_failures
+def yields_then_fails(context: OpExecutionContext):
+    yield dg.Output(1)
+    raise ConnectionCheckError("doris", DOWN)
+
+
+@dg.op
+@one_line_failures
+def its_own_failure(context: OpExecutionContext) -> None:
+    raise dg.Failure(description="The snapshot of pipeline 'shop' is not finished: materialize shop/snapshot_splits\n"
+                     "first", metadata={"chunks_left": 3})
+
+
 def _run(op: dg.OpDefinition, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
     job = dg.GraphDefinition("g", node_defs=[op]).to_job(name="shop_binlog_job",
                                                          logger_defs={"console": one_line_console_logger})
@@ -49,6 +65,10 @@ def test_a_server_down_fails_the_run_in_one_line_with_cause_and_fix(capfd):
         assert metadata["fix"].value.startswith("check sink.fenodes in /p/shop.yaml")
         assert metadata["error"].value == "ConnectionCheckError"
         assert data.error.cause is None  # raised from None: no chain of wrapped exceptions
+        # what the run page prints under the failure: the line, no "Stack Trace: File …" (failures.py)
+        assert data.error.message == DOWN and data.error.stack == []
+        [run_failure] = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+        assert run_failure.dagster_event.event_specific_data.error.stack == []
         logs = instance.all_logs(result.run_id)
         assert any("Traceback" in (e.user_message or "") and "ConnectionCheckError" in (e.user_message or "")
                    for e in logs if e.level == 10)  # DEBUG: the stack trace stays in the debug log
@@ -75,3 +95,23 @@ def test_one_line_message_and_the_cause_fix_split():
     failure = failure_for(ValueError("source.tables: 'a.b' matches no table: nothing to capture; fix source.tables"))
     assert failure.metadata["cause"].value == "source.tables: 'a.b' matches no table: nothing to capture"
     assert failure.metadata["fix"].value == "fix source.tables"
+
+
+def test_a_body_that_yields_and_a_bodys_own_failure_are_one_line_too():
+    with dg.DagsterInstance.ephemeral() as instance:
+        [yielded] = [e for e in _run(yields_then_fails, instance).all_events if e.is_step_failure]
+        [own] = [e for e in _run(its_own_failure, instance).all_events if e.is_step_failure]
+    assert yielded.step_failure_data.error.message == DOWN and yielded.step_failure_data.error.stack == []
+    error, user = own.step_failure_data.error, own.step_failure_data.user_failure_data
+    line = "The snapshot of pipeline 'shop' is not finished: materialize shop/snapshot_splits first"
+    assert error.message == user.description == line and error.stack == []
+    assert user.metadata["cause"].value == "The snapshot of pipeline 'shop' is not finished"
+    assert user.metadata["fix"].value == "materialize shop/snapshot_splits first"
+    assert user.metadata["chunks_left"].value == 3
+
+
+def test_a_one_line_failure_is_a_failure_that_pickles():
+    failure = failure_for(ConnectionCheckError("doris", DOWN))
+    assert isinstance(failure, dg.Failure) and failure.description == DOWN
+    again = pickle.loads(pickle.dumps(failure))
+    assert type(again) is type(failure) and again.description == DOWN and again.metadata == failure.metadata

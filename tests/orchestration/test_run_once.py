@@ -110,3 +110,17 @@ def test_failed_chunk_load_is_a_clear_error(harness):
     with pytest.raises(RunOnceError, match="boom: the chunk read failed"):
         run.run()
     assert "abort_chunks" in run.service.names()
+
+
+def test_doris_down_at_a_commit_the_loads_are_committed_afterwards(harness):
+    """The commit hook's outage is not a HOOK_ERRORED (orchestration/defs/hooks.py) but the failed
+    no_pending_transactions check: `run --once` resolves the prepared loads at once all the same."""
+    run = once(harness)
+    runner = run.service
+    runner.script.commit_outage = "Doris commit of txn 9: the Doris FE at 127.0.0.1:8030 does not answer"
+    summary = run.run()
+    assert runner.snapshot_done() and summary.chunks_loaded == summary.chunks_total == 5
+    assert summary.batches == 1
+    names = runner.names()
+    assert names.index("resolve_pending", names.index("commit_chunks")) > names.index("commit_chunks")
+    assert runner.pending_transactions(log=False) == []

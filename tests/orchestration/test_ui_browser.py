@@ -2,7 +2,9 @@
 ``dagster-webserver`` (as ``tidemark dev`` starts it), rendered by Debian's headless Chromium page by
 page: the asset graph (``binlog_stream`` materialized, its ``table_parity`` check evaluated), the
 checks, the ``snapshot_chunks`` partitions, the automation page, the snapshot run, a Doris table
-asset, and a binlog run that failed because Doris was down (its cause on one line).
+asset, a binlog run that failed because Doris was down, and one whose commit failed because the FE
+dropped every commit: each failed run shows its cause and fix on one line and no stack trace
+(issue 29, build 2: ``orchestration/defs/failures.py``).
 
 The screenshots (and the rendered DOM) stay in the test's tmp directory under ``ui/``, and are
 copied to ``$TIDEMARK_UI_ARTIFACTS`` when it is set.
@@ -14,6 +16,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import requests
 from rich.console import Console
 
 from devstack.dagster_graphql import DagsterApi
@@ -29,6 +32,18 @@ from tests.browser import Browser, chromium_missing
 from tests.orchestration.test_e2e_dagster import _create_tables, write_e2e_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
+# What a stack trace on a run page looks like (Dagster's "Stack Trace:" and Python's frames).
+STACK_TRACE = ("Traceback", "Stack Trace", 'File "')
+
+
+def _failed_binlog_run(home: Path, handle: PipelineHandle) -> tuple[str, str]:
+    """A binlog run executed as the sensor's are (stream tags), which fails: its id and its cause."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        failed = build_definitions([handle]).resolve_job_def(handle.binlog_job_name).execute_in_process(
+            instance=instance, raise_on_error=False, tags=handle.run_tags(stream=True))
+        assert not failed.success
+        # what a user reads of the failed run: its step's error, the line `tidemark status` shows too
+        return failed.run_id, failure_message(instance, instance.get_run_by_id(failed.run_id))
 
 
 def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fresh_db, tmp_path, spark_session):
@@ -86,15 +101,25 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
             doris.stop()
             with root_conn.cursor() as cur:
                 cur.execute(f"UPDATE `{fresh_db}`.items SET qty = qty + 1 WHERE id = 1")
-            with dg.DagsterInstance.from_config(str(home)) as instance:
-                failed = build_definitions([handle]).resolve_job_def(handle.binlog_job_name).execute_in_process(
-                    instance=instance, raise_on_error=False, tags=handle.run_tags(stream=True))
-                assert not failed.success
-                # what a user reads of the failed run: its step's error, the line `tidemark status` shows too
-                cause = failure_message(instance, instance.get_run_by_id(failed.run_id))
+            failed_id, cause = _failed_binlog_run(home, handle)
             cause_shown = cause.split(": ", 1)[-1][:80]
-            pages["8-failed-run"] = browser.render(f"{base}/runs/{failed.run_id}", "8-failed-run",
+            pages["8-failed-run"] = browser.render(f"{base}/runs/{failed_id}", "8-failed-run",
                                                    ("RUN_FAILURE", cause_shown))
+            # then Doris back, but the node it commits on dropping every commit, as if it went down while the
+            # hook commits: the loads stay prepared; the no_pending_transactions check fails the run on the line
+            doris.start()
+            faults = f"http://{doris.fe_http}/_standin/faults"
+            requests.post(faults, json=[{"target": "commit", "mode": "drop_connection", "count": -1}],
+                          timeout=5).raise_for_status()
+            with root_conn.cursor() as cur:
+                cur.execute(f"UPDATE `{fresh_db}`.items SET qty = qty + 1 WHERE id = 2")
+            try:
+                commit_id, commit_cause = _failed_binlog_run(home, handle)
+            finally:
+                requests.delete(faults, timeout=5).raise_for_status()
+            commit_shown = commit_cause.split(": ", 1)[-1][:80]
+            pages["9-commit-failed"] = browser.render(f"{base}/runs/{commit_id}", "9-commit-failed",
+                                                      ("RUN_FAILURE", commit_shown))
 
         graph = pages["1-asset-graph"]
         for node in nodes:
@@ -135,13 +160,28 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
         failure = pages["8-failed-run"]
         assert "Failure" in failure.text and cause_shown in failure.text, (
             f"the failed run does not show its cause {cause_shown!r} ({failure.screenshot})")
-        assert "Doris" in cause and "Traceback" not in failure.text, (cause, failure.screenshot)
+        # the label probe of the run's first step (resolve_pending) met the FE down: cause and fix, one line
+        assert f"the Doris FE at {doris.fe_http} does not answer" in cause, cause
+        assert "; check that the FE is up and that sink.fenodes names its HTTP address" in cause, cause
+        assert cause.split(": ", 1)[-1] in failure.text, (cause, failure.screenshot)  # the whole line, as it is
+        for shown in STACK_TRACE:
+            assert shown not in failure.text, f"{shown!r}: a stack trace on the failed run's page ({failure.screenshot})"
         # the run rows carry no bookkeeping tags (the run's process is a hidden .dagster/ tag)
         assert "tidemark/pid" not in failure.text and "tidemark/host" not in failure.text, failure.screenshot
+
+        commit = pages["9-commit-failed"]
+        assert "prepared but not committed, as the commit failed: " in commit_cause, commit_cause
+        # the stand-in, as Doris, commits on a BE the FE redirects to: the BE is named, and what to check
+        assert re.search(r"the Doris BE at [\d.:]+ \(an FE redirected the request there\) does not answer "
+                         r"\(ConnectionError \(Connection reset by peer\); 4 attempts at PUT /api/\w+/_stream_load_2pc\); "
+                         "check that the BE is up", commit_cause), commit_cause
+        assert commit_cause.split(": ", 1)[-1] in commit.text, (commit_cause, commit.screenshot)
+        for shown in STACK_TRACE:
+            assert shown not in commit.text, f"{shown!r}: a stack trace on the failed run's page ({commit.screenshot})"
         print(f"pages rendered after {time.monotonic() - started:.1f} s", file=sys.stderr)
     finally:
         services.stop()
         doris.stop()
     assert sorted(p.name for p in out.glob("*.png")) == [
         "1-asset-graph.png", "2-chunk-checks.png", "3-partitions.png", "4-automation.png", "5-snapshot-run.png",
-        "6-doris-items.png", "7-binlog-stream.png", "8-failed-run.png"]
+        "6-doris-items.png", "7-binlog-stream.png", "8-failed-run.png", "9-commit-failed.png"]
