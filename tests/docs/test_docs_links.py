@@ -55,6 +55,9 @@ def test_the_readme_tour_answers_what_a_newcomer_looked_for():
                   "`make clean-stack`"):
         assert shown in tour, f"the README's tour does not show {shown!r}"
     assert "clean-stack:" in make
+    # build 4: `make demo`'s closing lines show `tidemark sql` on the demo's Doris, before the UI starts
+    demo = make[make.index("\ndemo: setup"):make.index("tidemark dev pipelines/demo.yaml")]
+    assert "tidemark sql pipelines/demo.yaml" in demo and "make clean-stack" in demo
     # no option reference in the README: it is the user guide's (docs/configuration.md)
     assert not re.search(r"^\| `?scan\.", readme, re.M) and "| option |" not in readme.lower()
     assert "scan.incremental.snapshot.chunk.size" in (ROOT / "docs" / "configuration.md").read_text()
