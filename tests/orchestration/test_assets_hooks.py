@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import dagster as dg
 import pytest
@@ -402,3 +403,15 @@ def test_doris_down_at_the_commit_fails_the_run_on_one_line(half, harness):
     assert COMMIT_DOWN in failure_message(harness.instance, run)  # what `tidemark status` shows
     [run_failure] = harness.instance.all_logs(result.run_id, of_type=DagsterEventType.RUN_FAILURE)
     assert run_failure.dagster_event.event_specific_data.error.stack == []
+
+
+def test_a_runs_process_is_one_hidden_tag_not_three_on_its_row(harness):
+    """Issue 29, item 9: run rows were cluttered with tidemark/host, tidemark/pid and tidemark/pid_start
+    tags. The process (for fail_dead_runs) is one tag under ``.dagster/``, which the UI does not show."""
+    from orchestration.defs.runs import RUN_PROCESS_TAG, RunProcess
+
+    result = harness.run_splits()
+    run = harness.instance.get_run_by_id(result.run_id)
+    assert RUN_PROCESS_TAG.startswith(".dagster/") and RUN_PROCESS_TAG in run.tags
+    assert RunProcess.of(run).pid == os.getpid()
+    assert not [key for key in run.tags if key in ("tidemark/host", "tidemark/pid", "tidemark/pid_start")]
