@@ -13,8 +13,10 @@ parallelism, at least 1, at most the cores; its JVM compiles with C1 only, see
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -127,7 +129,11 @@ def _register_sources(session: Any) -> None:
 def _ship_code(session: Any, remote: bool) -> None:
     """Executors on a cluster may not have Tidemark installed: send ``cdc_core`` and ``jobs``."""
     root = Path(__file__).resolve().parent.parent
-    archive = Path(tempfile.mkdtemp(prefix="tidemark-code-")) / "tidemark_code.zip"
+    scratch = tempfile.mkdtemp(prefix="tidemark-code-")
+    # The driver serves the file to executors from this path for the session's life; removed when
+    # the process exits, so runs leave nothing behind on the launching machine's disk.
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    archive = Path(scratch) / "tidemark_code.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         for package in ("cdc_core", "jobs"):
             for path in (root / package).rglob("*.py"):

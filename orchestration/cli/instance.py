@@ -113,6 +113,20 @@ def prepare_home(home: DagsterHome | Path) -> Path:
     return home.path
 
 
+def local_instance_note(home: Path, handles: list[PipelineHandle]) -> str | None:
+    """A line for a pipeline whose state is shared (``tidemark.state.url`` on a database server) run
+    against a Dagster instance kept in local files: its runs are guarded all the same (the leases are
+    in the state), but another machine's runs are not in this instance, nor its in theirs."""
+    shared = [h.slug for h in handles if (h.definition.pipeline.state_url is not None
+                                          and not h.definition.pipeline.state_url.get_secret_value()
+                                          .startswith("sqlite"))]
+    if not shared or has_external_storage(home):
+        return None
+    return (f"note: the state of {', '.join(shared)} is on a database server (tidemark.state.url) but this Dagster "
+            f"instance keeps its runs in local files under {home}: another machine's runs do not show in it; set "
+            "DAGSTER_HOME to a directory whose dagster.yaml puts the storage on PostgreSQL (docs/deploy.md)")
+
+
 def has_external_storage(home: Path) -> bool:
     """The home's ``dagster.yaml`` names its storage (PostgreSQL, MySQL, ...) instead of the
     default SQLite files under the home."""

@@ -225,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from cdc_core.instrumentation import phases
     from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
-    from orchestration.cli.instance import dagster_home_for, prepare_home
+    from orchestration.cli.instance import dagster_home_for, local_instance_note, prepare_home
     from orchestration.cli.run_once import OnceRun, RunOnceError, summary_table
     from orchestration.defs.pipelines import load_handles
     console = Console(stderr=True)
@@ -252,6 +252,9 @@ def _run(args: argparse.Namespace) -> int:
     # Which instance records the runs goes to stdout: stderr is the run's progress and, when it fails,
     # exactly one line saying why (docs/cli.md).
     print(f"tidemark run: {where.describe()}", flush=True)
+    note = local_instance_note(home, handles)
+    if note:
+        print(f"tidemark run: {note}", flush=True)
     started = time.perf_counter()
     with DagsterInstance.from_config(str(home)) as instance:
         if not args.once:

@@ -13,9 +13,12 @@ from orchestration.cli.instance import (
     HomeOwner,
     HomeSource,
     dagster_home_for,
+    local_instance_note,
     prepare_home,
 )
 from orchestration.cli.status import instance_exists
+from orchestration.defs.pipelines import PipelineHandle
+from tests.orchestration.fakes import write_pipeline
 
 USERS_YAML = "storage:\n  postgres:\n    postgres_url:\n      env: DAGSTER_PG_URL\n"
 
@@ -78,3 +81,21 @@ def test_an_unmarked_home_with_a_dagster_yaml_is_the_users(clean_env, tmp_path: 
     prepare_home(where)
     prepare_home(home)  # a bare path is judged the same way
     assert (home / "dagster.yaml").read_text() == USERS_YAML and not (home / MARKER).exists()
+
+
+def test_shared_state_with_a_local_dagster_instance_is_pointed_out(clean_env, tmp_path):
+    """No local disk in the path: a pipeline whose state is on a server, run against an instance in
+    local files, gets one line saying where its runs go and how to share them (docs/deploy.md)."""
+    local = write_pipeline(tmp_path, name="local")
+    shared = write_pipeline(tmp_path, name="shared")
+    shared.write_text(shared.read_text() + "  tidemark.state.url: postgresql://tidemark@pg.internal:5432/shared\n")
+    handles = [PipelineHandle.load(local), PipelineHandle.load(shared)]
+    ours = prepare_home(dagster_home_for(handles))  # Tidemark's home: SQLite files under it
+    note = local_instance_note(ours, handles)
+    assert note is not None and note.startswith("note: the state of shared is on a database server")
+    assert str(ours) in note and "DAGSTER_HOME" in note and "pg.internal" not in note
+    assert local_instance_note(ours, handles[:1]) is None  # local state, local instance: nothing to say
+    users = tmp_path / "users_home"
+    users.mkdir()
+    (users / "dagster.yaml").write_text(USERS_YAML)
+    assert local_instance_note(users, handles) is None  # the instance is on PostgreSQL
