@@ -239,6 +239,12 @@ class SchemaChangeSteps:
             self.service.commit_batch(batch.batch_id)
             batches += 1
             events += sum(batch.events_per_table.values())
+            if self.registry.current() is None:
+                # the batch met a purged binlog and healed by a resnapshot, which dropped this request
+                # (its DDL was in the purged range) and carried the schema over itself
+                return {"status": RequestStatus.IDLE.value, "ddl": None, "batches": batches, "events": events,
+                        "reason": "superseded by the resnapshot after a purged binlog (cdc_core/pipeline/"
+                                  "purged_schemas.py)"}
             if batch.stopped_at_ddl:
                 break
             if not batch.batch_id or batch.end_offset == batch.start_offset:

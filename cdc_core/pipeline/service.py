@@ -28,6 +28,7 @@ from cdc_core.mysql.purge import BinlogPurgedError
 from cdc_core.pipeline import (
     binlog_batch,
     planning,
+    purged_schemas,
     recovery,
     reload,
     resnapshot,
@@ -53,7 +54,7 @@ from cdc_core.pipeline.stream_run import StreamRunPolicy
 from cdc_core.pipeline.targets import DorisTarget, TargetUpdate
 from cdc_core.schema_evolution.registry import SchemaRegistry
 from cdc_core.state import ChunkStatus, StateStore
-from cdc_core.state.keys import BINLOG_PAUSED
+from cdc_core.state.keys import BINLOG_PAUSED, COMMITTED_OFFSET
 from cdc_core.state.leases import (
     LeaseKeeper,
     LeaseRecord,
@@ -211,7 +212,13 @@ class PipelineService:
         chunks' watermarks (``cdc_core/pipeline/resnapshot.py``). An unfinished one is continued.
         The chunks are then read by the snapshot path (``tidemark run`` / the snapshot job)."""
         self.resolve_pending()
-        return resnapshot.request_resnapshot(self.context, tables)
+        request = resnapshot.request_resnapshot(self.context, tables)
+        if COMMITTED_OFFSET.get(self.context.store) is None:
+            # the stream starts again at the new chunks' watermarks (the binlog was purged, or no batch
+            # was committed yet): the DDLs before them are never read, so their schema changes are
+            # carried over before any chunk is read (cdc_core/pipeline/purged_schemas.py)
+            purged_schemas.carry_schema_drift(self, request.tables)
+        return request
 
     def resnapshot_in_progress(self) -> list[str]:
         """The tables of an unfinished resnapshot (empty: none); reads the state store only."""

@@ -175,3 +175,63 @@ def test_on_purged_resnapshot_heals_unattended(purge_server, purge_conn, doris_s
     later = _tidemark(env, "run", str(path), "--once")
     assert later.returncode == 0, later.stderr[-3000:]
     _assert_equal(purge_conn, doris_standin, path, db)
+
+
+
+def _drift_pipeline(purge_server, purge_conn, doris_standin, tmp_path, db):
+    _setup(purge_conn, db)
+    path, env = _pipeline(tmp_path, purge_server, doris_standin, db, **{"tidemark.binlog.on-purged": "resnapshot"})
+    first = _tidemark(env, "run", str(path), "--once")
+    assert first.returncode == 0, first.stderr[-3000:]
+    return path, env
+
+
+def test_schema_changes_in_the_purged_range_are_carried_over(purge_server, purge_conn, doris_standin, tmp_path):
+    """Found by the soak (tests/soak/): a DDL whose binlog was purged never reaches the stream, so the
+    resnapshot must carry it over itself (cdc_core/pipeline/purged_schemas.py), else the re-read
+    chunks leave the new columns out of Doris and every later batch of the table fails on a column
+    the schema history lacks (SchemaHistoryMismatchError): the pipeline is wedged. Here the DDLs
+    (a column added, one dropped and one added) are made while the pipeline is down."""
+    db = "purged_ddl"
+    path, env = _drift_pipeline(purge_server, purge_conn, doris_standin, tmp_path, db)
+    committed = _current(purge_conn)
+    sql(purge_conn, f"ALTER TABLE `{db}`.items ADD COLUMN tag VARCHAR(12) NULL",
+        f"UPDATE `{db}`.items SET tag = CONCAT('t', id % 4) WHERE id % 3 = 0",
+        f"ALTER TABLE `{db}`.notes DROP COLUMN body, ADD COLUMN score INT NOT NULL DEFAULT 7")
+    _purge_all_but_newest(purge_conn, committed.file)
+    sql(purge_conn, f"UPDATE `{db}`.items SET tag = 'after', qty = qty + 1 WHERE id <= 40",
+        f"INSERT INTO `{db}`.notes VALUES (7000, 8)")
+    healed = _tidemark(env, "run", str(path), "--once")
+    assert healed.returncode == 0, healed.stderr[-3000:]
+    assert "schemas changed in the purged binlog range" in healed.stderr, healed.stderr[-3000:]
+    _assert_equal(purge_conn, doris_standin, path, db)
+    sql(purge_conn, f"UPDATE `{db}`.items SET tag = 'streamed' WHERE id BETWEEN 41 AND 60",
+        f"UPDATE `{db}`.notes SET score = 9 WHERE id < 10")
+    later = _tidemark(env, "run", str(path), "--once")
+    assert later.returncode == 0, later.stderr[-3000:]
+    _assert_equal(purge_conn, doris_standin, path, db)
+
+
+@pytest.mark.slow
+def test_an_unfinished_schema_change_before_the_purge_is_superseded(purge_server, purge_conn, doris_standin,
+                                                                     tmp_path):
+    """The soak's case exactly: a DDL the stream stopped before, its schema change killed after its
+    first step (the stream paused, the request unfinished), then the binlog purged. The heal drops
+    the request (its DDL is in the purged range), carries the schema over and the stream goes on."""
+    db = "purged_sc"
+    path, env = _drift_pipeline(purge_server, purge_conn, doris_standin, tmp_path, db)
+    sql(purge_conn, f"UPDATE `{db}`.items SET qty = 0 WHERE id = 1",
+        f"ALTER TABLE `{db}`.items ADD COLUMN grade INT NULL", f"UPDATE `{db}`.items SET grade = id WHERE id < 90")
+    crash = {**env, "TIDEMARK_FAULTS": json.dumps({"schema_change.after_quiesce": {"action": "kill"}})}
+    killed = _tidemark(crash, "run", str(path), "--once")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    _purge_all_but_newest(purge_conn, _current(purge_conn).file)
+    sql(purge_conn, f"UPDATE `{db}`.items SET grade = -1 WHERE id >= 550")
+    again = _tidemark(env, "run", str(path), "--once")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "left unfinished before the binlog was purged" in again.stderr, again.stderr[-3000:]
+    _assert_equal(purge_conn, doris_standin, path, db)
+    sql(purge_conn, f"UPDATE `{db}`.items SET grade = 5 WHERE id = 7")
+    last = _tidemark(env, "run", str(path), "--once")
+    assert last.returncode == 0, last.stderr[-3000:]
+    _assert_equal(purge_conn, doris_standin, path, db)
