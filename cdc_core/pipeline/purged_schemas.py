@@ -24,6 +24,7 @@ killed midway, the next resnapshot (a re-run continues it) finishes that request
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.model import events as ev
 from cdc_core.model.offsets import BinlogOffset
-from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.discovery import TableNotFoundError
 from cdc_core.schema_evolution.registry import RequestStatus, schema_from_history
 from cdc_core.state.keys import (
@@ -51,6 +52,15 @@ RUN_ID = "resnapshot-after-purge"
 """The run id of the schema change this module requests (tells it from a DDL's own request)."""
 
 
+_INT_WIDTH = re.compile(r"^((?:tiny|small|medium|big)?int|integer)\(\d+\)")
+
+
+def _type_key(column: Column) -> str:
+    """The column's type for comparing: an integer's display width is left out (the history may hold a
+    type as a DDL spelled it, ``int``, where the server says ``int(11)``)."""
+    return _INT_WIDTH.sub(r"\1", " ".join(column.column_type.lower().split()))
+
+
 def schema_drift(table_id: TableId, before: TableSchema, after: TableSchema, at: BinlogOffset,
                  ) -> list[ev.SchemaChangeEvent]:
     """The schema changes that turn ``before`` (the history's) into ``after`` (the server's): drops,
@@ -66,7 +76,7 @@ def schema_drift(table_id: TableId, before: TableSchema, after: TableSchema, at:
                                          position="AFTER" if previous else "FIRST", after=previous))
         else:
             old = before.column(col.name)
-            if old.column_type.lower() != col.column_type.lower() or old.nullable != col.nullable:
+            if _type_key(old) != _type_key(col) or old.nullable != col.nullable:
                 out.append(ev.AlterColumnTypeEvent(table_id, offset=at, ddl=note, column_name=old.name,
                                                    column=replace(col, name=old.name)))
         previous = col.name
