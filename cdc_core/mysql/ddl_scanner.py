@@ -94,7 +94,10 @@ class DdlScanner:
                         rows = cur.fetchall()
                         for _log, _pos, kind, _server, end, info in rows:
                             scanned += 1
-                            offset = BinlogOffset(name, int(end))
+                            # on the start's server and epoch: after a failover an unstamped offset
+                            # (epoch 0) orders before every offset of the stream (epoch ≥ 1), and the
+                            # schema change took its DDL for one the stream had passed (found by the soak)
+                            offset = BinlogOffset(name, int(end), epoch=start.epoch, server=start.server)
                             if offset > stop:
                                 return ScanResult(None, last, scanned)
                             if kind == "Query" and info and not info.lstrip().upper().startswith(_SKIP_HEADS):
