@@ -71,11 +71,12 @@ def _bits(column: Column) -> Callable[[Any], Any]:
 
 def _set(column: Column) -> Callable[[Any], Any]:
     order = [v.replace("''", "'") for v in _SET_VALUES.findall(column.column_type)]
-    rank = {v.lower(): i for i, v in enumerate(order)}
+    rank = {v.lower(): i for i, v in reversed(list(enumerate(order)))}
+    exact = {v: i for i, v in enumerate(order)}  # SET('a','A') in a case-insensitive collation: two members
 
     def convert(value: Any) -> Any:
         if isinstance(value, set | frozenset | list | tuple):
-            return ",".join(sorted(value, key=lambda v: rank.get(str(v).lower(), len(rank))))
+            return ",".join(sorted(value, key=lambda v: exact.get(str(v), rank.get(str(v).lower(), len(rank)))))
         return value
 
     return convert

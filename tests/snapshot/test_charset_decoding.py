@@ -95,3 +95,16 @@ def test_mysql_8_only_collations_and_charsets_are_utf8mb4_or_refused_by_name():
         assert _binlog_charset(collation_id, "mysql") == "utf8mb4"
     assert _binlog_charset(248, "mysql") == "gb18030"  # then refused by name: not in supported_charsets
     assert decode_text("zażółć 😀".encode(), _column("utf8mb4", "c")) == "zażółć 😀"
+
+
+def test_a_set_whose_members_differ_only_in_case_keeps_definition_order():
+    """SET('a','A') (mysql-test's type_set, a case-insensitive collation): MySQL reads both members as
+    'a,A'; the binlog hands Tidemark a Python set, which must not be ordered by the lower-cased name."""
+    from cdc_core.mysql.binlog_values import _set
+    from cdc_core.mysql.types import to_doris_value
+
+    column = Column("s", "set('a','A')", "set", True, charset="latin1")
+    for value in ({"A", "a"}, ["A", "a"], ("a", "A")):
+        assert to_doris_value(column, value) == "a,A"
+        assert _set(column)(value) == "a,A"
+    assert to_doris_value(Column("s", "set('x','y','z')", "set", True), {"z", "x"}) == "x,z"

@@ -167,8 +167,10 @@ def _convert(kind: str, column: Column, value: Any, tz: dt.tzinfo) -> Any:  # no
         return decode_text(value, column) if isinstance(value, bytes | bytearray) else str(value)
     if kind == TypeKind.SET:
         if isinstance(value, set | frozenset | list | tuple):
-            order = {m.lower(): i for i, m in enumerate(members_of(column.column_type))}
-            value = ",".join(sorted(value, key=lambda m: order.get(str(m).lower(), len(order))))
+            members = members_of(column.column_type)
+            exact = {m: i for i, m in enumerate(members)}  # SET('a','A'): two members, told apart by case
+            order = {m.lower(): i for i, m in reversed(list(enumerate(members)))}
+            value = ",".join(sorted(value, key=lambda m: exact.get(str(m), order.get(str(m).lower(), len(order)))))
         elif isinstance(value, bytes):
             value = decode_text(value, column)
         if value is None:  # NULL (a NOT NULL column's NULL is a zero-ish value: the empty set)
