@@ -25,6 +25,8 @@ requested again, a few times, like the binlog sensor's retries.
 """
 
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dagster import (
@@ -53,6 +55,8 @@ from dagster import (
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.purge import BinlogPurgedError
 from cdc_core.pipeline.schema_change import SchemaChangeSteps
+from cdc_core.state.leases import Scope
+from orchestration.defs.assets import take_lease
 from orchestration.defs.failures import one_line_failures
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.runs import EXECUTING_STATUSES, IN_FLIGHT_STATUSES, next_run_key, runs_in_flight
@@ -101,32 +105,53 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
 
         return service.schema_change_steps(run_id=context.run_id, in_flight=in_flight, log_fn=context.log.info)
 
+    @contextmanager
+    def holding_the_stream(context: OpExecutionContext, *, last: bool = False) -> Iterator[None]:
+        """The stream's lease (``cdc_core/state/leases.py``) from the end of ``quiesce`` to the end of
+        ``resume``: no other run, here or on another machine (a ``tidemark run`` finishing the same
+        schema change), writes the stream meanwhile. Given back when the run ends or an op fails
+        (the pause flag stays: re-executing the run, or the next ``tidemark run``, goes on)."""
+        service = getattr(context.resources, resource_key).service()
+        take_lease(context, service, [Scope.STREAM])
+        try:
+            yield
+        except BaseException:
+            service.give_back_lease(run_id=context.run_id)
+            raise
+        if last:
+            service.give_back_lease(run_id=context.run_id)
+
     @op(name="quiesce", required_resource_keys={resource_key},
         description="Pause binlog_stream (its sensor and schedule skip) and wait for in-flight stream runs.")
     @one_line_failures
     def quiesce(context: OpExecutionContext, config: SchemaChangeConfig):
         result = steps(context).quiesce(config.offset())
+        with holding_the_stream(context):  # the stream runs in flight have ended: take it for the change
+            pass
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @op(name="flush", ins={"after": In(Nothing)}, required_resource_keys={resource_key},
         description="Apply and commit the binlog up to the DDL with the old schema (the FlushEvent).")
     @one_line_failures
     def flush(context: OpExecutionContext):
-        result = steps(context).flush()
+        with holding_the_stream(context):
+            result = steps(context).flush()
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @op(name="apply", ins={"after": In(Nothing)}, required_resource_keys={resource_key},
         description="Derive the Doris changes per schema.change.behavior and apply them (the MetadataApplier).")
     @one_line_failures
     def apply(context: OpExecutionContext):
-        result = steps(context).apply()
+        with holding_the_stream(context):
+            result = steps(context).apply()
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @op(name="resume", ins={"after": In(Nothing)}, required_resource_keys={resource_key},
         description="Move the committed offset past the DDL, lift the pause and apply the first batch after it.")
     @one_line_failures
     def resume(context: OpExecutionContext):
-        result = steps(context).resume(first_batch=True)
+        with holding_the_stream(context, last=True):
+            result = steps(context).resume(first_batch=True)
         yield Output(None, metadata={"status": result["status"], "detail": _json(result)})
 
     @job(name=schema_change_job_name(handle), executor_def=in_process_executor,
