@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from cdc_core.state import StateStore
+from cdc_core.state.keys import LEASES
 from cdc_core.state.leases import (
     LeaseHeld,
     LeaseKeeper,
+    LeaseLost,
     Scope,
     live_holders,
     overlaps,
@@ -147,4 +149,23 @@ def test_a_dead_holder_whose_pid_this_machine_sees_is_taken_over_at_once(tmp_pat
         (mine,) = [r for r in live_holders(store) if r.owner == "me"]
         assert not mine.gone_here()
     finally:
+        store.close()
+
+
+def test_a_holder_whose_lease_was_taken_over_stops_before_committing(tmp_path):
+    """A holder presumed dead (no heartbeat reached the store in time) and taken over learns it at
+    its next beat; ``check`` (called before every commit) then refuses to go on."""
+    store = StateStore.open(tmp_path)
+    keeper = LeaseKeeper(store, ttl_s=3, pipeline="p")
+    try:
+        keeper.acquire([Scope.STREAM], purpose="a stalled run")
+        with store.transaction() as tx:  # as a taker does with an expired lease
+            LEASES.key(Scope.STREAM).delete(tx)
+        try_acquire(store, [Scope.STREAM], owner="taker", purpose="the next run", ttl_s=60)
+        time.sleep(1.5)  # a beat (every ttl/3)
+        with pytest.raises(LeaseLost, match="lease on stream of pipeline 'p' was taken over"):
+            keeper.check()
+        assert [r.owner for r in live_holders(store)] == ["taker"]  # the beat did not take it back
+    finally:
+        keeper.stop()
         store.close()
