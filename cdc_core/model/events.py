@@ -69,7 +69,11 @@ class SchemaChangeBase:
 
 @dataclass(frozen=True)
 class CreateTableEvent(SchemaChangeBase):
+    """``renamed_from``: the table came into the captured names by a RENAME from one the pipeline does
+    not capture (left out by ``tables.exclude``, say), so Doris has none of the rows it holds."""
+
     schema: TableSchema | None = None
+    renamed_from: TableId | None = None
     type_name = "create.table"
 
 

@@ -39,6 +39,9 @@ def event_to_dict(event: ev.SchemaChangeEvent) -> dict[str, Any]:
     new_table = getattr(event, "new_table_id", None)
     if new_table is not None:
         out["new_table_id"] = str(new_table)
+    renamed_from = getattr(event, "renamed_from", None)
+    if renamed_from is not None:
+        out["renamed_from"] = str(renamed_from)
     return out
 
 
@@ -61,6 +64,8 @@ def event_from_dict(data: dict[str, Any]) -> ev.SchemaChangeEvent:
         kwargs["schema"] = TableSchema.from_dict(data["schema"])
     if data.get("new_table_id"):
         kwargs["new_table_id"] = TableId.parse(data["new_table_id"])
+    if data.get("renamed_from") and cls is ev.CreateTableEvent:
+        kwargs["renamed_from"] = TableId.parse(data["renamed_from"])
     return cls(**kwargs)  # type: ignore[return-value]  # one of the union's classes, by _CLASSES
 
 

@@ -384,6 +384,9 @@ class SchemaChangeSteps:
             reloaded = self._request_reloads(tx, events, ddl_offset, rehashed)
             for name in sorted(recreate):  # its rows: every chunk read again from now (tidemark resnapshot)
                 reloaded[TableId.parse(name)] = request_reload(tx, TableId.parse(name), ddl_offset, "resnapshot")
+            if not snapshot:  # (scan.newly-added-table.enabled read them above)
+                for table_id in self._renamed_in(events, new_tables):
+                    reloaded[table_id] = request_reload(tx, table_id, ddl_offset, "renamed into the captured tables")
             reread = self._mark_chunks_read_past(tx, altered - set(reloaded), ddl_offset)
             self.registry.finish(tx, evolved)
         if reread:
@@ -518,6 +521,13 @@ class SchemaChangeSteps:
             self.registry.record_error(message)
             raise SchemaChangeApplyError(message) from exc
         return {"outcome": result.outcome, "statement": result.statement, "reason": result.reason}
+
+    @staticmethod
+    def _renamed_in(events: Sequence[ev.SchemaChangeEvent], new_tables: Sequence[TableId]) -> list[TableId]:
+        """Tables renamed into the captured names from one the pipeline does not capture: their rows came
+        without row events, so their one whole-table chunk is read again now (as a resnapshot reads)."""
+        return [e.table_id for e in events if isinstance(e, ev.CreateTableEvent) and e.renamed_from is not None
+                and e.table_id in new_tables]
 
     def _new_stream_tables(self, events: Sequence[ev.SchemaChangeEvent]) -> list[TableId]:
         selector = self.ctx.definition.source.selector

@@ -170,6 +170,9 @@ class _FakeCatalog:
     def column_types(self, database: str, table: str) -> dict[str, str]:
         return {c.name: c.type for c in self.info.columns}
 
+    def column_defaults(self, database: str, table: str) -> dict[str, str | None]:
+        return {c.name: None for c in self.info.columns}
+
     def check_light_schema_change(self, database: str, table: str, column: str, *, drop: bool) -> None:
         return None
 

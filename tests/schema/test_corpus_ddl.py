@@ -189,3 +189,23 @@ def test_order_by_is_carried_and_convert_to_the_default_charset_stops_naming_the
     message = str(info.value)
     assert f"{db}.t" in message and f"tables.exclude: {db}.t" in message and "CHARACTER," not in message
     assert f"{db}.CHARACTER" not in message
+
+
+def test_a_table_renamed_from_a_table_left_out_arrives_with_its_rows(row_metadata, pipeline_factory, root_conn,
+                                                                      fresh_db, doris_standin):
+    """A table left out of the pipeline (tables.exclude: the way out of a stop) and then renamed into a
+    captured name enters the stream holding rows no binlog event brought: the RENAME took the stream to a
+    stop before ("its schema is unknown"). Its schema is the server's, and its rows are read at the
+    RENAME, as a resnapshot reads a table, so it arrives equal, not empty."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)", f"INSERT INTO `{db}`.t VALUES (1)")
+    runner = spark_service(pipeline_factory(f"{db}.\\.*", pipeline={"schema.change.behavior": "evolve"},
+                                            source={"tables.exclude": f"{db}.x"}))
+    _snapshot(runner)
+    sql(root_conn, f"CREATE TABLE `{db}`.x (a INT, b VARCHAR(5))", f"INSERT INTO `{db}`.x VALUES (1, 'p'), (2, 'q')",
+        f"RENAME TABLE `{db}`.x TO `{db}`.y", f"INSERT INTO `{db}`.y VALUES (3, 'r')", f"DELETE FROM `{db}`.y WHERE a = 1",
+        f"CREATE TABLE `{db}`.x (k INT PRIMARY KEY)", f"INSERT INTO `{db}`.x VALUES (7)",
+        f"RENAME TABLE `{db}`.x TO `{db}`.z", f"UPDATE `{db}`.z SET k = 8")
+    assert _carry_all(runner) == 2
+    for table in ("t", "y", "z"):
+        _equal(doris_standin, root_conn, db, table)

@@ -166,6 +166,8 @@ def _tables_mentioned(ddl: str, default_db: str | None) -> list[TableId]:
     # a list of tables follows a comma only in RENAME / DROP TABLE (in an ALTER, ", CHARACTER SET x" is a clause)
     listing = bool(toks) and toks[0].up in ("RENAME", "DROP")
     for i, t in enumerate(toks):
+        if i >= 2 and toks[i - 1].up == "TO" and toks[i - 2].up == "CONVERT":
+            continue  # CONVERT TO CHARACTER SET: no table
         if t.kind in ("ident", "word") and i > 0 and (
             toks[i - 1].up in ("TABLE", "TO", "LIKE", "EXISTS", "AS", "TRUNCATE")
             or (listing and toks[i - 1].kind == "punct" and toks[i - 1].text == ",")
