@@ -184,6 +184,19 @@ class DorisStandIn:
         return self._admin("POST", "restart", {"node": node, "downtime_s": downtime_s,
                                                "unavailable_s": unavailable_s}, port=port)
 
+    def end_restart(self, node: str) -> dict | None:
+        """End ``node``'s restart now (what is left of its downtime and 503 time is skipped); returns
+        once it is up, with the restart's record (``aborted_txns``: the loads it killed). None when
+        the node was not restarting."""
+        port = self.be_port if node == "fe" else self.fe_port
+        verify = str(self.tls.ca) if self.tls is not None else True
+        url = f"{self.scheme}://{self.host}:{port}/_standin/restart"
+        ended = requests.post(url, json={"node": node, "end": True}, timeout=60, verify=verify)
+        if ended.status_code == 409:
+            return None
+        ended.raise_for_status()
+        return self._admin("GET", "restart", port=port)["nodes"][node]["restarts"][-1]
+
 
 class DevStack:
     """MariaDB plus the Doris stand-in, with the ports remembered in ``stack.json``.

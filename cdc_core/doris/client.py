@@ -9,7 +9,9 @@ refuses an https→http downgrade, and builds the body afresh for every hop and 
 
 Retries: connection errors, timeouts and HTTP 5xx are retried ``max_retries`` times with
 exponential backoff, moving to the next node of the list; anything Doris answers with a
-well-formed body is returned to the caller, which knows what the body means.
+well-formed body is returned to the caller, which knows what the body means. When the last failure
+is what a restarting node looks like (no live BE, HTTP 503, a refused connection) the error is
+:class:`DorisUnavailableError`, whose message says to run again once Doris is back.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import requests
 from requests.auth import HTTPBasicAuth
 
-from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, DorisResponseError, redact
+from cdc_core.doris.errors import (
+    DorisAuthError,
+    DorisConnectionError,
+    DorisResponseError,
+    DorisUnavailableError,
+    is_outage,
+    outage_advice,
+    redact,
+)
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +285,8 @@ class DorisHttpClient:
                 # The attempt's full text (urllib3's "Max retries exceeded … NewConnectionError(…)")
                 # goes to the log file; the error says what the socket said, on one line.
                 last, node, answered = connection_reason(exc), _node_of(exc) or node, False
+                if isinstance(exc, RetryableAnswer):  # the FE answered, with a refusal worth a retry
+                    last, answered = str(exc).split(": ", 1)[-1], True
                 log.info("Doris %s failed (attempt %d of %d): %s: %s", what, n + 1, self.max_retries + 1,
                          type(exc).__name__, self.redact(str(exc)))
                 continue
@@ -288,9 +300,13 @@ class DorisHttpClient:
                     "check the sink's username and password"
                 )
             return resp
-        raise DorisConnectionError(self.redact(self._gave_up(what, node, last, answered)))
+        advice = outage_advice(last)
+        line = self.redact(self._gave_up(what, node, last, answered, advice))
+        if advice or is_outage(last):  # a node restarting or down: a re-run once it is back heals it
+            raise DorisUnavailableError(line)
+        raise DorisConnectionError(line)
 
-    def _gave_up(self, what: str, node: str | None, last: str, answered: bool) -> str:
+    def _gave_up(self, what: str, node: str | None, last: str, answered: bool, advice: str | None = None) -> str:
         """The one line of a request every attempt of which failed (see :meth:`with_retries`)."""
         attempts = f"{self.max_retries + 1} attempt{'s' if self.max_retries else ''}"
         if node in self.fenodes or node is None:
@@ -303,7 +319,8 @@ class DorisHttpClient:
             who = f"the Doris BE at {node} (an FE redirected the request there)"
             fix = "check that the BE is up and that this host reaches the address the FE lists for it"
         if answered:
-            fix = "check the Doris logs (fe.log, be.INFO) and that every BE is alive; a re-run retries"
+            # what Doris says while a node restarts (no live BE, HTTP 503) says so, and to run again
+            fix = advice or "check the Doris logs (fe.log, be.INFO) and that every BE is alive; a re-run retries"
             return f"{who} answered {_one_line(last)} ({attempts} at {what}); {fix}"
         return f"{who} does not answer ({last}; {attempts} at {what}); {fix}"
 

@@ -33,6 +33,40 @@ class DorisConnectionError(DorisError):
     """No Doris node answered (after retries); the message names the node and the last failure."""
 
 
+class DorisUnavailableError(DorisConnectionError):
+    """Doris answered, or failed to, the way a restarting or down node does (no live BE, an FE
+    answering 503 or refusing connections, a BE that cannot reach its FE) after every retry. Nothing
+    is lost: a load that failed was not committed, a precommitted one stays precommitted, and a re-run
+    once Doris is back finishes the work; the message says so (:func:`outage_advice`). Callers stop
+    trying further work on it: Doris will not be back within the next item's retries either."""
+
+
+# What Doris answers while a node restarts, and what it means for the user.
+_OUTAGES = (
+    (re.compile(r"No backend alive", re.IGNORECASE), "Doris has no live BE (a BE is restarting or down)"),
+    (re.compile(r"HTTP 503\b"), "the Doris FE is not ready (it is starting or restarting)"),
+    (re.compile(r"Couldn't open transport|THRIFT_RPC_ERROR"),
+     "the Doris BE cannot reach its FE (the FE is restarting or down)"),
+)
+# A node that does not answer at all: down, or restarting.
+_GONE = re.compile(r"Connection refused|Connection reset|Remote end closed connection|RemoteDisconnected")
+
+
+def outage_advice(reason: str) -> str | None:
+    """For an answer Doris gives while a node restarts, what it means and what to do (the error's
+    advice after the last retry); None for any other failure."""
+    for pattern, meaning in _OUTAGES:
+        if pattern.search(reason):
+            return f"{meaning}; run again once Doris is back: the next run finishes what this one left"
+    return None
+
+
+def is_outage(reason: str) -> bool:
+    """Whether a failure is a Doris node restarting or down (an answer of :func:`outage_advice`'s, or
+    none at all): a re-run once it is back heals it."""
+    return outage_advice(reason) is not None or bool(_GONE.search(reason))
+
+
 class DorisAuthError(DorisError):
     """Doris refused the sink's credentials."""
 

@@ -27,10 +27,12 @@ from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import (
     DorisError,
+    DorisUnavailableError,
     TransactionAbortedError,
     TransactionCommittedError,
     TransactionError,
     TransactionLostError,
+    outage_advice,
 )
 
 log = logging.getLogger(__name__)
@@ -104,8 +106,13 @@ class TwoPhaseCommitter:
             if STILL_PREPARING.search(msg):
                 log.warning("%s is still loading; retrying the commit", what)
                 continue
-            log.warning("commit of %s failed (attempt %d): %s", what, n + 1, msg)
-        raise TransactionError(f"cannot commit {what} after {self.max_attempts} attempts: {msg}")
+            # each attempt to the log file; the error after the last one says it on the terminal
+            log.info("commit of %s failed (attempt %d): %s", what, n + 1, msg)
+        text = f"cannot commit {what} after {self.max_attempts} attempts: {msg}"
+        advice = outage_advice(msg)
+        if advice:  # a node restarting: the transaction stays precommitted for the next run to commit
+            raise DorisUnavailableError(f"{text} — {advice}")
+        raise TransactionError(text)
 
     # -- abort ----------------------------------------------------------------------------------
 
@@ -127,7 +134,7 @@ class TwoPhaseCommitter:
                 return
             if COMMITTED_NO_ABORT.search(msg):
                 raise TransactionCommittedError(f"cannot abort {what}: it is already committed ({msg})")
-            log.warning("abort of %s failed (attempt %d): %s", what, n + 1, msg)
+            log.info("abort of %s failed (attempt %d): %s", what, n + 1, msg)
         raise TransactionError(f"cannot abort {what} after {self.max_attempts} attempts: {msg}")
 
     def abort_label(self, database: str, label: str) -> None:
@@ -146,7 +153,7 @@ class TwoPhaseCommitter:
                 if state in ("COMMITTED", "VISIBLE"):
                     raise TransactionCommittedError(f"cannot abort {what}: it is already {state} ({msg})")
                 return
-            log.warning("abort of %s failed (attempt %d): %s", what, n + 1, msg)
+            log.info("abort of %s failed (attempt %d): %s", what, n + 1, msg)
         raise TransactionError(f"cannot abort {what} after {self.max_attempts} attempts: {msg}")
 
     # -- the request ----------------------------------------------------------------------------

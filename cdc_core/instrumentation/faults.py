@@ -17,9 +17,14 @@ outlive a change of the driver's environment.
 Actions: ``raise`` (every time), ``raise_once`` (the first time
 only: the ``marker`` file is created then, and its existence disarms the point, also across
 processes and task retries), ``kill`` (SIGKILL of the current process, as a crash would),
-``sleep`` (``sleep_s`` seconds, nothing else), ``sleep_until`` (until the epoch second ``at``)
-and ``barrier`` (the process writes a file into the directory ``dir`` and waits until ``parties``
-files are there: processes started apart go on from the point at one moment). ``when`` restricts a point to calls whose
+``sleep`` (``sleep_s`` seconds, nothing else), ``sleep_until`` (until the epoch second ``at``),
+``barrier`` (the process writes a file into the directory ``dir`` and waits until ``parties``
+files are there: processes started apart go on from the point at one moment), and ``post``: an
+HTTP POST of the JSON ``body`` to ``url``, then the code goes on — something outside the pipeline
+happens at exactly this moment (the Doris stand-in restarts its BE or FE: ``{"action": "post",
+"url": "http://127.0.0.1:8030/_standin/restart", "body": {"node": "be", "downtime_s": 6}}``,
+``devstack/doris/admin.py``). A non-2xx answer raises. With a ``marker`` it fires once, as
+``raise_once`` does. ``when`` restricts a point to calls whose
 keyword context matches (compared as text); a call it does not match sleeps ``sleep_s`` if given,
 which keeps the other tasks busy while a matching one fails.
 
@@ -65,6 +70,8 @@ import logging
 import os
 import signal
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +99,7 @@ POINTS = (
     "repair.after_loads",
     "run.before_lease",
 )
-ACTIONS = ("raise", "raise_once", "kill", "sleep", "sleep_until", "barrier")
+ACTIONS = ("raise", "raise_once", "kill", "sleep", "sleep_until", "barrier", "post")
 BARRIER_TIMEOUT_S = 300
 
 
@@ -116,11 +123,13 @@ def _parse(raw: str) -> dict[str, dict[str, Any]]:
             raise ValueError(f"{ENV}: {name}: barrier needs 'dir' and 'parties'")
         if spec["action"] == "raise_once" and not spec.get("marker"):
             raise ValueError(f"{ENV}: {name}: raise_once needs a 'marker' file path")
+        if spec["action"] == "post" and not str(spec.get("url", "")).startswith(("http://", "https://")):
+            raise ValueError(f"{ENV}: {name}: post needs an http(s) 'url'")
     return config
 
 
 def fault_point(name: str, **context: Any) -> None:
-    """Fail here if ``TIDEMARK_FAULTS`` says so; otherwise do nothing."""
+    """Act here (fail, sleep, kill, post) if ``TIDEMARK_FAULTS`` says so; otherwise do nothing."""
     raw = os.environ.get(ENV)
     if not raw:
         return
@@ -140,16 +149,22 @@ def fault_point(name: str, **context: Any) -> None:
             time.sleep(float(spec["sleep_s"]))
         return
     action = spec["action"]
-    logger.warning("fault point %s fires (%s) %s", name, action, context)
+    # A post is the outside world acting, not the pipeline failing: the log file only, so the terminal
+    # shows what a user would see of that event.
+    logger.log(logging.INFO if action == "post" else logging.WARNING, "fault point %s fires (%s) %s", name, action,
+               context)
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    if action == "raise_once":
+    if action == "raise_once" or (action == "post" and spec.get("marker")):
         marker = spec["marker"]
         try:
             with open(marker, "x") as handle:  # created once: later calls and retries pass
-                handle.write(f"{name} failed once\n")
+                handle.write(f"{name} fired once\n")
         except FileExistsError:
             return
+    if action == "post":
+        _post(name, spec["url"], spec.get("body"))
+        return
     raise InjectedFault(f"injected failure at {name} ({action}) {context}")
 
 
@@ -161,6 +176,17 @@ def _barrier(directory: Path, parties: int) -> None:
         if time.monotonic() > deadline:
             raise InjectedFault(f"barrier {directory}: {parties} parties did not arrive in {BARRIER_TIMEOUT_S} s")
         time.sleep(0.005)
+
+
+def _post(name: str, url: str, body: Any) -> None:
+    """The ``post`` action: POST ``body`` as JSON and wait for the answer (a non-2xx one raises)."""
+    request = urllib.request.Request(url, data=json.dumps(body if body is not None else {}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - a test's own URL
+            answer.read()
+    except (urllib.error.URLError, OSError) as exc:
+        raise InjectedFault(f"fault point {name}: POST {url} failed: {exc}") from exc
 
 
 def forwarded() -> dict[str, str]:

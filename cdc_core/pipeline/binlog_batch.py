@@ -234,8 +234,15 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
                 running = _commit_group(ctx, running, loaded, n, len(groups), limit)
         fault_point("binlog.after_loads", batch=batch_id)
     except BaseException:
-        logger.warning("binlog batch %s failed; aborting its loads", batch_id)
-        abandon_batch(ctx, running)
+        # The failure itself is the run's error; what follows from it goes to the log file.
+        logger.info("binlog batch %s failed; aborting its loads", batch_id)
+        try:
+            abandon_batch(ctx, running)
+        except Exception:  # noqa: BLE001 - the batch's failure is the error to report, not this one
+            # Doris is down (the same outage, often): the batch is ABORTED all the same; a load it left
+            # precommitted is never committed (a batch read again over the same range reuses its label
+            # and rows; any other range has other labels) and Doris's precommit timeout ends it.
+            logger.info("could not abort what binlog batch %s prepared", batch_id, exc_info=True)
         raise
     ddl = None
     if batch.schema_change:

@@ -4,8 +4,10 @@ A PREPARED record is complete (its transactions are precommitted and named), so 
 committed; a RUNNING one is not (a task may have precommitted loads no record names yet), so its
 loads are found by their deterministic labels and aborted. Transactions a Spark job reported but
 the driver never recorded (``spark_results``) are aborted too. What cannot be resolved now is
-reported as ``failed`` (with its cause) and retried on the next run; the ``no_pending_transactions``
-check shows it. A load Doris lost before its commit (it aborted the transaction on its own) is work
+reported as ``failed`` (with its cause; the caller says it, the log file has its stack trace) and
+retried on the next run; the ``no_pending_transactions`` check shows it. Once Doris is found unavailable
+(a node restarting, after the client's retries), the PREPARED records after it are reported failed
+without a try each: the next run commits them. A load Doris lost before its commit (it aborted the transaction on its own) is work
 to redo, reported as ``redo``: its chunk is PENDING again under its next generation, its binlog
 batch ABORTED so that the next batch reads the same range again.
 """
@@ -16,6 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_core.doris.errors import DorisUnavailableError
 from cdc_core.pipeline.binlog_batch import abandon_batch, commit_batch
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
@@ -72,16 +75,22 @@ def _resolve_chunks(ctx: PipelineContext, busy: Busy) -> ResolveReport:
     with ctx.store.transaction(readonly=True) as tx:
         chunks = tx.chunks()
         leftovers = SPARK_RESULTS.items(tx)
+    unavailable: DorisUnavailableError | None = None
     for record in chunks:
         if record.table_id in busy.tables:
             continue
         labels = [t["label"] for t in record.transactions or []]
         if record.status is ChunkStatus.PREPARED:
+            if unavailable is not None:  # Doris is down: the rest waits for the next run, untried
+                failed.extend(f"{label}: {unavailable}" for label in labels)
+                continue
             try:
                 done = commit_record(ctx, record)
             except Exception as exc:  # noqa: BLE001 - reported by the check, retried next run
-                logger.warning("recovery could not commit chunk %s", chunk_key(*record.key), exc_info=True)
+                logger.info("recovery could not commit chunk %s", chunk_key(*record.key), exc_info=True)
                 failed.extend(f"{label}: {exc}" for label in labels)
+                if isinstance(exc, DorisUnavailableError):
+                    unavailable = exc
                 continue
             if done:
                 committed.extend(labels)
@@ -118,7 +127,7 @@ def _resolve_batches(ctx: PipelineContext, busy: Busy) -> ResolveReport:
                 else:
                     redo.append(batch.batch_id)
             except Exception as exc:  # noqa: BLE001 - reported by the check, retried next run
-                logger.warning("recovery could not commit binlog batch %s", batch.batch_id, exc_info=True)
+                logger.info("recovery could not commit binlog batch %s", batch.batch_id, exc_info=True)
                 failed.extend(f"{label}: {exc}" for label in labels)
         elif batch.status is BatchStatus.RUNNING:
             abandon_batch(ctx, batch)

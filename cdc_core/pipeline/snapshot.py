@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from cdc_core.doris.errors import DorisAuthError, DorisConnectionError
+from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, DorisUnavailableError
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.schema import Column, TableId, TableSchema
@@ -128,8 +128,14 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
         outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []
     except BaseException:
-        logger.warning("the snapshot job failed; aborting what its tasks prepared for %d chunk(s)", len(records))
-        abandon_chunks(ctx, records)
+        # The failure itself is the run's error; what follows from it goes to the log file.
+        logger.info("the snapshot job failed; aborting what its tasks prepared for %d chunk(s)", len(records))
+        try:
+            abandon_chunks(ctx, records)
+        except Exception:  # noqa: BLE001 - the job's failure is the error to report, not this one
+            # Doris is down (the same outage, often): the chunks are PENDING all the same, and a load
+            # of them later finds its label's precommitted leftover and aborts it (fresh loads).
+            logger.info("could not abort what the failed snapshot job's tasks prepared", exc_info=True)
         raise
     results = []
     with ctx.store.transaction() as tx:
@@ -229,13 +235,24 @@ def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
 
     The Doris commits run ``COMMIT_STREAMS`` at a time and the state store records the outcomes
     in one transaction afterwards: a crash in between leaves PREPARED records whose loads Doris
-    has committed, which ``resolve_pending`` commits again (a no-op) and records."""
+    has committed, which ``resolve_pending`` commits again (a no-op) and records. Once a commit
+    finds Doris unavailable after its retries (a node restarting), the chunks not started yet are
+    not tried: they stay PREPARED for the next run, and the failure comes in seconds, not after
+    every chunk's retries in turn."""
     records = [r for r in chunk_records(ctx, keys) if r.status is ChunkStatus.PREPARED]
     if not records:
         return []
 
+    unavailable: list[DorisUnavailableError] = []
+
     def commit(record: ChunkRecord) -> bool:
-        lost = ctx.sink.commit_surviving(record.transactions or [])
+        if unavailable:  # Doris is restarting or down: the chunks not started yet wait for the next run
+            raise unavailable[0]
+        try:
+            lost = ctx.sink.commit_surviving(record.transactions or [])
+        except DorisUnavailableError as exc:
+            unavailable.append(exc)
+            raise
         if lost:
             logger.warning("chunk %s: Doris lost %d of its load(s) (%s) before the commit; the chunk is PENDING "
                            "again and the next run reads it again", chunk_key(*record.key), len(lost),

@@ -14,8 +14,13 @@ the peaks afresh, with ``{"max_running_txn_num_per_db": N}`` changes the limit f
 ``ADMIN SET FRONTEND CONFIG`` does on a real FE); both answer as GET does.
 
 ``POST /_standin/restart`` with ``{"node": "be" | "fe", "downtime_s": 2.0, "unavailable_s": 0.0}``
-restarts that node (:mod:`devstack.doris.restarts`); it answers ``{"status": "OK", ...}`` once the
-node is down, and the node comes back on its own. ``GET /_standin/restart`` gives each node's state
+restarts that node (:mod:`devstack.doris.restarts`); asked on the other node's port it answers
+``{"status": "OK", ...}`` once the node is down (ask the FE port to restart the BE and the BE port to
+restart the FE when the caller must know that), asked on the node's own port it answers just before
+the node goes down; the node comes back on its own after ``downtime_s`` (+ ``unavailable_s``), or
+at once on ``{"node": "be" | "fe", "end": true}`` (it answers once the node is up again, HTTP 409
+if it was not restarting; a node that is down answers on neither of its own port's routes, so ask the
+other port). ``GET /_standin/restart`` gives each node's state
 (``up`` / ``down`` / ``unavailable``) and its restarts so far. A restart of a node that is already
 restarting answers HTTP 409.
 """
@@ -81,12 +86,18 @@ def restart_api(handler: BaseHandler) -> None:
         return handler._send(405, b"method not allowed", "text/plain")
     try:
         spec = _body(handler)
-        unknown = set(spec) - {"node", "downtime_s", "unavailable_s"}
+        unknown = set(spec) - {"node", "downtime_s", "unavailable_s", "end"}
         if unknown:
             raise ValueError(f"unknown fields: {sorted(unknown)}")
         if spec.get("node") not in ("fe", "be"):
             raise ValueError("node must be 'fe' or 'be'")
         node = Node(spec["node"])
+        if spec.get("end"):
+            if set(spec) - {"node", "end"}:
+                raise ValueError("'end' takes no downtime_s or unavailable_s")
+            if not restarts.end(node):
+                return _bad(handler, f"the {node.upper()} is not restarting", 409)
+            return handler._json({"status": "OK", "node": str(node), "state": str(restarts.state(node))})
         downtime_s = float(spec.get("downtime_s", 2.0))
         unavailable_s = float(spec.get("unavailable_s", 0.0))
         # The reply goes out before the node goes down (a restart of this very port would cut it).
@@ -95,8 +106,15 @@ def restart_api(handler: BaseHandler) -> None:
         return _bad(handler, str(e))
     except RestartInProgress as e:
         return _bad(handler, str(e), 409)
-    handler._json({"status": "OK", "node": str(node), "downtime_s": downtime_s, "unavailable_s": unavailable_s},
-                  close=True)
+    answer = {"status": "OK", "node": str(node), "downtime_s": downtime_s, "unavailable_s": unavailable_s}
+    if handler.server.role != str(node):
+        # Asked on the other node's port: the answer comes once the node is down, so a caller (a
+        # test's fault point) knows every later request meets the restart.
+        with contextlib.suppress(RestartInProgress):  # a concurrent request's restart is under way
+            restarts.restart(node, downtime_s, unavailable_s)
+        return handler._json(answer)
+    # Asked on the restarting node's own port: the reply goes out first (the restart cuts the port).
+    handler._json(answer, close=True)
     handler.wfile.flush()
     # Another request may have won the race since the check: its restart is the one under way.
     with contextlib.suppress(RestartInProgress):

@@ -6,6 +6,7 @@ from typing import Any
 
 from .http_base import BaseHandler, DropConnection, Replied
 from .load_request import LoadContext
+from .restarts import Node
 from .transactions import FrontendUnreachable, TxnError, fe_error
 
 
@@ -55,6 +56,13 @@ class BackendRoutes(BaseHandler):
             return self._json(_fail_reply(label or "", headers, "[INTERNAL_ERROR]injected fault"), pretty=True)
         ctx = LoadContext(db, table, headers, body, app.host, app.be_port, app.scheme)
         delay_ms = int(fault.delay_s * 1000) if fault and fault.mode == "publish_timeout" else 0
+        if fault and fault.mode == "be_restart":
+            # The BE dies under this load once its transaction has begun: the restart resets this
+            # connection and aborts the transaction; the load then fails its precommit, unheard.
+            downtime = fault.delay_s
+            app.loader.run(ctx, hold_s=hold, be_epoch=be_epoch,
+                           after_begin=lambda: app.restarts.restart(Node.BE, downtime))
+            raise DropConnection()
         res = app.loader.run(ctx, publish_delay_ms=delay_ms, hold_s=hold, be_epoch=be_epoch)
         out = res.to_json()
         if fault is not None and fault.when == "after":

@@ -3,9 +3,11 @@
 ``POST /_standin/faults`` (either port) with a JSON object, or a list of them::
 
     {"target": "load" | "commit" | "abort" | "query",
-     "mode":   "fail" | "delay" | "http_500" | "drop_connection" | "be_down" | "publish_timeout",
+     "mode":   "fail" | "delay" | "http_500" | "drop_connection" | "be_down" | "publish_timeout"
+               | "be_restart",
      "count":  1,            # how many matching requests it hits; -1 = until cleared (default 1)
-     "delay_s": 1.0,         # for "delay" (default 1.0) and "publish_timeout" (visible after; default 1.0)
+     "delay_s": 1.0,         # for "delay" (default 1.0), "publish_timeout" (visible after; default 1.0)
+                             # and "be_restart" (the BE's downtime)
      "when":   "before",     # "before" (operation not performed) | "after" (performed, then the reply fails)
      "db": "d", "table": "t", "label_prefix": "tm_"}   # optional filters
 
@@ -28,6 +30,11 @@ Modes:
   without a reply, the FE answers stream loads with ``{"status":"FAILED","msg":"No backend alive."}``
   (HTTP 200) instead of a redirect, ``/api/backends`` reports ``is_alive: false`` and ``/api/health``
   ``online_backend_num: 0`` while such a fault is active (it is consumed per refused request).
+* ``be_restart`` (target ``load``) — the BE restarts under the load (``devstack/doris/restarts.py``):
+  once the load's transaction has begun (PREPARE), the BE goes down for ``delay_s`` seconds, which
+  resets the load's connection (no reply) and every other one the BE serves, and aborts the PREPARE
+  transactions of the loads in flight (reason ``coordinate BE restart``); PRECOMMITTED ones survive.
+  A BE restart at exactly the moment a load is streaming, as a test cannot time it from outside.
 * ``publish_timeout`` (target ``load``, non-2PC) — the load commits but reports ``Status: "Publish
   Timeout"`` and its rows become visible ``delay_s`` later (``get_load_state`` says COMMITTED meanwhile).
 """
@@ -40,7 +47,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 TARGETS = {"load", "commit", "abort", "query"}
-MODES = {"fail", "delay", "http_500", "drop_connection", "be_down", "publish_timeout"}
+MODES = {"fail", "delay", "http_500", "drop_connection", "be_down", "publish_timeout", "be_restart"}
 
 
 @dataclass
@@ -80,8 +87,8 @@ class FaultRegistry:
             raise ValueError(f"target must be one of {sorted(TARGETS)}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {sorted(MODES)}")
-        if mode == "publish_timeout" and target != "load":
-            raise ValueError("publish_timeout applies to target 'load' only")
+        if mode in ("publish_timeout", "be_restart") and target != "load":
+            raise ValueError(f"{mode} applies to target 'load' only")
         when = spec.get("when", "before")
         if when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")

@@ -20,7 +20,8 @@ What survives and what does not follows Doris:
   reach the FE either) until its label is aborted or the stand-in process restarts.
 
 Control: ``POST /_standin/restart`` (either port, :mod:`devstack.doris.admin`) or
-:meth:`devstack.doris.app.StandIn.restart`.
+:meth:`devstack.doris.app.StandIn.restart`; a restart ends on its own after its ``downtime_s`` (and
+``unavailable_s``), or at once on ``{"node": ..., "end": true}`` (:meth:`Restarts.end`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class RestartRecord:
 class _Tracking:
     state: NodeState = NodeState.UP
     history: list[RestartRecord] = field(default_factory=list)
+    # Set by :meth:`Restarts.end`: the restart under way ends now (what is left of its downtime and
+    # of its unavailable time is skipped).
+    ended: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
 
 
 class Restarts:
@@ -129,6 +134,7 @@ class Restarts:
             if tracking.state is not NodeState.UP:
                 raise RestartInProgress(f"the {node.upper()} is already restarting")
             tracking.state = NodeState.DOWN
+            tracking.ended.clear()
         aborted = self._go_down(node, spare)
         record = RestartRecord(node, downtime_s, unavailable_s, int(time.time() * 1000), tuple(aborted))
         with self._lock:
@@ -136,10 +142,24 @@ class Restarts:
         log.info("%s restart: down for %.1f s (+%.1f s unavailable); aborted in-flight txns %s",
                  node.upper(), downtime_s, unavailable_s, aborted)
         t = threading.Thread(target=self._come_back, args=(node, record), name=f"restart-{node}", daemon=True)
+        tracking.thread = t
         t.start()
         self._threads.append(t)
         if wait:
             t.join()
+
+    def end(self, node: Node, timeout_s: float = 30.0) -> bool:
+        """End ``node``'s restart now, as a node that finished starting: it listens and answers
+        again when this returns. False when it was not restarting. (A test holds a node down "until
+        told" with a long ``downtime_s`` and ends it once the run under test has failed.)"""
+        with self._lock:
+            tracking = self._nodes[node]
+            if tracking.state is NodeState.UP or tracking.thread is None:
+                return False
+            tracking.ended.set()
+            thread = tracking.thread
+        thread.join(timeout_s)
+        return True
 
     def wait(self, timeout_s: float | None = None) -> None:
         """Until every restart started so far has finished."""
@@ -163,15 +183,16 @@ class Restarts:
         return []
 
     def _come_back(self, node: Node, record: RestartRecord) -> None:
-        time.sleep(record.downtime_s)
+        tracking = self._nodes[node]
+        tracking.ended.wait(record.downtime_s)
         with self._lock:
             if self._closed:
                 return
             self.app.reopen(node)
-            tracking = self._nodes[node]
-            tracking.state = NodeState.UNAVAILABLE if record.unavailable_s > 0 else NodeState.UP
-        if node is Node.FE and record.unavailable_s > 0:
-            time.sleep(record.unavailable_s)
+            unavailable = record.unavailable_s > 0 and not tracking.ended.is_set()
+            tracking.state = NodeState.UNAVAILABLE if unavailable else NodeState.UP
+        if node is Node.FE and unavailable:
+            tracking.ended.wait(record.unavailable_s)
             with self._lock:
                 tracking.state = NodeState.UP
         if node is Node.FE:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,9 +60,10 @@ class StreamLoader:
 
     # ---- entry --------------------------------------------------------------------------------
     def run(self, ctx: LoadContext, publish_delay_ms: int = 0, hold_s: float = 0.0,
-            be_epoch: int | None = None) -> LoadResult:
+            be_epoch: int | None = None, after_begin: Callable[[], None] | None = None) -> LoadResult:
         """Execute one load; ``hold_s`` keeps it in PREPARE that long (a slow load, for fault tests);
-        ``be_epoch`` is the BE's incarnation when the request arrived (see :meth:`TxnManager.begin`)."""
+        ``be_epoch`` is the BE's incarnation when the request arrived (see :meth:`TxnManager.begin`);
+        ``after_begin`` runs once the transaction has begun (a BE restart under the load)."""
         h = ctx.headers
         two_pc = h.get("two_phase_commit", "") == "true"
         label = h.get("label", "").strip()
@@ -121,6 +123,8 @@ class StreamLoader:
         res.txn_id = txn.txn_id
         res.begin_ms = int((time.monotonic() - t0) * 1000)
         staged = False
+        if after_begin is not None:
+            after_begin()
         if hold_s > 0:
             time.sleep(hold_s)
         try:

@@ -112,6 +112,12 @@ def _first_error(result: Any) -> str:
     return "the run failed (see the Dagster UI for its log)"
 
 
+def _cause(failed: str) -> str:
+    """A ``ResolveReport.failed`` entry (``label: error``) without its label when the error names it."""
+    label, sep, error = failed.partition(": ")
+    return error if sep and label in error else failed
+
+
 class OnceRun:
     """One ``--once`` execution of one pipeline."""
 
@@ -158,11 +164,12 @@ class OnceRun:
                 raise RunOnceError(_first_error(result)) from exc
             if report.failed:
                 raise RunOnceError(
-                    f"{self.handle.slug}: committing the loads failed and {len(report.failed)} transaction(s) "
-                    f"are still prepared (the first: {report.failed[0]}); the next run resolves them"
+                    f"{self.handle.slug}: committing the run's loads failed, {len(report.failed)} transaction(s) "
+                    f"stay precommitted in Doris for the next run to commit: {_cause(report.failed[0])}"
                 )
-            self.console.print(f"[yellow]{self.handle.slug}: a commit hook failed; its loads were committed "
-                               f"afterwards ({len(report.committed)} transaction(s))[/yellow]")
+            if report.committed:  # (a failed abort hook leaves nothing to commit: the step's error says it)
+                self.console.print(f"[yellow]{self.handle.slug}: a commit hook failed; its loads were committed "
+                                   f"afterwards ({len(report.committed)} transaction(s))[/yellow]")
             if all("no_pending_transactions" in (k or "") for k in failed_steps):
                 return result
         if not result.success:

@@ -6,7 +6,8 @@ terminal. This logger is Dagster's own colored console logger (same name, format
 ``log_level``) with one change: each record is cut to its
 first paragraph and joined onto one line — for a failed step, "Execution of step … failed." and
 the exception's one line (``orchestration/defs/failures.py``); ``show_failures: false`` drops the
-failure events for a caller that reports the failure itself (``tidemark run --once``). The stack trace is still in the
+failure events (a step's, the run's, a hook's error, and Dagster's "Not executing." line for every
+step after the failed one) for a caller that reports the failure itself (``tidemark run --once``). The stack trace is still in the
 run's event log (the UI) and in the ``STEP_FAILURE`` event; only the terminal is spared it.
 
 Dagster uses a job's loggers only for a run whose run config names them (else its default console
@@ -33,7 +34,11 @@ def one_line_message(text: str) -> str:
     return " ".join(part.strip() for part in head.splitlines() if part.strip())
 
 
-_FAILURES = frozenset({DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE})
+# What a failure brings with it: the step's and the run's failure, a hook's error (a failed commit
+# hook, which `tidemark run --once` resolves and reports itself), and Dagster's own "Dependencies for
+# step … failed … Not executing." for each step downstream of the failed one (a plain log record).
+_FAILURES = frozenset({DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE, DagsterEventType.HOOK_ERRORED})
+_NOT_EXECUTING = "Not executing."
 
 
 class _OneLine(logging.Filter):
@@ -45,6 +50,9 @@ class _OneLine(logging.Filter):
         if not self.show_failures:
             event = (getattr(record, "dagster_meta", None) or {}).get("dagster_event")
             if event is not None and event.event_type in _FAILURES:
+                return False
+            text = record.getMessage()
+            if "Dependencies for step " in text and text.rstrip().endswith(_NOT_EXECUTING):
                 return False
         record.msg, record.args = one_line_message(record.getMessage()), ()
         record.exc_info = record.exc_text = None

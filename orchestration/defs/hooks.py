@@ -111,7 +111,8 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
                     if not _abort_failed(context, exc, f"the abort of {len(keys)} chunk load(s)"):
                         raise
                     return
-                context.log.warning(f"Aborted the Doris loads of {len(keys)} chunk(s) after the failure: {_preview(keys)}")
+                # info: the step's failure is what the run reports; this is its consequence
+                context.log.info(f"Aborted the Doris loads of {len(keys)} chunk(s) after the failure: {_preview(keys)}")
             ledger.forget(context.run_id, step_key_of(context))
 
     @success_hook(name=f"{handle.slug}_commit_batch_hook", required_resource_keys={resource_key})
@@ -151,9 +152,9 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
                     if not _abort_failed(context, exc, f"the abort of binlog batch {batch_id}"):
                         raise
                     return
-                context.log.warning(f"Aborted binlog batch {batch_id} after the failure; the offset stays where it was")
+                context.log.info(f"Aborted binlog batch {batch_id} after the failure; the offset stays where it was")
             else:
-                context.log.warning(
+                context.log.info(
                     "The binlog batch failed before it was recorded; whatever it prepared is aborted by the "
                     "next run's resolve_pending"
                 )

@@ -222,3 +222,46 @@ def test_fe_restart_refuses_then_answers_503_and_keeps_every_txn(tmp_path) -> No
         assert srv.rows("SELECT id, v FROM t ORDER BY id", "d") == [[1, "pre"], [2, "after"]]
     finally:
         assert srv.stop() == 0
+
+
+def test_a_be_restart_under_a_load_then_ended_on_request(tmp_path) -> None:
+    """The ``be_restart`` load fault: the BE dies under the load once its transaction has begun (the
+    load's connection reset, its transaction aborted, a precommitted one kept); asked on the FE port
+    the restart's answer comes once the BE is down; ``end`` brings it back before its downtime."""
+    srv = _setup(tmp_path)
+    try:
+        assert srv.load("d", "t", _rows({"id": 1, "v": "pre"}), label="pre", two_phase_commit="true",
+                        **JSONL)["Status"] == "Success"
+        srv.fault(target="load", mode="be_restart", delay_s=600, label_prefix="flight")
+        with pytest.raises(requests.ConnectionError):  # no reply: the BE died under the load
+            srv.load("d", "t", _rows({"id": 2, "v": "lost"}), label="flight", two_phase_commit="true", **JSONL)
+        assert _state(srv, "flight") == "ABORTED" and _state(srv, "pre") == "PRECOMMITTED"
+        assert _node_state(srv, "fe", "be") == "down"
+        [record] = requests.get(f"{srv.fe}/_standin/restart", timeout=5).json()["nodes"]["be"]["restarts"]
+        assert record["downtime_s"] == 600 and len(record["aborted_txns"]) == 1 and record["finished_ms"] is None
+        commit = requests.put(f"{srv.fe}/api/d/_stream_load_2pc", auth=AUTH, timeout=10,
+                              headers={"txn_operation": "commit", "label": "pre"})
+        assert commit.json() == {"status": "FAILED", "msg": "No backend alive."}  # the FE has no BE to send it to
+
+        ended = requests.post(f"{srv.fe}/_standin/restart", json={"node": "be", "end": True}, timeout=30)
+        assert ended.json() == {"status": "OK", "node": "be", "state": "up"}  # answered once it is up
+        assert requests.get(f"{srv.be}/api/health", timeout=5).status_code == 200
+        assert srv.txn("d", "commit", label="pre")["status"] == "Success"  # it survived the restart
+        again = requests.post(f"{srv.fe}/_standin/restart", json={"node": "be", "end": True}, timeout=30)
+        assert again.status_code == 409 and "not restarting" in again.json()["msg"]
+
+        # asked on the FE's port, a BE restart answers once the BE is down: the next request meets it
+        assert _restart(srv, "fe", node="be", downtime_s=600)["status"] == "OK"
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"{srv.be}/api/health", timeout=5)
+        # asked on the BE's port, an FE restart likewise; a long 503 period ends on request too
+        requests.post(f"{srv.fe}/_standin/restart", json={"node": "be", "end": True}, timeout=30).raise_for_status()
+        assert _restart(srv, "be", node="fe", downtime_s=0.2, unavailable_s=600)["status"] == "OK"
+        _wait_state(srv, "be", "fe", "unavailable")
+        assert requests.get(f"{srv.fe}/api/health", timeout=5).status_code == 503
+        assert requests.post(f"{srv.be}/_standin/restart", json={"node": "fe", "end": True},
+                             timeout=30).json()["state"] == "up"
+        assert requests.get(f"{srv.fe}/api/health", timeout=5).status_code == 200
+        assert srv.rows("SELECT id, v FROM t ORDER BY id", "d") == [[1, "pre"]]
+    finally:
+        assert srv.stop() == 0

@@ -68,3 +68,42 @@ def test_kill_ends_the_process_as_a_crash_would(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
                             check=False)
     assert result.returncode == -9 and "survived" not in result.stdout
+
+
+def test_post_tells_the_outside_world_and_goes_on(monkeypatch, tmp_path):
+    """``post``: the JSON body reaches the URL (a Doris stand-in's restart, in the e2e tests) and the
+    code goes on; with a marker only once; an answer that is not 2xx raises, naming the point."""
+    import http.server
+    import threading
+
+    received: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the stdlib's name
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(409 if self.path == "/busy" else 200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        configure(monkeypatch, {"binlog.after_state_write": {
+            "action": "post", "url": f"{base}/restart", "body": {"node": "be"}, "marker": str(tmp_path / "once"),
+            "when": {"batch": "b2"}}})
+        faults.fault_point("binlog.after_state_write", batch="b1")  # not matched
+        faults.fault_point("binlog.after_state_write", batch="b2")
+        faults.fault_point("binlog.after_state_write", batch="b2")  # the marker disarmed it
+        assert received == [{"node": "be"}]
+        configure(monkeypatch, {"binlog.committing": {"action": "post", "url": f"{base}/busy"}})
+        with pytest.raises(faults.InjectedFault, match=r"binlog.committing: POST .*/busy failed"):
+            faults.fault_point("binlog.committing", batch="b3")
+        configure(monkeypatch, {"binlog.committing": {"action": "post"}})
+        with pytest.raises(ValueError, match="post needs an http"):
+            faults.fault_point("binlog.committing", batch="b3")
+    finally:
+        server.shutdown()

@@ -115,3 +115,37 @@ def test_a_one_line_failure_is_a_failure_that_pickles():
     assert isinstance(failure, dg.Failure) and failure.description == DOWN
     again = pickle.loads(pickle.dumps(failure))
     assert type(again) is type(failure) and again.description == DOWN and again.metadata == failure.metadata
+
+
+@dg.op
+def commit_check(context: OpExecutionContext, loaded: int) -> None:
+    pass
+
+
+@dg.failure_hook
+def failing_abort_hook(context) -> None:
+    raise RuntimeError("abort of the loads failed too: No backend alive.")
+
+
+@dg.op
+@one_line_failures
+def failing_load(context: OpExecutionContext) -> int:
+    raise ConnectionCheckError("doris", DOWN)
+
+
+def test_a_caller_that_reports_the_failure_itself_gets_none_of_its_consequences(capfd):
+    """``show_failures: false`` (``tidemark run --once``): no step or run failure, no hook error and
+    no "Dependencies for step … Not executing." for the steps after the failed one — the caller's
+    one line is the failure on the terminal."""
+    graph = dg.GraphDefinition("g", node_defs=[failing_load, commit_check], dependencies={
+        "commit_check": {"loaded": dg.DependencyDefinition("failing_load")}})
+    job = graph.to_job(name="shop_snapshot_job", logger_defs={"console": one_line_console_logger},
+                       hooks={failing_abort_hook})
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False, run_config={
+            "loggers": {"console": {"config": {"log_level": "WARNING", "show_failures": False}}}})
+    assert not result.success
+    assert any(e.event_type == dg.DagsterEventType.HOOK_ERRORED for e in result.all_events)
+    err = capfd.readouterr().err
+    assert "Not executing" not in err and "HOOK_ERRORED" not in err and "No backend alive" not in err, err
+    assert "STEP_FAILURE" not in err and DOWN not in err, err

@@ -7,7 +7,14 @@ import logging
 import pytest
 
 from cdc_core.doris.client import DorisHttpClient
-from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, StreamLoadError, redact
+from cdc_core.doris.errors import (
+    DorisAuthError,
+    DorisConnectionError,
+    DorisUnavailableError,
+    StreamLoadError,
+    outage_advice,
+    redact,
+)
 from cdc_core.doris.sink import DorisSink
 from cdc_core.model.schema import TableId
 from tests.sink.conftest import PASSWORD, make_client, test_type_mapper, users_schema
@@ -86,3 +93,17 @@ def test_bad_options_are_named():
 
     with pytest.raises(ValueError, match="Arrow input"):
         PayloadBuilder("arrow").build([{"id": 1}], columns=["id"])
+
+
+def test_a_doris_node_restarting_is_said_so_with_what_to_do():
+    """What Doris answers while a node restarts reads as that, with the advice to run again; any other
+    failure gets no such advice (it would not heal by waiting)."""
+    assert outage_advice("RetryableAnswer: FE 127.0.0.1:8030: No backend alive.").startswith(
+        "Doris has no live BE (a BE is restarting or down); run again once Doris is back")
+    assert "FE is not ready" in outage_advice("HTTP 503: Service Unavailable")
+    assert "cannot reach its FE" in outage_advice("[THRIFT_RPC_ERROR]Couldn't open transport for 10.0.0.1:9020")
+    assert outage_advice("[DATA_QUALITY_ERROR]too many filtered rows") is None
+    client = DorisHttpClient("127.0.0.1:1", "root", PASSWORD, max_retries=0)
+    with pytest.raises(DorisUnavailableError, match="does not answer .*run again once Doris is back") as info:
+        client.request("GET", "/api/health")
+    assert isinstance(info.value, DorisConnectionError) and "\n" not in str(info.value)
