@@ -67,7 +67,15 @@ def _strip_userinfo(url: str) -> str:
 
 
 class RetryableAnswer(requests.ConnectionError):
-    """Doris answered, but with a transient refusal (e.g. ``No backend alive.``): retry like a lost connection."""
+    """Doris answered, but with a transient refusal (e.g. ``No backend alive.``): retry like a lost connection.
+    ``node``: who answered; ``answer``: what it said."""
+
+    def __init__(self, node: str, answer: str):
+        super().__init__(f"FE {node}: {answer}")
+        self.node, self.answer = node, answer
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (a Spark task's error) with both fields
+        return (RetryableAnswer, (self.node, self.answer))
 
 
 @dataclass(frozen=True)
@@ -286,7 +294,7 @@ class DorisHttpClient:
                 # goes to the log file; the error says what the socket said, on one line.
                 last, node, answered = connection_reason(exc), _node_of(exc) or node, False
                 if isinstance(exc, RetryableAnswer):  # the FE answered, with a refusal worth a retry
-                    last, answered = str(exc).split(": ", 1)[-1], True
+                    last, node, answered = exc.answer, exc.node, True
                 log.info("Doris %s failed (attempt %d of %d): %s: %s", what, n + 1, self.max_retries + 1,
                          type(exc).__name__, self.redact(str(exc)))
                 continue

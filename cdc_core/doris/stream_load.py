@@ -179,7 +179,7 @@ class StreamLoader:
             return url  # let the caller's retry handle the failure on the real request
         raw = self.client.json_of(resp, f"stream load of {database}.{table}")
         if isinstance(raw, dict) and raw.get("status") == "FAILED" and "backend" in str(raw.get("msg", "")).lower():
-            raise RetryableAnswer(f"FE {node}: {raw.get('msg')}")
+            raise RetryableAnswer(node, str(raw.get("msg")))
         body = self._json(resp, f"stream load of {database}.{table}")
         txn = body.get("TxnId") if isinstance(body, dict) else None
         if isinstance(txn, int) and txn > 0 and self.committer is not None:

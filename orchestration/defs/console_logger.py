@@ -39,6 +39,10 @@ def one_line_message(text: str) -> str:
 # step … failed … Not executing." for each step downstream of the failed one (a plain log record).
 _FAILURES = frozenset({DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE, DagsterEventType.HOOK_ERRORED})
 _NOT_EXECUTING = "Not executing."
+# ``extra`` of a record a step or a hook logs about the failure the run fails with (a commit hook's
+# outage line, ``orchestration/defs/hooks.py``): the UI shows it, and a console that shows failures;
+# it is dropped with the failure events when the caller reports the failure itself.
+FAILURE_EXTRA = {"tidemark_failure_line": True}
 
 
 class _OneLine(logging.Filter):
@@ -50,6 +54,8 @@ class _OneLine(logging.Filter):
         if not self.show_failures:
             event = (getattr(record, "dagster_meta", None) or {}).get("dagster_event")
             if event is not None and event.event_type in _FAILURES:
+                return False
+            if getattr(record, "tidemark_failure_line", False):
                 return False
             text = record.getMessage()
             if "Dependencies for step " in text and text.rstrip().endswith(_NOT_EXECUTING):
@@ -75,4 +81,4 @@ def one_line_console_logger(init_context: Any) -> logging.Logger:
     return console
 
 
-__all__ = ["one_line_console_logger", "one_line_message"]
+__all__ = ["FAILURE_EXTRA", "one_line_console_logger", "one_line_message"]

@@ -30,6 +30,7 @@ from dagster import HookContext, HookDefinition, failure_hook, success_hook
 from dagster._core.errors import DagsterInvalidPropertyError, DagsterInvariantViolationError
 
 from cdc_core.pipeline.targets import TargetUpdate
+from orchestration.defs.console_logger import FAILURE_EXTRA
 from orchestration.defs.doris_tables import report_written
 from orchestration.defs.failures import expected_line
 from orchestration.defs.pipelines import PipelineHandle
@@ -173,7 +174,8 @@ def _commit_failed(context: HookContext, ledger: Any, exc: Exception, what: str)
     line = expected_line(context, exc)
     if line is None:
         return False
-    context.log.error(f"{what} failed; its loads stay prepared and the next run commits them first: {line}")
+    context.log.error(f"{what} failed; its loads stay prepared and the next run commits them first: {line}",
+                      extra=FAILURE_EXTRA)
     ledger.record(context.run_id, step_key_of(context), **{COMMIT_ERROR: line})
     return True
 
@@ -183,7 +185,7 @@ def _abort_failed(context: HookContext, exc: Exception, what: str) -> bool:
     line = expected_line(context, exc)
     if line is None:
         return False
-    context.log.warning(f"{what} failed; the next run aborts its loads first: {line}")
+    context.log.warning(f"{what} failed; the next run aborts its loads first: {line}", extra=FAILURE_EXTRA)
     return True
 
 

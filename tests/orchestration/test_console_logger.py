@@ -12,7 +12,7 @@ import dagster as dg
 from dagster import OpExecutionContext
 
 from cdc_core.pipeline.preflight import ConnectionCheckError
-from orchestration.defs.console_logger import one_line_console_logger, one_line_message
+from orchestration.defs.console_logger import FAILURE_EXTRA, one_line_console_logger, one_line_message
 from orchestration.defs.failures import failure_for, one_line_failures
 
 DOWN = ("the Doris FE at 127.0.0.1:8030 does not answer: check sink.fenodes in /p/shop.yaml (the FE's HTTP "
@@ -130,6 +130,7 @@ def failing_abort_hook(context) -> None:
 @dg.op
 @one_line_failures
 def failing_load(context: OpExecutionContext) -> int:
+    context.log.error("the load failed; its loads stay prepared", extra=FAILURE_EXTRA)  # as a commit hook says it
     raise ConnectionCheckError("doris", DOWN)
 
 
@@ -148,4 +149,4 @@ def test_a_caller_that_reports_the_failure_itself_gets_none_of_its_consequences(
     assert any(e.event_type == dg.DagsterEventType.HOOK_ERRORED for e in result.all_events)
     err = capfd.readouterr().err
     assert "Not executing" not in err and "HOOK_ERRORED" not in err and "No backend alive" not in err, err
-    assert "STEP_FAILURE" not in err and DOWN not in err, err
+    assert "STEP_FAILURE" not in err and DOWN not in err and "stay prepared" not in err, err

@@ -104,6 +104,6 @@ def test_a_doris_node_restarting_is_said_so_with_what_to_do():
     assert "cannot reach its FE" in outage_advice("[THRIFT_RPC_ERROR]Couldn't open transport for 10.0.0.1:9020")
     assert outage_advice("[DATA_QUALITY_ERROR]too many filtered rows") is None
     client = DorisHttpClient("127.0.0.1:1", "root", PASSWORD, max_retries=0)
-    with pytest.raises(DorisUnavailableError, match="does not answer .*run again once Doris is back") as info:
+    with pytest.raises(DorisUnavailableError, match="does not answer .*Connection refused") as info:
         client.request("GET", "/api/health")
     assert isinstance(info.value, DorisConnectionError) and "\n" not in str(info.value)
