@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, DorisUnavailableError
 from cdc_core.doris.labels import snapshot_batch_id
@@ -170,10 +171,15 @@ def _skip_gone_tables(ctx: PipelineContext, gone: dict[str, list[ChunkTask]]) ->
     results = []
     with ctx.store.transaction() as tx:
         for table_id, tasks in gone.items():
+            # the key columns a read recorded stay: the binlog filter orders the chunk's range by them
+            # (a keyless table has no primary key to fall back on)
+            keys = {r.chunk_index: (r.detail or {}).get("key_columns") for r in tx.chunks(table_id=table_id)}
             for t in tasks:
+                detail: dict[str, Any] = {"skipped": "the table no longer exists on the server"}
+                if keys.get(t.index):
+                    detail["key_columns"] = keys[t.index]
                 tx.update_chunk(table_id, t.index, status=ChunkStatus.COMMITTED, low_watermark=offset,
-                                high_watermark=offset, transactions=[], rows=0,
-                                detail={"skipped": "the table no longer exists on the server"})
+                                high_watermark=offset, transactions=[], rows=0, detail=detail)
                 results.append(ChunkResult(chunk_key(table_id, t.index), table_id, t.index, 0, offset, offset, (),
                                            0.0))
     for table_id, tasks in gone.items():
