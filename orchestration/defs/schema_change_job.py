@@ -80,9 +80,13 @@ class SchemaChangeConfig(Config):
 
     ddl_file: str = ""
     ddl_position: int = 0
+    # The failovers the pipeline had followed when the DDL was found (BinlogOffset.epoch): offsets
+    # order by epoch first, and without it a DDL found after a failover ordered before the stream's
+    # committed offset, so the flush took it for one already passed (found by the soak).
+    ddl_epoch: int = 0
 
     def offset(self) -> BinlogOffset | None:
-        return BinlogOffset(self.ddl_file, self.ddl_position) if self.ddl_file else None
+        return BinlogOffset(self.ddl_file, self.ddl_position, epoch=self.ddl_epoch) if self.ddl_file else None
 
 
 def _json(value: Any) -> Any:
@@ -165,7 +169,9 @@ def build_schema_change_job(handle: PipelineHandle) -> JobDefinition:
 
 
 def run_config_for(offset: BinlogOffset | None) -> dict[str, Any]:
-    config = {} if offset is None else {"ddl_file": offset.file, "ddl_position": offset.position}
+    config: dict[str, Any] = {} if offset is None else {"ddl_file": offset.file, "ddl_position": offset.position}
+    if offset is not None and offset.epoch:
+        config["ddl_epoch"] = offset.epoch
     return {"ops": {"quiesce": {"config": config}}}
 
 
