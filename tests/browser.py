@@ -50,6 +50,13 @@ class Page:
         body = re.sub(r"<(script|style)\b.*?</\1>", " ", self.dom, flags=re.S | re.I)
         return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", body)))
 
+    @property
+    def drawn(self) -> list[str]:
+        """The text of each box a Dagster graph draws (its SVG's ``foreignObject`` elements: asset
+        nodes, links and group boxes), in the DOM's order. The graph draws only what is on screen."""
+        boxes = re.findall(r"<foreignObject\b[^>]*>(.*?)</foreignObject>", self.dom, flags=re.S | re.I)
+        return [re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", box))).strip() for box in boxes]
+
 
 def chromium_missing() -> str | None:
     """Why the browser cannot run here, or None."""
@@ -116,21 +123,30 @@ class Browser:
                             returnByValue=True)
         return str(result.get("result", {}).get("value") or "")
 
+    def _drawn(self) -> str:
+        result = self._call("Runtime.evaluate", returnByValue=True, expression=(
+            "Array.from(document.querySelectorAll('foreignObject')).map(e => e.textContent).join('\\n')"))
+        return str(result.get("result", {}).get("value") or "")
+
     def render(self, url: str, name: str, wait_for: Sequence[str] = (), timeout_s: float = 30.0,
-               wait_gone: Sequence[str] = ()) -> Page:
-        """Load ``url``; once every string of ``wait_for`` is on the page and none of ``wait_gone`` (e.g.
-        a "Loading..." placeholder) is (or ``timeout_s`` passed) and the page had a moment to settle,
-        keep ``<name>.png`` and ``<name>.html``."""
+               wait_gone: Sequence[str] = (), drawn: Sequence[str] = ()) -> Page:
+        """Load ``url``; once every string of ``wait_for`` is on the page, every one of ``drawn`` in the
+        boxes a graph draws (``Page.drawn``: the page's sidebar may name them before the graph is laid
+        out) and none of ``wait_gone`` (e.g. a "Loading..." placeholder) is on the page or in a box (or
+        ``timeout_s`` passed) and the page had a moment to settle, keep ``<name>.png`` and ``<name>.html``."""
         self._call("Page.navigate", url=url)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            text = self._text()
-            if text and all(w in text for w in wait_for) and not any(w in text for w in wait_gone):
+            # the body's innerText leaves out what an SVG's foreignObject holds (a graph's boxes)
+            text, boxes = self._text(), self._drawn()
+            if (text and all(w in text for w in wait_for) and all(w in boxes for w in drawn)
+                    and not any(w in text or w in boxes for w in wait_gone)):
                 break
             time.sleep(0.25)
         else:
             logger.warning("%s: still missing %s (or showing %s) after %.0f s", url,
-                           [w for w in wait_for if w not in text], [w for w in wait_gone if w in text], timeout_s)
+                           [w for w in wait_for if w not in text] + [w for w in drawn if w not in boxes],
+                           [w for w in wait_gone if w in text or w in boxes], timeout_s)
         time.sleep(0.5)  # the last requests' results land (counts, badges) before the picture is taken
         shot = self.out_dir / f"{name}.png"
         shot.write_bytes(base64.b64decode(self._call("Page.captureScreenshot", format="png")["data"]))

@@ -219,7 +219,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
 
     @asset(
         key=handle.splits_key,
-        group_name=handle.slug,
+        group_name=handle.group_name,
         kinds={"mysql"},
         pool=handle.pool,
         required_resource_keys={resource_key},
@@ -277,7 +277,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
     @asset(
         key=handle.chunks_key,
         deps=[handle.splits_key],
-        group_name=handle.slug,
+        group_name=handle.group_name,
         kinds={"spark", "doris"},
         partitions_def=partitions,
         backfill_policy=BackfillPolicy.multi_run(max_partitions_per_run=CHUNKS_PER_RUN),
@@ -320,7 +320,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
     @asset(
         key=handle.binlog_key,
         deps=[handle.chunks_key],
-        group_name=handle.slug,
+        group_name=handle.group_name,
         kinds={"mysql", "doris"},
         pool=handle.pool,
         hooks={hooks.commit_batch, hooks.abort_batch},

@@ -1,4 +1,4 @@
-"""The Doris tables as assets: one ``doris/<db>/<table>`` asset per table a pipeline writes.
+"""The Doris tables as assets: one ``doris/<db>.<table>`` asset per table a pipeline writes.
 
 Which tables those are is known only after discovery (the ``tables`` selector against the server,
 then the ``route:`` rules), so the assets are built when the code location loads, from the state
@@ -14,6 +14,14 @@ commit hooks (``orchestration/defs/hooks.py``) report an ``AssetMaterialization`
 snapshot run or a binlog batch made rows visible in, after the commit and never before it,
 carrying Dagster's standard ``dagster/column_schema`` and ``dagster/row_count``. Downstream
 assets (dbt models, exports) can therefore depend on a Doris table and be automated on it.
+
+How they look in the asset graph: the graph names a node by the last component of its key, so
+the key is ``["doris", "<db>.<table>"]`` and the node reads ``shop.orders`` (with ``["doris",
+"<db>", "<table>"]``, the key of earlier versions, 300 tables read ``t149`` without their
+database). Each table sits in the asset group of its Doris database, ``<pipeline>__<db>``
+(``PipelineHandle.database_group_name``), beside the pipeline's own group: the global asset graph
+shows one collapsed box per database until it is opened. A table depends on ``binlog_stream`` alone, which
+depends on ``snapshot_chunks``: the lineage is the same, with one edge per table instead of two.
 
 Each table has a time-window ``FreshnessPolicy`` (Dagster's successor of the freshness checks
 ``build_last_update_freshness_checks`` made, which 1.13 marks superseded): it fails when no
@@ -53,10 +61,10 @@ DEFAULT_WARN_MINUTES = 60
 
 
 def doris_table_key(table_id: str) -> AssetKey:
-    """``doris/<db>/<table>``: the key names the Doris table, not the pipeline, so a downstream
-    asset depends on the table wherever it comes from."""
-    database, _, table = table_id.partition(".")
-    return AssetKey(["doris", database, table])
+    """``doris/<db>.<table>``: the key names the Doris table, not the pipeline, so a downstream
+    asset depends on the table wherever it comes from; its last component, ``<db>.<table>``, is
+    what the asset graph writes on the node."""
+    return AssetKey(["doris", table_id])
 
 
 def _minutes(env: str, default: int) -> int:
@@ -89,7 +97,8 @@ def column_schema(columns: Sequence[TargetColumn]) -> TableSchema:
 
 
 def doris_table_specs(handle: PipelineHandle, targets: Sequence[DorisTarget]) -> list[AssetSpec]:
-    """One external asset per Doris table, downstream of the assets that load it."""
+    """One external asset per Doris table, downstream of ``binlog_stream`` (and so of the snapshot
+    before it), in the asset group of its database."""
     policy = freshness_policy()
     specs = []
     for target in targets:
@@ -102,8 +111,8 @@ def doris_table_specs(handle: PipelineHandle, targets: Sequence[DorisTarget]) ->
             metadata["dagster/column_schema"] = column_schema(target.columns)
         specs.append(AssetSpec(
             key=doris_table_key(target.table_id),
-            deps=[handle.chunks_key, handle.binlog_key],
-            group_name=handle.slug,
+            deps=[handle.binlog_key],
+            group_name=handle.database_group_name(target.database),
             kinds={"doris"},
             metadata=metadata,
             freshness_policy=policy,

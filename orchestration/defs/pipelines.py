@@ -84,6 +84,22 @@ class PipelineHandle:
     def binlog_key(self) -> AssetKey:
         return self.asset_key("binlog_stream")
 
+    @property
+    def group_name(self) -> str:
+        """The Dagster asset group of the pipeline's own assets (snapshot_splits, snapshot_chunks,
+        binlog_stream)."""
+        return self.slug
+
+    def database_group_name(self, database: str) -> str:
+        """The asset group of the Doris tables the pipeline loads into ``database``:
+        ``<pipeline>__<database>``, so the asset graph shows one box per database (collapsed until
+        opened) beside the pipeline's, and two pipelines writing databases of one name never share a
+        group. Not a nested group (``<pipeline>/<database>``, which Dagster reads since 1.13.9): the UI
+        of 1.13 opens a nested group's own page (Catalog, an asset's group tag) as an empty graph.
+        Dagster wants ``[A-Za-z0-9_]+``: any other character of the database name becomes ``_``."""
+        segment = re.sub(r"[^A-Za-z0-9_]+", "_", database).strip("_") or "database"
+        return f"{self.group_name}__{segment}"
+
     def check_key(self, asset: AssetKey, name: str) -> AssetCheckKey:
         return AssetCheckKey(asset, name)
 

@@ -1,17 +1,20 @@
 """The Doris tables as Dagster assets, on the real stack: the definitions loaded before and after
 the split plan, a snapshot and a binlog batch run in process (as ``tidemark run --once`` runs them),
 each committed table materialized with its column schema and row count, and a downstream asset
-defined here that Dagster's automation requests once the Doris table it depends on is loaded."""
+defined here that Dagster's automation requests once the Doris table it depends on is loaded.
+Also, without the stack: how they are keyed and grouped for the asset graph (issue 30, build 5)."""
 
 import warnings
 
 import dagster as dg
 from rich.console import Console
 
+from cdc_core.pipeline.targets import DorisTarget
 from orchestration.cli.run_once import OnceRun
 from orchestration.definitions import build_definitions
-from orchestration.defs.doris_tables import doris_table_key
+from orchestration.defs.doris_tables import doris_table_key, doris_table_specs
 from orchestration.defs.pipelines import PipelineHandle
+from tests.orchestration.fakes import write_pipeline
 from tests.orchestration.test_e2e_dagster import _create_tables, write_e2e_pipeline
 
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -26,6 +29,32 @@ def _latest(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict:
     event = instance.get_latest_materialization_event(key)
     assert event is not None, f"{key.to_user_string()} was never materialized"
     return dict(event.asset_materialization.metadata)
+
+
+def test_table_assets_are_named_db_table_and_grouped_by_database(tmp_path):
+    """The graph writes the last key component on a node: ``shop.orders``, not ``orders``. Each table
+    is in ``<pipeline>__<db>``, a group beside its pipeline's: two pipelines writing databases of one
+    name get a group each, and a database name Dagster would refuse as a group segment is made one."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    alpha = PipelineHandle.load(write_pipeline(tmp_path / "a", "alpha"))
+    beta = PipelineHandle.load(write_pipeline(tmp_path / "b", "beta"))
+    specs = [*doris_table_specs(alpha, [DorisTarget("shop.orders", ("shop.orders",), ()),
+                                        DorisTarget("shop.items", ("shop.items",), ()),
+                                        DorisTarget("web-logs.hits", ("web-logs.hits",), ())]),
+             *doris_table_specs(beta, [DorisTarget("shop.refunds", ("shop.refunds",), ())])]
+    defs = dg.Definitions(assets=specs)  # Dagster validates the group names here
+    by_key = {s.key: s for s in defs.resolve_all_asset_specs() if s.key.path[0] == "doris"}
+    assert set(by_key) == {dg.AssetKey(["doris", "shop.orders"]), dg.AssetKey(["doris", "shop.items"]),
+                           dg.AssetKey(["doris", "web-logs.hits"]), dg.AssetKey(["doris", "shop.refunds"])}
+    assert by_key[doris_table_key("shop.orders")].key.path[-1] == "shop.orders"  # what the node shows
+    assert {k.to_user_string(): s.group_name for k, s in by_key.items()} == {
+        "doris/shop.orders": "alpha__shop", "doris/shop.items": "alpha__shop",
+        "doris/web-logs.hits": "alpha__web_logs", "doris/shop.refunds": "beta__shop"}
+    # one edge per table, from the stream (which depends on the snapshot): 300 tables, 300 edges
+    assert {d.asset_key for d in by_key[doris_table_key("shop.orders")].deps} == {alpha.binlog_key}
+    assert alpha.group_name == "alpha" and beta.database_group_name("shop") == "beta__shop"
+    assert by_key[doris_table_key("shop.orders")].metadata["dagster/table_name"] == "shop.orders"
 
 
 def test_doris_tables_are_assets_the_commits_materialize(mysql_server, root_conn, fresh_db, doris_standin, tmp_path,
@@ -55,7 +84,9 @@ def test_doris_tables_are_assets_the_commits_materialize(mysql_server, root_conn
         defs = location()
         assert _doris_keys(build_definitions([handle])) == {items, logs}
         spec = next(s for s in defs.resolve_all_asset_specs() if s.key == items)
-        assert {d.asset_key for d in spec.deps} == {handle.chunks_key, handle.binlog_key}
+        assert {d.asset_key for d in spec.deps} == {handle.binlog_key}
+        assert spec.group_name == f"{handle.slug}__{fresh_db}"
+        assert items == dg.AssetKey(["doris", f"{fresh_db}.items"])
         schema = spec.metadata["dagster/column_schema"]
         assert [(c.name, c.type) for c in schema.columns] == [
             ("id", "BIGINT"), ("name", "VARCHAR(160)"), ("qty", "INT"), ("price", "DECIMALV3(10,2)"),

@@ -6,6 +6,10 @@ asset, a binlog run that failed because Doris was down, and one whose commit fai
 dropped every commit: each failed run shows its cause and fix on one line and no stack trace
 (issue 29, build 2: ``orchestration/defs/failures.py``).
 
+And the asset graph of a pipeline capturing 300 tables in three databases (slow): each database a
+group nested in the pipeline's, collapsed until opened, and the tables named ``db.table`` on their
+nodes (issue 30, build 5; ``orchestration/defs/doris_tables.py``).
+
 The screenshots (and the rendered DOM) stay in the test's tmp directory under ``ui/``, and are
 copied to ``$TIDEMARK_UI_ARTIFACTS`` when it is set.
 """
@@ -14,12 +18,15 @@ import re
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import dagster as dg
+import pytest
 import requests
 from rich.console import Console
 
 from devstack.dagster_graphql import DagsterApi
+from devstack.pipeline_file import write_pipeline
 from devstack.procs import free_port
 from devstack.stack import DorisStandIn
 from orchestration.cli.dev import DagsterServices
@@ -77,7 +84,8 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
         print(f"webserver ready after {time.monotonic() - started:.1f} s", file=sys.stderr)
         location = DagsterApi(services.url).location
         base = services.url
-        nodes = ("snapshot_splits", "snapshot_chunks", "binlog_stream", "items", "logs")
+        # the Doris tables are in their database's group: on the pipeline's page, links named db.table
+        nodes = ("snapshot_splits", "snapshot_chunks", "binlog_stream", f"{fresh_db}.items", f"{fresh_db}.logs")
         check_names = ("chunk_parity", "no_pending_transactions")
         instigators = (f"{slug}_binlog_sensor", f"{slug}_ddl_sensor", f"{slug}_incremental_schedule")
         table_shows = ("External Asset", "Row count", "2,000", "Freshness policy", "DATETIMEV2")
@@ -92,7 +100,7 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
                 "4-automation": browser.render(f"{base}/automation", "4-automation", instigators),
                 "5-snapshot-run": browser.render(f"{base}/runs/{run_id}", "5-snapshot-run",
                                                  [handle.snapshot_job_name, "snapshot_chunks"]),
-                "6-doris-items": browser.render(f"{base}/assets/doris/{fresh_db}/items", "6-doris-items",
+                "6-doris-items": browser.render(f"{base}/assets/doris/{fresh_db}.items", "6-doris-items",
                                                 table_shows),
                 "7-binlog-stream": browser.render(f"{base}/assets/{slug}/binlog_stream?view=checks",
                                                   "7-binlog-stream", ("table_parity", "Succeeded")),
@@ -185,3 +193,96 @@ def test_the_ui_shows_the_pipeline_after_a_snapshot(mysql_server, root_conn, fre
     assert sorted(p.name for p in out.glob("*.png")) == [
         "1-asset-graph.png", "2-chunk-checks.png", "3-partitions.png", "4-automation.png", "5-snapshot-run.png",
         "6-doris-items.png", "7-binlog-stream.png", "8-failed-run.png", "9-commit-failed.png"]
+
+
+# The asset graph's id of an asset group (Dagster's UI: ``groupIdForNode``, one graph for all code
+# locations); ``?expanded=`` lists the groups drawn open.
+def _group_id(group: str) -> str:
+    return f"global@global:{group}"
+
+
+def _graph_url(base: str, *expanded: str) -> str:
+    return f"{base}/asset-groups?expanded={quote(','.join(_group_id(g) for g in expanded), safe='')}"
+
+
+TABLES_PER_DATABASE = 100
+
+
+@pytest.mark.slow
+def test_the_asset_graph_of_300_tables_is_grouped_by_database(mysql_server, root_conn, doris_standin, tmp_path):
+    """300 tables over three databases, discovered by the pipeline's own split plan (no rows: the graph
+    needs none), served by the webserver ``tidemark dev`` starts: the global asset graph shows the
+    pipeline's three assets and one box per database, each opened box its tables as ``db.table``."""
+    assert chromium_missing() is None, chromium_missing()
+    # names as short as a user's, for the picture: no other test of the session's MariaDB uses them
+    databases = ["shop", "billing", "crm"]
+    tables = [f"t{i:03d}" for i in range(1, TABLES_PER_DATABASE + 1)]
+    with root_conn.cursor() as cur:
+        for db in databases:
+            cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+            cur.execute(f"CREATE DATABASE `{db}`")
+            for table in tables:
+                cur.execute(f"CREATE TABLE `{db}`.`{table}` (id BIGINT PRIMARY KEY, v INT)")
+    started = time.monotonic()
+    try:
+        name = "estate"
+        path = write_pipeline(tmp_path / f"{name}.yaml", host=mysql_server.endpoint.host,
+                              port=mysql_server.endpoint.port, fe=doris_standin.fe_http,
+                              tables=",".join(f"{db}.\\.*" for db in databases), name=name,
+                              state_dir=tmp_path / "state", server_id="5540-5544")
+        handle = PipelineHandle.load(path)
+        home = prepare_home(tmp_path / "dagster")
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            # the split plan discovers the tables; the code location the webserver loads then has them
+            build_definitions([handle]).resolve_job_def(handle.splits_job_name).execute_in_process(instance=instance)
+        print(f"300 tables created and planned after {time.monotonic() - started:.1f} s", file=sys.stderr)
+        groups = {handle.database_group_name(db): db for db in databases}
+        specs = [s for s in build_definitions([handle]).resolve_all_asset_specs() if s.key.path[0] == "doris"]
+        assert len(specs) == 3 * TABLES_PER_DATABASE
+        assert {s.group_name for s in specs} == set(groups)
+
+        services = DagsterServices([path], home, port=free_port(), daemon=False, log_dir=tmp_path / "logs",
+                                   working_dir=ROOT)
+        out = tmp_path / "ui"
+        try:
+            services.start()
+            services.wait_ready()
+            print(f"webserver ready after {time.monotonic() - started:.1f} s", file=sys.stderr)
+            base = services.url
+            location = DagsterApi(base).location
+            first_group, first_db = next(iter(groups.items()))
+            # what the webserver serves the graph: the node's name is the key's last component
+            served = DagsterApi(base).query("{ assetNodes { assetKey { path } groupName } }")["assetNodes"]
+            with Browser(out) as browser:
+                # what the Lineage page opens on: a closed box for the pipeline and one per database
+                lineage = browser.render(f"{base}/asset-groups", "300-tables-1-lineage", drawn=(handle.group_name, *groups),
+                                         wait_gone=("Loading", "fetching statuses"), timeout_s=90)
+                # the pipeline and one database opened: its tables, each node named db.table
+                opened = browser.render(_graph_url(base, handle.group_name, first_group), "300-tables-2-opened",
+                                        drawn=("snapshot_splits", "binlog_stream", f"{first_db}.t0"),
+                                        wait_gone=("Loading",), timeout_s=90)
+                # the database's own page (Catalog, or a table's group tag): its tables in full
+                page = browser.render(f"{base}/locations/{location}/asset-groups/{first_group}", "300-tables-3-database",
+                                      drawn=(f"{first_db}.t0", "binlog_stream"), wait_gone=("Loading",), timeout_s=60)
+        finally:
+            services.stop()
+        print(f"pages rendered after {time.monotonic() - started:.1f} s", file=sys.stderr)
+    finally:
+        with root_conn.cursor() as cur:
+            for db in databases:
+                cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+
+    served_tables = {(n["groupName"], n["assetKey"]["path"][-1]) for n in served if n["assetKey"]["path"][0] == "doris"}
+    assert served_tables == {(handle.database_group_name(db), f"{db}.{t}") for db in databases for t in tables}
+    # closed boxes only: the pipeline's, then one per database, downstream of it (nothing else is drawn)
+    boxes = sorted(box.split(" ")[0] for box in lineage.drawn)
+    assert boxes == sorted([handle.group_name, *groups]), (lineage.drawn, lineage.screenshot)
+    for graph in (opened, page):
+        # every table node drawn (those on screen) is one of the opened database's, named db.table
+        names = [box.split(" ")[0] for box in graph.drawn]
+        tables_drawn = [n for n in names if re.fullmatch(r"(\w+\.)?t\d{3}", n)]
+        assert len(tables_drawn) >= 3, (names, graph.screenshot)
+        assert all(n.startswith(f"{first_db}.") for n in tables_drawn), (names, graph.screenshot)
+        assert "binlog_stream" in names, f"the tables' upstream is not drawn ({graph.screenshot})"
+    names = [box.split(" ")[0] for box in opened.drawn]
+    assert {"snapshot_splits", "snapshot_chunks", handle.group_name, first_group} <= set(names), (names, opened.screenshot)
