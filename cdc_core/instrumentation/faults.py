@@ -59,7 +59,10 @@ Fault points (name: where it fires):
 * ``repair.after_loads`` — a repair's loads precommitted and recorded, before their commit
   (context: ``table``; ``cdc_core/pipeline/parity/repair.py``);
 * ``run.before_lease`` — ``tidemark run`` about to take its pipeline's lease, nothing of the state
-  written yet (context: ``pipeline``; ``orchestration/cli/run_once.py``).
+  written yet (context: ``pipeline``; ``orchestration/cli/run_once.py``);
+* ``run.resource_setup`` — a Dagster run's pipeline resource set up for it, its process recorded
+  in the run's tags, no step started and no lease taken (context: ``run``, the run id;
+  ``orchestration/defs/resources.py``).
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ POINTS = (
     "resnapshot.after_request",
     "repair.after_loads",
     "run.before_lease",
+    "run.resource_setup",
 )
 ACTIONS = ("raise", "raise_once", "kill", "sleep", "sleep_until", "barrier", "post")
 BARRIER_TIMEOUT_S = 300

@@ -376,6 +376,10 @@ class PipelineService:
         """The live leases of other processes (a sensor skips its tick while one holds the stream)."""
         return live_holders(self.store, other_than=process_owner())
 
+    def live_leases(self) -> list[LeaseRecord]:
+        """Every live lease of the pipeline, this process's too (which Dagster runs hold one)."""
+        return live_holders(self.store)
+
     # -- orchestration bookkeeping ----------------------------------------------------------
 
     def step_ledger(self) -> StepLedger:

@@ -30,7 +30,7 @@ from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
 from orchestration.defs.failures import EXPECTED_FAILURES
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
-from orchestration.defs.runs import fail_runs_of_dead_holders, runs_in_flight
+from orchestration.defs.runs import LeaseView, fail_runs_of_dead_holders, runs_in_flight
 from orchestration.defs.schema_change_job import run_config_for, schema_change_job_name
 
 logger = logging.getLogger(__name__)
@@ -177,7 +177,15 @@ class OnceRun:
         return result
 
     def _refuse_in_flight(self, command: str) -> None:
-        in_flight = runs_in_flight(self.instance, prefix=self.handle.owns_asset_prefix)
+        """Decline while a Dagster run of the pipeline is executing. Called holding the pipeline's
+        lease: a run marked executing that holds no lease and has logged nothing for longer than the
+        lease's time to live died before taking one (``orchestration/defs/runs.py:fail_leaseless_runs``);
+        it is marked failed here, with one line, rather than blocking every run until a hand edit."""
+        leases = LeaseView(frozenset(r.run_id for r in self.service.live_leases() if r.run_id),
+                           self.service.definition.pipeline.run_lease_ttl_s, any_steps=True)
+        in_flight = runs_in_flight(self.instance, prefix=self.handle.owns_asset_prefix, leases=leases,
+                                   on_failed=lambda gone: self.console.print(
+                                       f"[yellow]{self.handle.slug}: {gone.line}[/yellow]"))
         if in_flight:
             raise RunOnceError(
                 f"run {in_flight[0].run_id[:8]} of pipeline '{self.handle.slug}' is in flight in {self.instance.root_directory}; "

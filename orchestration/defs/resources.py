@@ -22,6 +22,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import PrivateAttr, SecretStr
 
 from cdc_core.config import PipelineDefinition, load_pipeline
+from cdc_core.instrumentation.faults import fault_point
 from cdc_core.instrumentation.phases import phase
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.pipeline.targets import DorisTarget
@@ -158,6 +159,7 @@ class TidemarkPipelineResource(ConfigurableResource):
         # gone can then be told from one still working (orchestration/defs/runs.py: fail_dead_runs).
         if context.run is not None and context.instance is not None:
             record_run_process(context.instance, context.run.run_id)
+            fault_point("run.resource_setup", run=context.run.run_id)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._service is not None:

@@ -15,6 +15,11 @@
   A run on another host is recognised by its lease (``fail_runs_of_dead_holders``).
 * ``fail_runs_of_dead_holders``: the runs whose expired leases another run took over (any host)
   are marked failed the same way.
+* ``fail_leaseless_runs``: a run that died before it took any lease (in its resource setup, on
+  another host) leaves no lease to expire; one executing with no lease of its own and nothing
+  in its event log for longer than the lease's time to live is marked failed by the run that
+  holds the pipeline's lease (and by a sensor when nobody holds any of it), so it never needs a
+  hand edit in the UI.
 * ``latest_failed_run`` / ``failure_message``: the most recent failed run of a pipeline that no
   later run of the same work (job and asset selection) made good, and why it failed (``tidemark
   status``): after an outage, once the binlog job succeeds again, its old ConnectionError is history,
@@ -30,6 +35,7 @@ import json
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +46,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Run
 # Dagster's tag for a run's run key; it has no public name for it.
 from dagster._core.storage.tags import RUN_KEY_TAG
 
-from cdc_core.state.leases import LeaseRecord
+from cdc_core.state.leases import LeaseRecord, process_space
 
 # A run in one of these states has been launched but has not started executing.
 WAITING_STATUSES = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED)
@@ -56,7 +62,7 @@ MAX_RETRIES = 3
 logger = logging.getLogger(__name__)
 
 
-# Where a run executes, as one tag: {"host", "pid", "pid_start"} (JSON). Dagster hides tags under its
+# Where a run executes, as one tag: {"host", "pid", "pid_start", "pid_space"} (JSON). Dagster hides tags under its
 # ``.dagster/`` prefix (dagster._core.storage.tags.HIDDEN_TAG_PREFIX) from the UI's run rows: this one
 # is bookkeeping for fail_dead_runs, not something a user reads.
 RUN_PROCESS_TAG = ".dagster/tidemark_run_process"
@@ -64,21 +70,26 @@ RUN_PROCESS_TAG = ".dagster/tidemark_run_process"
 
 @dataclass(frozen=True)
 class RunProcess:
-    """The process executing a run: its host, pid and the pid's start time (empty: unknown)."""
+    """The process executing a run: its host, pid, the pid's start time (empty: unknown) and the
+    boot and PID namespace the pid means something in (``cdc_core/state/leases.py:process_space``;
+    empty: unknown). A hostname alone is not enough: two containers may share one."""
 
     host: str
     pid: int
     pid_start: str
+    pid_space: str = ""
 
     def to_tag(self) -> str:
-        return json.dumps({"host": self.host, "pid": self.pid, "pid_start": self.pid_start})
+        return json.dumps({"host": self.host, "pid": self.pid, "pid_start": self.pid_start,
+                           "pid_space": self.pid_space})
 
     @classmethod
     def of(cls, run: DagsterRun) -> RunProcess | None:
         """The process the run's tag names; None without the tag (or with one that does not parse)."""
         try:
             value = json.loads(run.tags[RUN_PROCESS_TAG])
-            return cls(str(value["host"]), int(value["pid"]), str(value.get("pid_start") or ""))
+            return cls(str(value["host"]), int(value["pid"]), str(value.get("pid_start") or ""),
+                       str(value.get("pid_space") or ""))
         except (KeyError, ValueError, TypeError):
             return None
 
@@ -97,15 +108,18 @@ def _pid_start(pid: int) -> str | None:
 def record_run_process(instance: DagsterInstance, run_id: str) -> None:
     """Tag the run with the process executing it (called as its first step sets up)."""
     pid = os.getpid()
-    process = RunProcess(socket.gethostname(), pid, _pid_start(pid) or "")
+    process = RunProcess(socket.gethostname(), pid, _pid_start(pid) or "", process_space() or "")
     instance.add_run_tags(run_id, {RUN_PROCESS_TAG: process.to_tag()})
 
 
 def run_process_gone(run: DagsterRun) -> bool:
-    """The run says it executes in a process of this host that no longer exists."""
+    """The run says it executes in a process of this host (this boot, this PID namespace) that no
+    longer exists."""
     process = RunProcess.of(run)
     if process is None or process.host != socket.gethostname():
         return False
+    if process.pid_space and process.pid_space != (process_space() or ""):
+        return False  # another PID namespace or boot: its pid means nothing here
     start = _pid_start(process.pid)
     return start is None or (bool(process.pid_start) and start != process.pid_start)
 
@@ -155,19 +169,113 @@ def fail_runs_of_dead_holders(instance: DagsterInstance, dead: list[LeaseRecord]
     return failed
 
 
+@dataclass(frozen=True)
+class LeaseView:
+    """What the pipeline's leases say, for ``runs_in_flight`` to tell a dead run from a live one.
+
+    ``leased_run_ids``: the Dagster runs holding a live lease. ``ttl_s``: the leases' time to live.
+    ``any_steps``: whether a run that already started a step may be judged (only the holder of the
+    pipeline's lease may: no live run can then be doing leased work; a sensor holding nothing judges
+    only runs that never started a step, i.e. died in their setup)."""
+
+    leased_run_ids: frozenset[str]
+    ttl_s: float
+    any_steps: bool
+
+
+@dataclass(frozen=True)
+class LeaselessRun:
+    """A run marked failed by :func:`fail_leaseless_runs`; ``line`` says so, for the user."""
+
+    run_id: str
+    line: str
+
+
+def _last_activity(instance: DagsterInstance, run: DagsterRun) -> float | None:
+    """Epoch seconds of the newest entry in the run's event log (else its record's creation)."""
+    records = instance.get_records_for_run(run.run_id, limit=1, ascending=False).records
+    if records:
+        return float(records[0].event_log_entry.timestamp)
+    record = instance.get_run_record_by_id(run.run_id)
+    return record.create_timestamp.timestamp() if record is not None else None
+
+
+def _started_a_step(instance: DagsterInstance, run: DagsterRun) -> bool:
+    from dagster import DagsterEventType
+
+    return bool(instance.get_records_for_run(run.run_id, of_type=DagsterEventType.STEP_START, limit=1).records)
+
+
+def fail_leaseless_runs(instance: DagsterInstance, runs: list[DagsterRun], leases: LeaseView,
+                        now: float | None = None) -> tuple[list[DagsterRun], list[LeaselessRun]]:
+    """Mark failed the executing runs that hold no lease and whose event log has been silent for
+    longer than the lease's time to live: their process died before it took a lease (a run that is
+    alive takes one as its first step starts, or waits for one at most that long, logging as it
+    goes). Returns the other runs and a line per run marked failed.
+
+    The clock is this machine's against the run process's event timestamps: a skew between hosts
+    larger than the time to live delays (or advances) the judgement by that much; nothing worse,
+    because the work itself is guarded by the leases, not by Dagster's run status."""
+    now = time.time() if now is None else now
+    alive: list[DagsterRun] = []
+    failed: list[LeaselessRun] = []
+    for run in runs:
+        if run.status not in EXECUTING_STATUSES or run.run_id in leases.leased_run_ids:
+            alive.append(run)
+            continue
+        last = _last_activity(instance, run)
+        if last is None or now - last <= leases.ttl_s or (not leases.any_steps and _started_a_step(instance, run)):
+            alive.append(run)
+            continue
+        process = RunProcess.of(run)
+        where = f"pid {process.pid} on {process.host}" if process else "a process that never said where"
+        silent = now - last
+        message = (f"the process executing this run ({where}) holds no lease of the pipeline and has logged nothing "
+                   f"for {silent:.0f} s (the lease's time to live is {leases.ttl_s:.0f} s): it died before taking its "
+                   "lease (killed, or its machine is gone). Tidemark marked the run failed; it had prepared nothing.")
+        logger.warning("run %s: %s", run.run_id, message)
+        if run.status == DagsterRunStatus.CANCELING:
+            instance.report_run_canceled(run, message=message)
+        else:
+            instance.report_run_failed(run, message=message)
+        failed.append(LeaselessRun(run.run_id, f"run {run.run_id[:8]} ({run.job_name}, {where}) was still marked "
+                                                f"{run.status.value.lower()} with no lease and nothing logged for "
+                                                f"{silent:.0f} s: its process died before taking a lease; marked it "
+                                                "failed"))
+    return alive, failed
+
+
 def runs_in_flight(instance: DagsterInstance, asset_keys: set[AssetKey] | None = None,
-                   prefix: tuple[str, ...] | None = None, exclude_run_id: str | None = None) -> list[Any]:
+                   prefix: tuple[str, ...] | None = None, exclude_run_id: str | None = None,
+                   leases: LeaseView | None = None, on_failed: Callable[[LeaselessRun], None] | None = None,
+                   ) -> list[Any]:
     """Unfinished runs that materialize any of ``asset_keys`` or any asset under ``prefix``; a run
-    whose process is gone is marked failed on the way and is not among them."""
+    whose process is gone is marked failed on the way and is not among them, and so (given
+    ``leases``) is a run that died before taking its lease (:func:`fail_leaseless_runs`; each is
+    passed to ``on_failed``)."""
     out = []
     runs = instance.get_runs(filters=RunsFilter(statuses=IN_FLIGHT_STATUSES), limit=500)
-    for run in fail_dead_runs(instance, [r for r in runs if r.run_id != exclude_run_id]):
-        selected = _selected_asset_keys(instance, run)
-        by_key = asset_keys is not None and bool(selected & asset_keys)
-        by_prefix = prefix is not None and any(tuple(k.path[: len(prefix)]) == prefix for k in selected)
-        if by_key or by_prefix:
+    candidates = fail_dead_runs(instance, [r for r in runs if r.run_id != exclude_run_id])
+    if leases is not None:
+        mine = [r for r in candidates if _belongs(instance, r, asset_keys, prefix)]
+        _alive, failed = fail_leaseless_runs(instance, mine, leases)
+        gone = {f.run_id for f in failed}
+        candidates = [r for r in candidates if r.run_id not in gone]
+        for item in failed:
+            if on_failed is not None:
+                on_failed(item)
+    for run in candidates:
+        if _belongs(instance, run, asset_keys, prefix):
             out.append(run)
     return out
+
+
+def _belongs(instance: DagsterInstance, run: DagsterRun, asset_keys: set[AssetKey] | None,
+             prefix: tuple[str, ...] | None) -> bool:
+    selected = _selected_asset_keys(instance, run)
+    by_key = asset_keys is not None and bool(selected & asset_keys)
+    by_prefix = prefix is not None and any(tuple(k.path[: len(prefix)]) == prefix for k in selected)
+    return by_key or by_prefix
 
 
 def _selected_asset_keys(instance: DagsterInstance, run: DagsterRun) -> set[AssetKey]:

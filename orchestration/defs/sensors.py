@@ -39,7 +39,7 @@ from cdc_core.pipeline.service import PipelineService
 from cdc_core.state.leases import Scope, overlaps
 from orchestration.defs.assets import offset_text
 from orchestration.defs.pipelines import STREAM_TAG, PipelineHandle
-from orchestration.defs.runs import next_run_key, runs_in_flight
+from orchestration.defs.runs import LeaseView, next_run_key, runs_in_flight
 
 # Dagster 1.13 copies every sensor definition it loads through its own beta ``owners`` parameter
 # and warns about it (sensor_definition.py), at each code server start; nothing of ours uses it.
@@ -67,7 +67,13 @@ def decide_binlog_run(handle: PipelineHandle, service: PipelineService, instance
     paused = service.binlog_paused()
     if paused:
         return SkipReason(f"binlog of '{handle.slug}' is paused by a schema change ({paused!r})")
-    in_flight = runs_in_flight(instance, prefix=handle.owns_asset_prefix)
+    live = service.live_leases()
+    # A run that died in its setup, before its first step took a lease, is marked failed here (a
+    # sensor holds no lease, so it judges only runs that never started a step: runs.py:LeaseView).
+    leases = LeaseView(frozenset(r.run_id for r in live if r.run_id), service.definition.pipeline.run_lease_ttl_s,
+                       any_steps=False)
+    in_flight = runs_in_flight(instance, prefix=handle.owns_asset_prefix, leases=leases,
+                               on_failed=(lambda gone: log.warning(gone.line)) if log is not None else None)
     holders = [h for h in service.lease_holders() if overlaps(Scope.STREAM, h.scope)]
     if holders and not (queue_ahead and in_flight and _may_queue_behind(handle, in_flight)):
         # a run on another machine or instance, or `tidemark run` (cdc_core/state/leases.py)

@@ -219,3 +219,36 @@ def test_a_run_killed_on_one_host_is_finished_by_the_other(point, hosts, root_co
         cur.execute("SELECT count(*) FROM runs WHERE status IN ('STARTED', 'STARTING', 'QUEUED', 'NOT_STARTED')")
         assert cur.fetchone()[0] == 0
     _assert_doris_equals_mysql(hosts, root_conn, fresh_db, doris_standin.fe_http)
+
+
+def test_a_dagster_run_that_died_before_its_lease_does_not_block_the_other_host(hosts, root_conn, fresh_db,
+                                                                               doris_standin):  # noqa: F811
+    """A run killed in its resource setup, before any step took a lease, stays STARTED in Dagster's
+    run storage with no lease to expire. The other host (another PID namespace: it cannot see the pid)
+    marks it failed with one line once it has been silent for longer than the lease's time to live,
+    and runs; nothing needs a hand edit in the UI."""
+    killed = hosts.start("host_a", {"run.resource_setup": {"action": "kill"}})
+    code, _, err = _finish(killed)
+    assert code == -signal.SIGKILL, err[-3000:]
+    with psycopg2.connect(hosts.dagster_url) as conn, conn.cursor() as cur:
+        cur.execute("SELECT run_id FROM runs WHERE status IN ('STARTED', 'STARTING')")
+        stuck = [r for (r,) in cur.fetchall()]
+    assert len(stuck) == 1
+    with psycopg2.connect(hosts.state_url) as conn, conn.cursor() as cur:
+        cur.execute("SELECT value FROM kv WHERE namespace = 'lease'")
+        leases = [json.loads(v) for (v,) in cur.fetchall()]
+    assert [lease["run_id"] for lease in leases] == [None]  # the command's lease only; the run took none
+    time.sleep(LEASE_TTL_S + 0.5)
+    code, _, err = _finish(hosts.start("host_b"))
+    assert code == 0, err[-3000:]
+    assert "Traceback" not in err
+    flat = " ".join(err.split())  # rich wraps the line at the terminal's width
+    assert flat.count("died before taking a lease; marked it failed") == 1, err[-3000:]
+    assert f"guard_{fresh_db}: run {stuck[0][:8]} (" in flat, flat[-3000:]
+    assert f"pid {killed.pid} on " in flat and "with no lease and nothing logged for" in flat, flat[-3000:]
+    with psycopg2.connect(hosts.dagster_url) as conn, conn.cursor() as cur:
+        cur.execute("SELECT status FROM runs WHERE run_id = %s", (stuck[0],))
+        assert cur.fetchone()[0] == "FAILURE"
+        cur.execute("SELECT count(*) FROM runs WHERE status IN ('STARTED', 'STARTING', 'QUEUED', 'NOT_STARTED')")
+        assert cur.fetchone()[0] == 0
+    _assert_doris_equals_mysql(hosts, root_conn, fresh_db, doris_standin.fe_http)
