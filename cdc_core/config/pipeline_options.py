@@ -99,6 +99,10 @@ class PipelineOptions(OptionBlock):
     # composite key: Flink's ``maySleep``, 100 ms, which Flink hard-codes), sparing MySQL during a
     # long run of split queries; a table of fewer chunks never waits. 0: no pause.
     snapshot_split_pause_ms: int = Field(100, ge=0, alias="tidemark.snapshot.split-pause-ms")
+    # ``tidemark run`` plans at most this many split steps (an uneven table's chunk each, an even
+    # table's chunks all at once) before it loads the chunks planned so far: a huge table's first
+    # chunks are loading while its later ones are still to be split (orchestration/cli/run_once.py).
+    snapshot_split_steps_per_run: int = Field(2_000, gt=0, alias="tidemark.snapshot.split-steps-per-run")
     # A binlog batch with fewer changes than this (and no transform) is compacted and loaded in the
     # driver: a Spark job costs seconds, which freshness cannot afford. Above the default batch size
     # (``binlog_max_events``), so a batch goes to Spark only when the user raises that: each

@@ -62,7 +62,9 @@ Fault points (name: where it fires):
   written yet (context: ``pipeline``; ``orchestration/cli/run_once.py``);
 * ``run.resource_setup`` — a Dagster run's pipeline resource set up for it, its process recorded
   in the run's tags, no step started and no lease taken (context: ``run``, the run id;
-  ``orchestration/defs/resources.py``).
+  ``orchestration/defs/resources.py``);
+* ``plan.after_step`` — a split step's chunks and the splitter's cursor committed to the state
+  (context: ``table``, ``chunk``: the step's last chunk index; ``cdc_core/mysql/snapshot_assigner.py``).
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ POINTS = (
     "repair.after_loads",
     "run.before_lease",
     "run.resource_setup",
+    "plan.after_step",
 )
 ACTIONS = ("raise", "raise_once", "kill", "sleep", "sleep_until", "barrier", "post")
 BARRIER_TIMEOUT_S = 300

@@ -26,7 +26,24 @@ case-sensitive data the plan is identical; for a case-insensitive collation ('ab
 Flink's Java comparison can emit empty chunks or loop, ours cannot.
 
 The splitter is resumable: :class:`ChunkSplitterState` (table, next chunk start, next chunk id;
-Flink's ``ChunkSplitterState``) is JSON-able and restores a half-split table.
+Flink's ``ChunkSplitterState``, plus the rows its chunks hold so far and the chunk size in use) is
+JSON-able and restores a half-split table.
+
+**The partition cap holds whatever the estimate says** (``SplitOptions.max_partitions``; Tidemark's
+own, Flink has no cap). An uneven table's chunk count is its *real* row count over the chunk size,
+and ``SHOW TABLE STATUS``'s Rows can be off by 10x on InnoDB (or 0 for a table whose statistics
+were never computed). So the size of each uneven chunk is chosen from what the splitter has seen:
+the rows still to split are taken to be at least the estimate's remainder and at least as many as
+already split (a table past its estimate is assumed to be twice what it has shown so far), and the
+chunk is sized so that those rows take at most half of the partitions left (:func:`adaptive_chunk_rows`).
+The rows covered then double before the partitions left halve, so the count converges below the
+cap for any real row count; and when only the partitions the later tables need are left, the
+table's last chunk is unbounded (``[x, +∞)``): the cap is a hard bound. An even split's count comes
+from the estimate (fewer, larger chunks when it is low), capped the same way.
+
+The MySQL queries go through :class:`KeyQueries` (:class:`MySqlKeyQueries` on a pymysql
+connection): the seam a unit test drives with a model of a key distribution far larger than any
+test table (``tests/snapshot/test_split_budget.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.chunk_sizing import FLINK_DEFAULT_ROWS
@@ -72,6 +89,9 @@ class SplitOptions:
     # Approximate row counts fixed by the plan's first round (``SHOW TABLE STATUS``'s Rows, read for
     # all tables at once), by "db.table"; a table not listed is asked when it is split.
     table_rows: tuple[tuple[str, int], ...] = ()
+    # The most chunks the whole plan may have (``tidemark.snapshot.max-partitions`` less a reserve;
+    # 0: no cap): see the module doc.
+    max_partitions: int = 0
 
     @classmethod
     def from_source(cls, source: Any) -> SplitOptions:
@@ -102,6 +122,8 @@ class ChunkSplitterState:
     table_id: TableId | None = None
     next_chunk_start: str | tuple[KeyValue, ...] = START_BOUND
     next_chunk_id: int = 0
+    rows_split: int = 0  # rows in the table's chunks so far (each uneven chunk: its LIMIT)
+    chunk_rows: int = 0  # the size of the last chunk (0: none yet); the next is never smaller
 
     def to_dict(self) -> dict[str, Any]:
         start = self.next_chunk_start
@@ -109,6 +131,8 @@ class ChunkSplitterState:
             "table_id": None if self.table_id is None else str(self.table_id),
             "next_chunk_start": start if isinstance(start, str) else {"value": list(start)},
             "next_chunk_id": self.next_chunk_id,
+            "rows_split": self.rows_split,
+            "chunk_rows": self.chunk_rows,
         }
 
     @classmethod
@@ -118,7 +142,87 @@ class ChunkSplitterState:
             None if data.get("table_id") is None else TableId.parse(data["table_id"]),
             start if isinstance(start, str) else tuple(start["value"]),
             int(data.get("next_chunk_id", 0)),
+            int(data.get("rows_split", 0)),
+            int(data.get("chunk_rows", 0)),
         )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the rest of the plan leaves a table: ``chunks`` it may use (the cap less the chunks
+    planned before it less one per later table) and the estimated ``rows_after`` it (later tables)."""
+
+    chunks: int
+    rows_after: int = 0
+
+
+UNLIMITED = Budget(chunks=2**62)
+
+
+def adaptive_chunk_rows(base: int, estimate: int, rows_split: int, chunks_left: int, rows_after: int,
+                        previous: int = 0) -> int:
+    """The size of a table's next uneven chunk (module doc): ``base`` unless the rows still to split —
+    at least ``estimate - rows_split`` and at least ``rows_split``, plus ``rows_after`` for later
+    tables — would take more than half of the ``chunks_left`` at that size. Never smaller than
+    ``previous``: sizes only grow as the real row count appears."""
+    remaining = max(estimate - rows_split, rows_split, 1) + max(rows_after, 0)
+    half = max(chunks_left / 2, 1.0)
+    return max(base, previous, math.ceil(remaining / half))
+
+
+class KeyQueries(Protocol):
+    """The splitter's questions to the server about a table's chunk key."""
+
+    def bounds(self, table_id: TableId, column: Column) -> tuple[Any, Any]:
+        """``MIN`` and ``MAX`` of the key, as the server returns them (None, None: empty)."""
+
+    def approximate_rows(self, table_id: TableId) -> int:
+        """The server's row estimate (``SHOW TABLE STATUS``)."""
+
+    def next_chunk_end(self, table_id: TableId, column: Column, previous: Any, top: Any,
+                       limit: int) -> tuple[Any, bool] | None:
+        """Flink's ``nextChunkEnd`` as the server computes it: the key ``limit`` rows on from
+        ``previous`` (the next distinct key when they all equal it) and whether it is at or after
+        ``top``; None when no row is left."""
+
+
+class MySqlKeyQueries:
+    """:class:`KeyQueries` on a pymysql connection opened with ``text_values=True``."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    def bounds(self, table_id: TableId, column: Column) -> tuple[Any, Any]:
+        col = quote_ident(column.name)
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT MIN({col}), MAX({col}) FROM {quote_table(table_id.database, table_id.table)}")
+            lo, hi = cur.fetchone()
+        return lo, hi
+
+    def approximate_rows(self, table_id: TableId) -> int:
+        return approximate_row_count(self.conn, table_id)
+
+    def next_chunk_end(self, table_id: TableId, column: Column, previous: Any, top: Any,
+                       limit: int) -> tuple[Any, bool] | None:
+        col = quote_ident(column.name)
+        table = quote_table(table_id.database, table_id.table)
+        prev = key_param(column, previous)
+        top_param = key_param(column, top)
+        with self.conn.cursor() as cur:
+            cur.execute(
+                f"SELECT MAX(T.{col}), MAX(T.{col}) = %s, MAX(T.{col}) >= %s FROM "
+                f"(SELECT {col} FROM {table} WHERE {col} >= %s ORDER BY {col} ASC LIMIT {int(limit)}) AS T",
+                (prev, top_param, prev),
+            )
+            end, equal, at_or_after_max = cur.fetchone()
+            if end is None:
+                return None
+            if int(equal):
+                cur.execute(f"SELECT MIN({col}), MIN({col}) >= %s FROM {table} WHERE {col} > %s", (top_param, prev))
+                end, at_or_after_max = cur.fetchone()
+                if end is None:
+                    return None
+        return end, bool(int(at_or_after_max))
 
 
 def _even_limit(column: Column) -> int | None:
@@ -205,18 +309,21 @@ class ChunkSplitter:
     """Flink's ``MySqlChunkSplitter``: one table at a time, resumable mid-table.
 
     ``conn`` is a pymysql connection opened with ``text_values=True``
-    (``cdc_core.mysql.connection.connect``).
+    (``cdc_core.mysql.connection.connect``), or any :class:`KeyQueries`.
     """
 
     def __init__(self, conn: Any, options: SplitOptions, state: ChunkSplitterState | None = None,
                  sleep: Callable[[float], None] = time.sleep):
-        self._conn = conn
+        self._queries: KeyQueries = conn if hasattr(conn, "next_chunk_end") else MySqlKeyQueries(conn)
+        self.budget = UNLIMITED  # set by the assigner before each step (snapshot_assigner.py)
         self._options = options
         self._sleep = sleep
         state = state or ChunkSplitterState()
         self._table_id = state.table_id
         self._next_start: str | tuple[KeyValue, ...] = state.next_chunk_start
         self._next_id = state.next_chunk_id
+        self._rows_split = state.rows_split
+        self._chunk_rows = state.chunk_rows
         self._analyzed_for: TableId | None = None
         self._column: Column | None = None
         self._min: KeyValue | None = None
@@ -229,7 +336,7 @@ class ChunkSplitter:
         return self._table_id is not None
 
     def state(self) -> ChunkSplitterState:
-        return ChunkSplitterState(self._table_id, self._next_start, self._next_id)
+        return ChunkSplitterState(self._table_id, self._next_start, self._next_id, self._rows_split, self._chunk_rows)
 
     def split_chunks(self, schema: TableSchema) -> list[SnapshotSplit]:
         """All even chunks of a table, or its next uneven chunk (call until ``has_next_chunk`` is False)."""
@@ -242,6 +349,8 @@ class ChunkSplitter:
             self._table_id = table_id
             self._next_start = START_BOUND
             self._next_id = 0
+            self._rows_split = 0
+            self._chunk_rows = 0
             return [self._split_one_unevenly_sized_chunk(table_id)]
         if self._table_id != table_id:
             raise RuntimeError(
@@ -260,14 +369,11 @@ class ChunkSplitter:
 
     def _analyze(self, schema: TableSchema) -> None:
         self._column = chunk_key_column(schema, self._options.chunk_key_column)
-        col = quote_ident(self._column.name)
-        with self._conn.cursor() as cur:
-            cur.execute(f"SELECT MIN({col}), MAX({col}) FROM {quote_table(schema.table_id.database, schema.table_id.table)}")
-            lo, hi = cur.fetchone()
+        lo, hi = self._queries.bounds(schema.table_id, self._column)
         self._min = None if lo is None else bound_value(self._column, lo)
         self._max = None if hi is None else bound_value(self._column, hi)
         planned = self._options.approximate_rows(schema.table_id)
-        self._rows = approximate_row_count(self._conn, schema.table_id) if planned is None else planned
+        self._rows = self._queries.approximate_rows(schema.table_id) if planned is None else planned
         self._analyzed_for = schema.table_id
 
     def _split(self, table_id: TableId, index: int, rng: ChunkRange) -> SnapshotSplit:
@@ -288,13 +394,28 @@ class ChunkSplitter:
             return None
         ranges = split_evenly_sized_chunks(self.key_column, self._min, self._max, self._rows,
                                            chunk_size, dynamic)
+        allowed = max(1, self.budget.chunks)
+        if len(ranges) > allowed:  # more than the partitions left (an earlier table used more than planned)
+            grown = math.ceil(dynamic * len(ranges) / allowed)
+            log.info("table %s: %d even chunks exceed the %d partitions it may use; chunk span %d -> %d", table_id,
+                     len(ranges), allowed, dynamic, grown)
+            ranges = split_evenly_sized_chunks(self.key_column, self._min, self._max, self._rows, 0, grown)
         return [self._split(table_id, i, r) for i, r in enumerate(ranges)]
 
     def _split_one_unevenly_sized_chunk(self, table_id: TableId) -> SnapshotSplit:
         start = None if self._next_start == START_BOUND else tuple(self._next_start)
         previous = self._min if start is None else start[0]
-        end = self._next_chunk_end(table_id, previous)
         index = self._next_id
+        # the partitions this table may still use; at one left its last chunk is unbounded
+        chunks_left = self.budget.chunks - index
+        size = adaptive_chunk_rows(self._options.rows_per_chunk(table_id), self._rows, self._rows_split, chunks_left,
+                                   self.budget.rows_after, self._chunk_rows)
+        end = None if chunks_left <= 1 else self._next_chunk_end(table_id, previous, size)
+        if size != self._chunk_rows and self._chunk_rows:
+            log.info("table %s: chunk %d: %d rows split of ~%d estimated, %d partitions left: chunks of %d rows",
+                     table_id, index, self._rows_split, self._rows, chunks_left, size)
+        self._chunk_rows = size
+        self._rows_split += size
         self._may_sleep(index)
         self._next_id += 1
         if end is not None:
@@ -304,32 +425,14 @@ class ChunkSplitter:
         self._next_start = END_BOUND
         return self._split(table_id, index, ChunkRange(start, None))
 
-    def _next_chunk_end(self, table_id: TableId, previous: KeyValue | None) -> KeyValue | None:
+    def _next_chunk_end(self, table_id: TableId, previous: KeyValue | None, size: int) -> KeyValue | None:
         """Flink's ``nextChunkEnd``, with the comparisons done by the server (see module doc)."""
         if previous is None or self._max is None:
             return None
-        column = self.key_column
-        col = quote_ident(column.name)
-        table = quote_table(table_id.database, table_id.table)
-        prev = key_param(column, previous)
-        top = key_param(column, self._max)
-        with self._conn.cursor() as cur:
-            cur.execute(
-                f"SELECT MAX(T.{col}), MAX(T.{col}) = %s, MAX(T.{col}) >= %s FROM "
-                f"(SELECT {col} FROM {table} WHERE {col} >= %s ORDER BY {col} ASC LIMIT {int(self._options.rows_per_chunk(table_id))}) AS T",
-                (prev, top, prev),
-            )
-            end, equal, at_or_after_max = cur.fetchone()
-            if end is None:
-                return None
-            if int(equal):
-                cur.execute(f"SELECT MIN({col}), MIN({col}) >= %s FROM {table} WHERE {col} > %s", (top, prev))
-                end, at_or_after_max = cur.fetchone()
-                if end is None:
-                    return None
-        if int(at_or_after_max):
+        found = self._queries.next_chunk_end(table_id, self.key_column, previous, self._max, size)
+        if found is None or found[1]:
             return None
-        return bound_value(column, end)
+        return bound_value(self.key_column, found[0])
 
     def _may_sleep(self, count: int) -> None:
         """Pause after every 10 uneven chunks of one table (``count`` is the chunk's index in its table):

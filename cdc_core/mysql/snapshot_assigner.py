@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.schema import TableId, TableSchema
-from cdc_core.mysql.chunk_splitter import ChunkSplitter, ChunkSplitterState, SplitOptions
+from cdc_core.mysql.chunk_splitter import UNLIMITED, Budget, ChunkSplitter, ChunkSplitterState, SplitOptions
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.state.keys import ASSIGNER_STATE
 from cdc_core.state.records import ChunkRecord
@@ -32,14 +33,16 @@ class AssignerState:
 
     remaining_tables: tuple[TableId, ...]
     splitter: ChunkSplitterState = field(default_factory=ChunkSplitterState)
+    chunks_planned: int = 0  # chunks of the tables already finished (the partition budget's use)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"remaining_tables": [str(t) for t in self.remaining_tables], "splitter": self.splitter.to_dict()}
+        return {"remaining_tables": [str(t) for t in self.remaining_tables], "splitter": self.splitter.to_dict(),
+                "chunks_planned": self.chunks_planned}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AssignerState:
         return cls(tuple(TableId.parse(t) for t in data.get("remaining_tables", [])),
-                   ChunkSplitterState.from_dict(data.get("splitter", {})))
+                   ChunkSplitterState.from_dict(data.get("splitter", {})), int(data.get("chunks_planned", 0)))
 
     @property
     def finished(self) -> bool:
@@ -58,18 +61,31 @@ class SnapshotSplitAssigner:
             state = AssignerState(tuple(tables))
         self._remaining = list(state.remaining_tables)
         self._splitter = ChunkSplitter(conn, options, state.splitter)
+        self._options = options
+        self._planned = state.chunks_planned
 
     def state(self) -> AssignerState:
-        return AssignerState(tuple(self._remaining), self._splitter.state())
+        return AssignerState(tuple(self._remaining), self._splitter.state(), self._planned)
+
+    def _budget(self) -> Budget:
+        """The partitions the table being split may use: the cap less the chunks of finished tables,
+        less one for each later table (each has at least one chunk); and the rows estimated after it."""
+        if not self._options.max_partitions:
+            return UNLIMITED
+        later = self._remaining[1:]
+        rows_after = sum(self._options.approximate_rows(t) or 0 for t in later)
+        return Budget(max(1, self._options.max_partitions - self._planned - len(later)), rows_after)
 
     def next_batch(self) -> list[SnapshotSplit] | None:
         """The next step's chunks (one table's even chunks, or one uneven chunk); None when done."""
         if not self._remaining:
             return None
         table_id = self._remaining[0]
+        self._splitter.budget = self._budget()
         splits = self._splitter.split_chunks(self._schemas(table_id))
         if not self._splitter.has_next_chunk():
             self._remaining.pop(0)
+            self._planned += max(s.index for s in splits) + 1
         if self._unbounded_first:
             splits = [s for s in splits if s.end is None] + [s for s in splits if s.end is not None]
         return splits
@@ -110,6 +126,7 @@ def assign_into_store(assigner: SnapshotSplitAssigner, store: Any, *, max_steps:
                 for s in batch
             )
             ASSIGNER_STATE.put(tx, assigner.state().to_dict())
+        fault_point("plan.after_step", table=str(batch[-1].table_id), chunk=batch[-1].index)
         added += len(batch)
         steps += 1
     return added

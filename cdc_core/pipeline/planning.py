@@ -153,7 +153,9 @@ def planned_split_options(ctx: PipelineContext) -> SplitOptions:
         sizes = CHUNK_SIZES.get_or(tx, {})
         rows = TABLE_ROWS.get_or(tx, {})
     options = SplitOptions.from_source(ctx.definition.source)
-    return dataclasses.replace(options, chunk_size=int(chunk_size or options.chunk_size),
+    # the hard cap: the splitter keeps to it whatever the estimates were (chunk_splitter.py's module doc)
+    cap = ctx.definition.pipeline.snapshot_max_partitions
+    return dataclasses.replace(options, chunk_size=int(chunk_size or options.chunk_size), max_partitions=cap,
                                table_chunk_sizes=tuple(sorted((t, int(n)) for t, n in sizes.items())),
                                table_rows=tuple(sorted((t, int(n)) for t, n in rows.items())),
                                split_pause_s=ctx.definition.pipeline.snapshot_split_pause_ms / 1000)

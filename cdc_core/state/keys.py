@@ -111,7 +111,10 @@ LABEL_EPOCH: StateKey[str] = StateKey("meta", "label_epoch")
 # -- snapshot: the split plan -------------------------------------------------------------------
 
 ASSIGNER_STATE: StateKey[JsonDict] = StateKey("snapshot", "assigner")
-"""The splitter's cursor (``AssignerState.to_dict()``)."""
+"""The splitter's cursor (``AssignerState.to_dict()``): the tables left to split, the last chunk's end
+in the table being split, its next chunk id, the rows split and the chunk size in use, and the chunks
+of the finished tables (the partition budget's use). Written with each split step's chunks in one
+transaction: a crash resumes the split where it stopped (``cdc_core/mysql/snapshot_assigner.py``)."""
 PLANNED_TABLES: StateKey[list[str]] = StateKey("snapshot", "tables")
 """The tables of the split plan, in plan order."""
 CHUNK_SIZE: StateKey[int] = StateKey("snapshot", "chunk_size")

@@ -28,6 +28,7 @@ from cdc_core.schema_evolution.registry import RequestStatus
 from cdc_core.state import ChunkStatus
 from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
+from orchestration.defs.assets import PLAN_STEPS_TAG
 from orchestration.defs.failures import EXPECTED_FAILURES
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 from orchestration.defs.runs import LeaseView, fail_runs_of_dead_holders, runs_in_flight
@@ -309,55 +310,70 @@ class OnceRun:
     # -- snapshot ---------------------------------------------------------------------------
 
     def _snapshot(self) -> None:
+        """Plan a slice of the split (``tidemark.snapshot.split-steps-per-run`` steps), load the chunks
+        planned so far, plan the next slice...: a huge table's first chunks are loading while its later
+        ones are still to be split, and the splitter's cursor is in the state after every step (a crash
+        resumes the split where it stopped). Then up to two more passes over chunks Doris lost."""
         started = time.monotonic()
-        with self.console.status(f"[bold]{self.handle.slug}[/]: planning the snapshot chunks..."):
-            result = self._execute(self.handle.splits_job_name)
-        md = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_splits")[0].metadata
-        notes = md.get("notes")
-        if notes is not None and notes.value != "(none)":
-            self.summary.notes.append(notes.value)
-        ordered = self.instance.get_dynamic_partitions(self.handle.partitions_name)
-        status = self.service.chunk_statuses()
-        todo = {k for k in ordered if status.get(k) is not ChunkStatus.COMMITTED}
-        self.summary.chunks_total = len(ordered)
-        done = len(ordered) - len(todo)
+        steps = self.service.definition.pipeline.snapshot_split_steps_per_run
         progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("chunks  {task.fields[rows]:,} rows  {task.fields[rate]:,.0f} rows/s"), TimeElapsedColumn(),
             console=self.console, transient=False,
         )
+        name = f"{self.handle.slug} snapshot"
         with progress:
-            task = progress.add_task(f"{self.handle.slug} snapshot", total=len(ordered), completed=done, rows=0, rate=0.0)
-            for attempt in range(SNAPSHOT_PASSES):
-                if attempt:
-                    # A chunk whose load Doris lost before its commit is PENDING again: read it again.
-                    status = self.service.chunk_statuses()
-                    todo = {k for k in ordered if status.get(k) is not ChunkStatus.COMMITTED}
-                    if not todo:
-                        break
-                    self.console.print(f"[yellow]Doris lost the loads of {len(todo)} chunk(s) before their commit; "
-                                       "reading them again[/yellow]")
-                    progress.update(task, completed=len(ordered) - len(todo))
-                for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN):
-                    if self.stop_requested():
-                        return  # the chunks not loaded stay PENDING: the next run loads them
-                    tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
-                            **self.handle.run_tags()}
-                    result = self._execute(self.handle.snapshot_job_name, tags=tags)
-                    mats = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_chunks")
-                    self.summary.rows += sum(int(m.metadata["rows"].value) for m in mats if "rows" in m.metadata)
-                    self.summary.chunks_loaded += count
-                    elapsed = time.monotonic() - started
-                    progress.update(task, advance=count, rows=self.summary.rows,
-                                    rate=self.summary.rows / elapsed if elapsed else 0.0)
-                    self.on_chunks(self.summary.chunks_total - len(todo) + self.summary.chunks_loaded,
-                                   self.summary.chunks_total, self.summary.rows)
+            task = progress.add_task(f"{name} (planning)", total=None, completed=0, rows=0, rate=0.0)
+            complete = False
+            while not complete:
+                result = self._execute(self.handle.splits_job_name, tags={PLAN_STEPS_TAG: str(steps)})
+                md = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_splits")[0].metadata
+                notes = md.get("notes")
+                if notes is not None and notes.value != "(none)" and notes.value not in self.summary.notes:
+                    self.summary.notes.append(notes.value)
+                complete = bool(md["complete"].value) if "complete" in md else True
+                ordered = self.instance.get_dynamic_partitions(self.handle.partitions_name)
+                status = self.service.chunk_statuses()
+                todo = {k for k in ordered if status.get(k) is not ChunkStatus.COMMITTED}
+                self.summary.chunks_total = len(ordered)
+                progress.update(task, description=name if complete else f"{name} (splitting)", total=len(ordered),
+                                completed=len(ordered) - len(todo))
+                if not self._load(ordered, todo, progress, task, started):
+                    return
+            for _attempt in range(1, SNAPSHOT_PASSES):
+                # A chunk whose load Doris lost before its commit is PENDING again: read it again.
+                status = self.service.chunk_statuses()
+                todo = {k for k in ordered if status.get(k) is not ChunkStatus.COMMITTED}
+                if not todo:
+                    break
+                self.console.print(f"[yellow]Doris lost the loads of {len(todo)} chunk(s) before their commit; "
+                                   "reading them again[/yellow]")
+                progress.update(task, completed=len(ordered) - len(todo))
+                if not self._load(ordered, todo, progress, task, started):
+                    return
         self.summary.snapshot_s = time.monotonic() - started
-        if self.stop_requested():
-            return
         if not self.service.snapshot_done():
             raise RunOnceError(f"the snapshot of '{self.handle.slug}' is not complete after loading every chunk "
                                "(a commit failed?); run again to resume")
+
+    def _load(self, ordered: list[str], todo: set[str], progress: Progress, task: Any, started: float) -> bool:
+        """Load the ``todo`` chunks in partition ranges; False when a stop was requested."""
+        done = len(ordered) - len(todo)
+        for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN):
+            if self.stop_requested():
+                return False  # the chunks not loaded stay PENDING: the next run loads them
+            tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
+                    **self.handle.run_tags()}
+            result = self._execute(self.handle.snapshot_job_name, tags=tags)
+            mats = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_chunks")
+            self.summary.rows += sum(int(m.metadata["rows"].value) for m in mats if "rows" in m.metadata)
+            self.summary.chunks_loaded += count
+            done += count
+            elapsed = time.monotonic() - started
+            progress.update(task, advance=count, rows=self.summary.rows,
+                            rate=self.summary.rows / elapsed if elapsed else 0.0)
+            self.on_chunks(done, len(ordered), self.summary.rows)
+        return not self.stop_requested()
 
     # -- binlog -----------------------------------------------------------------------------
 

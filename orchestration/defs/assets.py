@@ -47,6 +47,9 @@ CHUNKS_PER_RUN = 500
 # Splitting steps per planning round: partitions appear in the UI round by round, and a crash
 # mid-plan loses at most one round (the splitter's cursor is committed with every step).
 PLAN_STEPS_PER_ROUND = 2_000
+# A run tag: plan at most this many split steps in this run, then stop (the plan stays incomplete,
+# its cursor in the state); ``tidemark run`` loads what is planned and runs the job again.
+PLAN_STEPS_TAG = "tidemark/plan_steps"
 
 
 @dataclass(frozen=True)
@@ -243,18 +246,21 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         instance = context.instance
         known = set(instance.get_dynamic_partitions(partitions.name))
         rounds = 0
+        # `tidemark run` plans a slice, loads it, plans the next (PLAN_STEPS_TAG); a run without the
+        # tag (the UI, a schedule) plans to the end, registering each round's chunks as it goes
+        limit = context.run.tags.get(PLAN_STEPS_TAG)
         while True:
-            plan = service.plan_splits(max_steps=PLAN_STEPS_PER_ROUND)
+            plan = service.plan_splits(max_steps=int(limit) if limit else PLAN_STEPS_PER_ROUND)
             rounds += 1
             new = [k for k in plan.chunk_keys if k not in known]
             if new:
                 instance.add_dynamic_partitions(partitions.name, new)
                 known.update(new)
                 context.log.info(f"Registered {len(new)} chunk partition(s) ({len(known)} in all)")
-            if plan.complete:
+            if plan.complete or limit:
                 break
         planned = set(plan.chunk_keys)
-        stale = sorted(known - planned)
+        stale = sorted(known - planned) if plan.complete else []
         for key in stale:
             instance.delete_dynamic_partition(partitions.name, key)
         per_table: dict[str, int] = {}
@@ -268,6 +274,7 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
                 "chunks": len(plan.chunk_keys),
                 "chunks_per_table": MetadataValue.json(per_table),
                 "planning_rounds": rounds,
+                "complete": plan.complete,
                 "stale_partitions_removed": len(stale),
                 "notes": MetadataValue.md(notes),
                 **resolved,
