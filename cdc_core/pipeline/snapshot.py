@@ -173,14 +173,22 @@ def _skip_gone_tables(ctx: PipelineContext, gone: dict[str, list[ChunkTask]]) ->
         for table_id, tasks in gone.items():
             # the key columns a read recorded stay: the binlog filter orders the chunk's range by them
             # (a keyless table has no primary key to fall back on)
-            keys = {r.chunk_index: (r.detail or {}).get("key_columns") for r in tx.chunks(table_id=table_id)}
+            records = {r.chunk_index: r for r in tx.chunks(table_id=table_id)}
             for t in tasks:
                 detail: dict[str, Any] = {"skipped": "the table no longer exists on the server"}
-                if keys.get(t.index):
-                    detail["key_columns"] = keys[t.index]
-                tx.update_chunk(table_id, t.index, status=ChunkStatus.COMMITTED, low_watermark=offset,
-                                high_watermark=offset, transactions=[], rows=0, detail=detail)
-                results.append(ChunkResult(chunk_key(table_id, t.index), table_id, t.index, 0, offset, offset, (),
+                record = records.get(t.index)
+                keys = (record.detail or {}).get("key_columns") if record is not None else None
+                if keys:
+                    detail["key_columns"] = keys
+                low = high = offset
+                if record is not None and record.high_watermark:
+                    # A re-read (a reload after a schema change) of a table renamed or dropped since:
+                    # the chunk keeps the watermarks of its last read, so the stream still applies
+                    # the table's changes after them (the rows written before its RENAME or DROP).
+                    low, high = record.low_watermark or record.high_watermark, record.high_watermark
+                tx.update_chunk(table_id, t.index, status=ChunkStatus.COMMITTED, low_watermark=low,
+                                high_watermark=high, transactions=[], rows=0, detail=detail)
+                results.append(ChunkResult(chunk_key(table_id, t.index), table_id, t.index, 0, low, high, (),
                                            0.0))
     for table_id, tasks in gone.items():
         logger.warning(

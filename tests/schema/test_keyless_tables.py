@@ -312,7 +312,8 @@ def test_a_keyless_table_created_in_the_stream_is_reloaded_after_a_column_change
     if not renamed_after:
         sql(root_conn, f"DELETE FROM `{db}`.s WHERE f = 1.5 LIMIT 1")
     else:
-        sql(root_conn, f"RENAME TABLE `{db}`.s TO `{db}`.s__1", f"INSERT INTO `{db}`.s__1 VALUES (NULL, NULL, 'q')")
+        sql(root_conn, f"INSERT INTO `{db}`.s VALUES (2.5, 'r', 'r'), (2.5, 'r', 'r')",  # before the rename
+            f"RENAME TABLE `{db}`.s TO `{db}`.s__1", f"INSERT INTO `{db}`.s__1 VALUES (NULL, NULL, 'q')")
         table = "s__1"
     while (stopped := catch_up(runner)) is not None:
         assert carry_next_ddl(runner)["resume"]["status"] == "IDLE", stopped
