@@ -480,16 +480,26 @@ class SchemaChangeSteps:
                              f"({(cur.get('ddl') or '').strip()[:120]}), which Doris could not apply to "
                              f"{', '.join(stopped)}; resnapshot those (--table {' --table '.join(stopped)}) to "
                              "re-create them and go on past it")
+        events = self.registry.events()
+        upstream = self._upstream(BinlogOffset.from_dict(cur["flushed_to"]), events)
         for name in tables:
             table_id = TableId.parse(name)
+            way_out = f"The way out: leave it out of the pipeline (source tables.exclude: {name}), then run again"
             try:
-                self.ctx.live_schema(table_id)
+                live = self.ctx.live_schema(table_id)
             except Exception as exc:  # noqa: BLE001 - any failure to read it: the table is not there
                 raise ValueError(
                     f"{name} cannot be read again: the server has no table of that name now ({exc}), so it was "
                     "renamed or dropped after the DDL the stream stopped at, and its rows at that point are gone. "
-                    f"The way out: leave it out of the pipeline (source tables.exclude: {name}), then "
-                    "run again") from None
+                    + way_out) from None
+            after = self._new_schema(table_id, upstream, events)
+            if after is None or [(c.name, c.column_type) for c in live.columns] != [
+                    (c.name, c.column_type) for c in after.columns]:
+                # another table of the name (dropped and created again), or altered again since: its rows now
+                # are not the table's at the DDL, whose later changes the stream is still to apply
+                raise ValueError(
+                    f"{name} cannot be read again as it was at the DDL the stream stopped at: the server's table of "
+                    "that name has other columns now (altered, or dropped and created again, since). " + way_out)
         self.registry.recreate(tables)
         self.log(f"resnapshot at the stopped DDL: {', '.join(tables)} will be re-created in Doris and read again")
         return list(tables)

@@ -161,6 +161,9 @@ def test_a_primary_key_change_stops_naming_the_way_out_and_resnapshot_recreates_
     _stop_at_next_ddl(runner)
     with pytest.raises(ValueError, match=f"tables.exclude: {db}.gone"):
         SchemaChangeSteps(runner).recreate_at_stop([f"{db}.gone"])
+    sql(root_conn, f"CREATE TABLE `{db}`.gone (other INT)")  # the name is a new table's now: not the one to read
+    with pytest.raises(ValueError, match=f"other columns now .* tables.exclude: {db}.gone"):
+        SchemaChangeSteps(runner).recreate_at_stop([f"{db}.gone"])
 
 
 def test_order_by_is_carried_and_convert_to_the_default_charset_stops_naming_the_table(
