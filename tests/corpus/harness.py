@@ -220,6 +220,13 @@ def _culprit_context(text: str, name: str) -> str:
 def _named_in(text: str, dbs: Sequence[str]) -> list[str]:
     """The tables of ``dbs`` a message names (``db.t``, ```db`.`t```), whether MySQL still has them or not."""
     out: list[str] = []
+    # the way out names the table whole, whatever its characters ('a/a'): "leave db.t out", "tables.exclude: db.t"
+    for m in re.finditer(r"leave (\S+) out of the pipeline|tables\.exclude: ([^\s)]+)", text):
+        name = m.group(1) or m.group(2)
+        if name.split(".", 1)[0] in dbs and name not in out:
+            out.append(name)
+    if out:
+        return out
     for db in dbs:
         pattern = rf"(?<![\w.`]){re.escape(db)}\.([A-Za-z0-9_$]+)|`{re.escape(db)}`\.`([^`]+)`"
         for m in re.finditer(pattern, text):

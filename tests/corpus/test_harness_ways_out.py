@@ -14,6 +14,13 @@ def test_the_tables_a_stop_names_are_found_whether_mysql_still_has_them_or_not()
         "mt_type_uint.t9", "mt_type_uint_b.t2", "mt_type_uint_b.t 3"]
 
 
+def test_the_table_a_way_out_names_is_taken_whole():
+    text = ("Doris cannot take these names: mt_create_b.a/a -> Doris mt_create_b.a/a: table name 'a/a' ... "
+            "(or leave mt_create_b.a/a out of the pipeline: source tables.exclude)")
+    assert _named_in(text, ["mt_create", "mt_create_b"]) == ["mt_create_b.a/a"]
+    assert _named_in("... (source tables.exclude: d.t-1), then run again", ["d"]) == ["d.t-1"]
+
+
 def test_a_way_out_by_exclusion_is_a_refusal_and_a_doris_error_is_not():
     assert _is_refusal("d.t cannot be read again: ... leave it out of the pipeline (source tables.exclude: d.t)")
     assert not _is_refusal("Doris refused: ALTER TABLE `d`.`t` ... Failed to execute sql")
