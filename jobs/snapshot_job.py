@@ -18,6 +18,7 @@ from typing import Any
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.errors import TableMismatchError
 from cdc_core.instrumentation import faults
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.pipeline.snapshot_estimate import fits_in_process
@@ -81,8 +82,11 @@ def run_table(
     schema: TableSchema,
     key_columns: tuple[str, ...],
     tasks: list[ChunkTask] | tuple[ChunkTask, ...],
+    epoch_reference: BinlogOffset | None = None,
 ) -> list[ChunkOutcome]:
-    """One Spark job over one table's chunks (``spark`` None: in this process); returns each chunk's outcome."""
+    """One Spark job over one table's chunks (``spark`` None: in this process); returns each chunk's
+    outcome. ``epoch_reference``: the pipeline's offset that decides the epoch of the chunks'
+    watermarks (``TableWork.epoch_reference``)."""
     if spark is not None:
         activate_in_thread(spark)
     started = time.monotonic()
@@ -95,6 +99,7 @@ def run_table(
         table_id=str(schema.table_id), schema=schema, source=SourceSpec.from_options(definition.source),
         chunks=tuple(ChunkSpec.from_task(t, key_columns) for t in tasks),
         faults=faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/faults.py)
+        epoch_reference=None if epoch_reference is None else epoch_reference.to_dict(),
     )
     write_spec = WriterSpec.create(sink, definition, WriteMode.SNAPSHOT, str(schema.table_id),
                                    [str(t) for t in targets], generations={t.index: t.generation for t in tasks})
@@ -160,7 +165,7 @@ def run_snapshot(
     workers = 1 if spark is None else max(1, min(len(work), definition.pipeline.parallelism))
 
     def one(item: TableWork) -> list[ChunkOutcome]:
-        outcomes = run_table(spark, definition, sink, item.schema, item.key_columns, item.tasks)
+        outcomes = run_table(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference)
         logger.debug("%s: %d chunk(s) read and precommitted", item.schema.table_id, len(outcomes))
         return outcomes
 

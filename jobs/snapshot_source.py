@@ -28,6 +28,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from cdc_core.instrumentation import faults
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.connection import MySqlConnectionSettings, MySqlTls
 from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
@@ -133,6 +134,8 @@ def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec) -> tuple[pa.Tabl
     spec.adopt_faults()
     split = SnapshotSplit(TableId.parse(spec.table_id), chunk.index, chunk.start, chunk.end, chunk.key_columns)
     reader = _chunk_reader(spec, password)
+    # the reader is kept per worker across jobs: this job's epoch, whatever an earlier job's was
+    reader.epoch_reference = None if spec.epoch_reference is None else BinlogOffset.from_dict(spec.epoch_reference)
     try:
         result = reader.read(split, spec.schema)
     except BaseException:

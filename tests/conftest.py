@@ -38,8 +38,9 @@ os.environ.setdefault("TIDEMARK_LOG_FILE", os.path.join(tempfile.gettempdir(),
 # ``doris`` is the stand-in of tests/sink and of tests/doris_standin; ``private_standin`` is a
 # module's own stand-in (tests/schema/test_daemon_sensor.py).
 # ``postgres_db`` / ``postgres_databases``: fresh databases on the machine's PostgreSQL server (tests/postgres.py).
+# ``mariadb_servers``: MariaDB servers of a test's own (a primary and its replicas: failover tests).
 SERVER_FIXTURES = frozenset({"mysql_server", "doris_standin", "doris", "private_standin", "spark_session",
-                             "postgres_db", "postgres_databases"})
+                             "postgres_db", "postgres_databases", "mariadb_servers"})
 
 # Programs whose launch means a server or Spark: MariaDB, the stand-in, Dagster's services, the JVM.
 _SERVER_PROGRAMS = frozenset({
@@ -91,6 +92,23 @@ def mysql_server(tmp_path_factory) -> MariaDBServer:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def mariadb_servers():
+    """``mariadb_servers(cls, base_dir, ...)`` builds a server of a test's own — a
+    :class:`~devstack.mysql.MariaDBServer`, or a :class:`~devstack.mysql_replica.MariaDBReplica` of
+    one (the test starts it) — and stops every one it built after the test, replicas first."""
+    started: list[MariaDBServer] = []
+
+    def make(cls: type, *args, **kw) -> MariaDBServer:
+        server = cls(*args, **kw)
+        started.append(server)
+        return server
+
+    yield make
+    for server in reversed(started):
+        server.stop()
 
 
 def _root_connection(server: MariaDBServer, database: str | None = None) -> pymysql.connections.Connection:

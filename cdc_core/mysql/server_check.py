@@ -10,7 +10,11 @@ Tidemark needs (as Flink CDC / Debezium do; ``docs/mysql.md`` says why each is n
   ``ServerInfo.column_names`` says which, as information, not as a problem;
 * for the connecting user: ``REPLICATION SLAVE`` (read the binlog), ``REPLICATION CLIENT``
   (MariaDB ≥ 10.5: ``BINLOG MONITOR``; for ``SHOW MASTER STATUS``) and ``SELECT`` on the
-  captured tables (global, per database or per table). No ``RELOAD`` and no table locks.
+  captured tables (global, per database or per table). No table locks. ``RELOAD`` only for a
+  pipeline that heals a purged binlog unattended (``tidemark.binlog.on-purged: resnapshot``,
+  ``needs_reload``): its resnapshot rotates the binlog (``FLUSH BINARY LOGS``) so that the re-read
+  rows outrank every stale one, and an unattended heal cannot count on other writes to move it
+  (``cdc_core/pipeline/resnapshot.py``, ``move_binlog``).
 
 :func:`check_server` collects every problem, then raises one :class:`ServerCheckError` whose
 message has a line per problem naming the setting and how to change it. Global values are read
@@ -110,8 +114,18 @@ def _has(privs: set[str], wanted: str) -> bool:
     return "ALL PRIVILEGES" in privs or "ALL" in privs or wanted in privs
 
 
-def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the CDC user") -> ServerInfo:
-    """Check binlog settings and grants; raise :class:`ServerCheckError` listing every problem."""
+RELOAD_FOR_RESNAPSHOT = (
+    "{user} lacks the RELOAD privilege, which tidemark.binlog.on-purged: resnapshot needs (the resnapshot that "
+    "heals a purged binlog rotates it with FLUSH BINARY LOGS, so that the rows it reads again outrank every stale "
+    "one in Doris): GRANT RELOAD ON *.* TO '<user>'@'<host>'; (or leave tidemark.binlog.on-purged at fail and "
+    "heal a purge with `tidemark resnapshot` by hand)"
+)
+
+
+def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the CDC user",
+                 needs_reload: bool = False) -> ServerInfo:
+    """Check binlog settings and grants; raise :class:`ServerCheckError` listing every problem.
+    ``needs_reload``: the pipeline heals a purged binlog unattended (``RELOAD`` is then required)."""
     problems: list[str] = []
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION()")
@@ -154,6 +168,8 @@ def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the 
             f"{user} lacks the {spelled} privilege (needed for SHOW MASTER STATUS / binlog watermarks): "
             f"GRANT {spelled} ON *.* TO '<user>'@'<host>';"
         )
+    if needs_reload and not _has(global_privs, "RELOAD"):
+        problems.append(RELOAD_FOR_RESNAPSHOT.format(user=user))
     if not _has(global_privs, "SELECT"):
         missing = []
         for t in tables:
@@ -173,12 +189,13 @@ def check_server(conn: Any, tables: Iterable[TableId] = (), *, user: str = "the 
     return ServerInfo(version, is_mariadb, variables, privileges, column_names)
 
 
-def check_source_server(source: Any) -> ServerInfo:
-    """Connect with a pipeline's ``source:`` options and check the server for its captured tables."""
+def check_source_server(source: Any, *, needs_reload: bool = False) -> ServerInfo:
+    """Connect with a pipeline's ``source:`` options and check the server for its captured tables
+    (``needs_reload``: see :func:`check_server`)."""
     settings = MySqlConnectionSettings.from_options(source)
     conn = connect(settings)
     try:
         tables = list_captured_tables(conn, source.selector)
-        return check_server(conn, tables, user=f"'{settings.user}'")
+        return check_server(conn, tables, user=f"'{settings.user}'", needs_reload=needs_reload)
     finally:
         conn.close()

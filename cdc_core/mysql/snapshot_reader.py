@@ -52,6 +52,7 @@ from cdc_core.mysql.connection import (
     session_uses_tls,
 )
 from cdc_core.mysql.discovery import chunk_key_column
+from cdc_core.mysql.failover import align
 from cdc_core.mysql.server_ids import acquire_server_id
 from cdc_core.mysql.splits import SnapshotSplit, key_literal
 from cdc_core.mysql.types import (
@@ -168,8 +169,12 @@ class SnapshotSplitReader:
         pause_after_low_watermark: Callable[[SnapshotSplit], None] | None = None,
         pause_after_scan: Callable[[SnapshotSplit], None] | None = None,
         chunk_key_column: str | None = None,
+        epoch_reference: BinlogOffset | None = None,
     ):
         self.settings = settings
+        # The pipeline's offset that decides the epoch of this reader's watermarks (failover.align):
+        # after a failover they must outrank what the stream wrote on the new server (epoch ≥ 1).
+        self.epoch_reference = epoch_reference
         self.server_id_range = server_id_range
         self.tz = parse_tz(server_time_zone)
         self.tinyint1_as_boolean = tinyint1_as_boolean
@@ -246,8 +251,9 @@ class SnapshotSplitReader:
         return self._scan_tls
 
     def current_offset(self) -> BinlogOffset:
+        """The server's position now, in the pipeline's epoch on this server (``epoch_reference``)."""
         with self._control().cursor() as cur:
-            return read_current_offset(cur)
+            return align(read_current_offset(cur), self.epoch_reference)
 
     def _raw_batches(self, schema: TableSchema, split: SnapshotSplit, *, safe: bool,
                      where: str | None = None) -> Iterator[pa.RecordBatch]:

@@ -22,9 +22,10 @@ from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import MySqlConnectionSettings, connect
 from cdc_core.mysql.discovery import list_captured_tables, read_table_schema
+from cdc_core.mysql.failover import align
 from cdc_core.pipeline.snapshot_estimate import transform_rule_index
 from cdc_core.state import StateStore
-from cdc_core.state.keys import LABEL_EPOCH
+from cdc_core.state.keys import COMMITTED_OFFSET, EPOCH_REFERENCE, LABEL_EPOCH
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,20 @@ class PipelineContext:
         """The server's current binlog position."""
         with self.connection() as conn, conn.cursor() as cur:
             return read_current_offset(cur)
+
+    def epoch_reference(self) -> BinlogOffset | None:
+        """The offset that decides which epoch the server's offsets take in this pipeline
+        (``cdc_core/mysql/failover.py``, ``align``): the committed offset, else the one a resnapshot
+        after a purge dropped (:data:`EPOCH_REFERENCE`); None before the first batch (epoch 0: a
+        failover during the first snapshot is refused, ``failover.check_one_snapshot_server``)."""
+        with self.store.transaction(readonly=True) as tx:
+            return COMMITTED_OFFSET.get(tx) or EPOCH_REFERENCE.get(tx)
+
+    def aligned_offset(self) -> BinlogOffset:
+        """The server's current binlog position in the pipeline's epoch there: what a watermark, a
+        repair's sequence or a sweep's token is stamped with, so that it outranks what the stream
+        wrote on that server after a failover (:meth:`epoch_reference`)."""
+        return align(self.server_offset(), self.epoch_reference())
 
     def live_schema(self, table_id: TableId) -> TableSchema:
         """The table's schema as the server has it now."""

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.sink import DorisSink
+from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ChangeRow
 
@@ -53,6 +54,9 @@ class TableWork:
     # About how many rows these chunks hold (the plan's chunk size × chunks, at most the table's
     # approximate rows when planned); None: unknown. Decides whether Spark is worth starting.
     estimated_rows: int | None = None
+    # The pipeline's offset that decides the epoch of the chunks' watermarks (PipelineContext.
+    # epoch_reference): after a failover the chunks' rows must outrank what the stream wrote there.
+    epoch_reference: BinlogOffset | None = None
 
 
 class PipelineExecutor(Protocol):

@@ -99,9 +99,10 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
         for unmatched in require_matching_tables(conn, source.selector):
             logger.warning("%s: source.tables: %s", ctx.definition.name, unmatched.describe())
             notes.append(f"source.tables: {unmatched.describe()}; a table created later that matches is captured")
-        check_server(conn, captured, user=f"'{ctx.settings.user}'")
+        check_server(conn, captured, user=f"'{ctx.settings.user}'",
+                     needs_reload=ctx.definition.pipeline.binlog_on_purged == "resnapshot")
         tables: list[TableId] = captured if source.startup_mode in SNAPSHOT_MODES else []
-        start_offset = ctx.server_offset()
+        start_offset = ctx.aligned_offset()
         chunk_size = SplitOptions.from_source(source).chunk_size
         statuses = table_statuses(conn, tables)
         sizes = table_chunk_rows(statuses, source.chunk_size)

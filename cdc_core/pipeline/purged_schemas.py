@@ -111,7 +111,8 @@ def carry_schema_drift(service: PipelineService, tables: Sequence[str]) -> dict[
     steps = service.schema_change_steps(run_id=RUN_ID)
     carried: list[str] = []
     if cur is None:
-        at = ctx.server_offset()
+        # in the pipeline's epoch, as the history's and the pending DDL's offsets are (after a failover)
+        at = ctx.aligned_offset()
         found: list[ev.SchemaChangeEvent] = []
         with ctx.store.transaction(readonly=True) as tx:
             known = {t: schema_from_history(tx.schema_at(t, at.sequence)) for t in tables}

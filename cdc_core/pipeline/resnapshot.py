@@ -8,8 +8,9 @@ MySQL deleted while no binlog covered it would stay in Doris for ever.
 This is the partition-maintenance reload (``cdc_core/pipeline/reload.py``) applied to every (or
 the named) captured table, not a second mechanism:
 
-1. the binlog is rotated (``FLUSH BINARY LOGS``, :func:`move_binlog`) so that the new chunks'
-   high watermarks lie above every sequence Doris holds; then one state-store transaction marks
+1. the binlog is rotated (``FLUSH BINARY LOGS``, :func:`move_binlog`; without ``RELOAD`` the
+   server's own writes must move it, else the request is refused naming the grant) so that the new
+   chunks' high watermarks lie above every sequence Doris holds; then one state-store transaction marks
    every committed chunk of the tables PENDING under its next generation and records each table's
    sweep (:func:`reload.request_reload`, operation ``resnapshot``). When the stream's resume point
    is no longer on the server, it also drops the committed offset, so the stream restarts, as
@@ -37,6 +38,7 @@ over; steps 2 and 3 are the snapshot's and the sweep's own resumable protocols.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,11 +50,12 @@ from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.purge import BinlogPurgedError, ensure_offset_available
+from cdc_core.mysql.server_check import ServerCheckError
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.reload import request_reload
 from cdc_core.state import ChunkStatus
-from cdc_core.state.keys import COMMITTED_OFFSET, RELOAD_REQUESTS
+from cdc_core.state.keys import COMMITTED_OFFSET, EPOCH_REFERENCE, RELOAD_REQUESTS
 
 logger = logging.getLogger(__name__)
 
@@ -129,16 +132,18 @@ def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None
         raise ValueError(
             f"the binlog the stream resumes from ({purged}) was purged, so every captured table missed changes: "
             f"resnapshot them all (drop --table; {len(captured) - len(chosen)} table(s) were left out)")
+    at = ctx.aligned_offset()  # in the pipeline's epoch (after a failover: the stream's on this server)
+    move_binlog(ctx, past=at)  # first: refused for want of RELOAD, nothing has been changed
     _recreate_keyless(ctx, chosen)
-    at = ctx.server_offset()
-    move_binlog(ctx)
     keys: list[str] = []
     with ctx.store.transaction() as tx:
         for table_id in chosen:
             keys += request_reload(tx, TableId.parse(table_id), at, OPERATION)
         if purged is not None:
-            # The stream starts again at the new chunks' lowest high watermark, past the purged range.
+            # The stream starts again at the new chunks' lowest high watermark, past the purged range;
+            # the dropped offset still decides the epoch of those watermarks (after a failover: ≥ 1).
             COMMITTED_OFFSET.delete(tx)
+            EPOCH_REFERENCE.put(tx, purged)
     request = ResnapshotRequest(tuple(chosen), tuple(_pending_keys(ctx, chosen)), purged is not None,
                                 purged_offset=None if purged is None else str(purged))
     logger.warning("%s: %s", ctx.definition.name, request.describe())
@@ -167,21 +172,47 @@ def _recreate_keyless(ctx: PipelineContext, tables: Sequence[str]) -> None:
             ctx.sink.forget(target)
 
 
-def move_binlog(ctx: PipelineContext) -> None:
+MOVE_WAIT_S = 10.0
+"""Without ``RELOAD``: how long a resnapshot waits for the server's own writes to move the binlog."""
+_NEEDS_PRIVILEGE = 1227  # ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need (at least one of) the RELOAD privilege(s)"
+
+
+def move_binlog(ctx: PipelineContext, *, past: BinlogOffset | None = None) -> None:
     """Rotate the binlog (``FLUSH BINARY LOGS``), so that every chunk read from now on gets a high
     watermark above every sequence Doris holds (all of them are at most the position now).
 
     Without it, a resnapshot of rows changed without binlog while the binlog stood still would give
     the re-read rows the very position the stale rows carry, and the sweep (``sequence < lowest new
-    high watermark``) could not tell them apart. Needs ``RELOAD``; without it, a warning."""
+    high watermark``) could not tell them apart. Needs ``RELOAD``. Without it and with ``past`` (a
+    resnapshot: the position its request was made at), the server's own writes may move the binlog
+    beyond ``past`` instead: waited for up to :data:`MOVE_WAIT_S`, else :class:`ServerCheckError`
+    naming the grant (nothing is marked yet: the command can simply be run again). Without ``past``,
+    a warning."""
     try:
         with ctx.connection() as conn, conn.cursor() as cur:
             cur.execute("FLUSH BINARY LOGS")
+        return
     except pymysql.MySQLError as exc:
-        logger.warning("%s: could not rotate the binlog before the resnapshot (FLUSH BINARY LOGS: %s; it needs the "
-                       "RELOAD privilege): if nothing is written to the binlog before the chunks are read, rows "
-                       "deleted without binlog may stay in Doris (write anything, then resnapshot again)",
-                       ctx.definition.name, exc.args[-1] if exc.args else exc)
+        reason = exc.args[-1] if exc.args else exc
+        if past is None or not exc.args or exc.args[0] != _NEEDS_PRIVILEGE:
+            if past is not None:
+                raise
+            logger.warning("%s: could not rotate the binlog (FLUSH BINARY LOGS: %s; it needs the RELOAD privilege): "
+                           "if nothing is written to the binlog before the chunks are read, rows deleted without "
+                           "binlog may stay in Doris (write anything, then resnapshot again)", ctx.definition.name,
+                           reason)
+            return
+    deadline = time.monotonic() + MOVE_WAIT_S
+    while ctx.aligned_offset() <= past:
+        if time.monotonic() > deadline:
+            raise ServerCheckError([
+                f"'{ctx.settings.user}' lacks the RELOAD privilege, which a resnapshot needs to rotate the binlog "
+                "(FLUSH BINARY LOGS) so that the rows it reads again outrank every stale one in Doris; nothing was "
+                f"written to the binlog for {MOVE_WAIT_S:.0f} s either, which would do as well: GRANT RELOAD ON *.* "
+                f"TO '{ctx.settings.user}'@'<host>'; then run the resnapshot again (nothing was marked)"])
+        time.sleep(0.2)
+    logger.info("%s: the binlog moved past %s by the server's own writes (no RELOAD for FLUSH BINARY LOGS)",
+                ctx.definition.name, past)
 
 
 __all__ = ["OPERATION", "ResnapshotRequest", "in_progress", "move_binlog", "purged_resume_point", "request_resnapshot"]

@@ -176,9 +176,10 @@ class PipelineService:
         return binlog_batch.binlog_lag(self.context)
 
     def server_offset(self) -> dict[str, Any]:
-        """The server's binlog position now (one ``SHOW MASTER STATUS``), e.g. to see whether the
-        binlog has moved past a batch; ``binlog_lag`` also reads the state store."""
-        return self.context.server_offset().to_dict()
+        """The server's binlog position now (one ``SHOW MASTER STATUS``), in the pipeline's epoch on
+        that server (after a failover, comparable with the batches' offsets there), e.g. to see
+        whether the binlog has moved past a batch; ``binlog_lag`` also reads the state store."""
+        return self.context.aligned_offset().to_dict()
 
     def binlog_paused(self) -> Any:
         """The pause flag (set by a schema change, or by hand); falsy when the stream may run."""

@@ -113,6 +113,7 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
         gone: dict[str, list[ChunkTask]] = {}
         options = planned_split_options(ctx)
         planned_rows = TABLE_ROWS.get_or(ctx.store, {})
+        reference = ctx.epoch_reference()  # the chunks' watermarks take the pipeline's epoch on this server
         with ctx.connection():
             for table_id, tasks in tasks_by_table.items():
                 try:
@@ -124,7 +125,7 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                 estimate = len(tasks) * options.rows_per_chunk(schema.table_id)
                 if table_id in planned_rows:
                     estimate = min(estimate, int(planned_rows[table_id]))
-                work.append(TableWork(schema, (key.name,), tuple(tasks), estimate))
+                work.append(TableWork(schema, (key.name,), tuple(tasks), estimate, reference))
             skipped = _skip_gone_tables(ctx, gone) if gone else []
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
         outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []
@@ -167,7 +168,7 @@ def _skip_gone_tables(ctx: PipelineContext, gone: dict[str, list[ChunkTask]]) ->
     The chunk's detail says why it holds no rows. Only a table the server says is gone gets here:
     one the user lost SELECT on fails the run with the grant to give (``read_table_schema``).
     """
-    offset = ctx.server_offset().to_dict()
+    offset = ctx.aligned_offset().to_dict()
     results = []
     with ctx.store.transaction() as tx:
         for table_id, tasks in gone.items():

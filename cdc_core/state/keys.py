@@ -130,6 +130,10 @@ PLAN_NOTES: StateKey[list[str]] = StateKey("snapshot", "plan_notes")
 
 COMMITTED_OFFSET: StateKey[BinlogOffset] = StateKey("binlog", "committed_offset", _offset, _offset_dict)
 """Where the stream goes on from: the end of the last committed batch."""
+EPOCH_REFERENCE: StateKey[BinlogOffset] = StateKey("binlog", "epoch_reference", _offset, _offset_dict)
+"""The committed offset a resnapshot after a purge dropped: while no batch is committed again, the
+server and epoch it carries decide the epoch of the new chunks' watermarks
+(``PipelineContext.epoch_reference``)."""
 PLAN_OFFSET: StateKey[BinlogOffset] = StateKey("binlog", "plan_offset", _offset, _offset_dict)
 """The server's offset when the split plan was made."""
 STARTUP: StateKey[JsonDict] = StateKey("binlog", "startup")

@@ -24,12 +24,13 @@ from rich.table import Table
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.instrumentation.phases import phase
 from cdc_core.model.offsets import BinlogOffset
+from cdc_core.mysql.server_check import ServerCheckError
 from cdc_core.schema_evolution.registry import RequestStatus
 from cdc_core.state import ChunkStatus
 from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
 from orchestration.defs.assets import PLAN_STEPS_TAG
-from orchestration.defs.failures import EXPECTED_FAILURES
+from orchestration.defs.failures import EXPECTED_FAILURES, one_line
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 from orchestration.defs.runs import LeaseView, fail_runs_of_dead_holders, runs_in_flight
 from orchestration.defs.schema_change_job import run_config_for, schema_change_job_name
@@ -235,6 +236,8 @@ class OnceRun:
                 request = self.service.request_resnapshot(tables)
             except ValueError as exc:
                 raise RunOnceError(str(exc), code=2) from exc
+            except ServerCheckError as exc:  # a grant missing (RELOAD), nothing marked: exit 1, as validate
+                raise RunOnceError(one_line(exc)) from exc
             self.console.print(f"{self.handle.slug}: {request.describe()}")
             return self._work()
         finally:

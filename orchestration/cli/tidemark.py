@@ -142,7 +142,8 @@ def _server_ready(path: str, definition: PipelineDefinition) -> bool:
 
     where = f"{path}: source {definition.source.hostname}:{definition.source.port}"
     try:
-        info = check_source_server(definition.source)
+        info = check_source_server(definition.source,
+                                   needs_reload=definition.pipeline.binlog_on_purged == "resnapshot")
     except ServerCheckError as exc:
         for problem in exc.problems:
             print(f"{where}: {problem}", file=sys.stderr)

@@ -24,27 +24,13 @@ def tidemark(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.fixture
-def servers(tmp_path):
-    started: list[MariaDBServer] = []
-
-    def make(cls: type, *args, **kw) -> MariaDBServer:
-        server = cls(*args, **kw)
-        started.append(server)
-        return server
-
-    yield make
-    for server in reversed(started):
-        server.stop()
-
-
-def test_replica_with_lower_numbered_files_replicates_and_is_promoted(tmp_path, servers) -> None:
-    primary = servers(MariaDBServer, tmp_path / "p", port=free_port())
+def test_replica_with_lower_numbered_files_replicates_and_is_promoted(tmp_path, mariadb_servers) -> None:
+    primary = mariadb_servers(MariaDBServer, tmp_path / "p", port=free_port())
     primary.start()
     primary.root_sql("CREATE DATABASE app; CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(10)); "
                      "INSERT INTO app.t VALUES (1, 'a'), (2, 'b');")
     assert primary.flush_binary_logs(4) == "binlog.000005"  # the primary has rotated a few times
-    replica = servers(MariaDBReplica, tmp_path / "r", primary, port=free_port())
+    replica = mariadb_servers(MariaDBReplica, tmp_path / "r", primary, port=free_port())
     replica.start()
     primary.root_sql("UPDATE app.t SET v = 'b2' WHERE id = 2; INSERT INTO app.t VALUES (3, 'c');")
     pos = replica.wait_caught_up(60)
@@ -84,11 +70,11 @@ def test_replica_with_lower_numbered_files_replicates_and_is_promoted(tmp_path, 
     assert replica.root_sql("SELECT count(*) FROM app.t").strip() == "5"
 
 
-def test_replica_with_higher_numbered_files_and_a_purged_primary_is_refused(tmp_path, servers) -> None:
-    primary = servers(MariaDBServer, tmp_path / "p", port=free_port())
+def test_replica_with_higher_numbered_files_and_a_purged_primary_is_refused(tmp_path, mariadb_servers) -> None:
+    primary = mariadb_servers(MariaDBServer, tmp_path / "p", port=free_port())
     primary.start()
     primary.root_sql("CREATE DATABASE app; CREATE TABLE app.t (id INT PRIMARY KEY);")
-    replica = servers(MariaDBReplica, tmp_path / "r", primary, port=free_port(), binlog_basename="mariadb-bin",
+    replica = mariadb_servers(MariaDBReplica, tmp_path / "r", primary, port=free_port(), binlog_basename="mariadb-bin",
                       min_binlog_index=7)
     replica.start()
     primary.root_sql("INSERT INTO app.t VALUES (1);")
@@ -108,7 +94,7 @@ def test_replica_with_higher_numbered_files_and_a_purged_primary_is_refused(tmp_
         assert time.monotonic() < deadline, primary.binlog_files()
         primary.root_sql(f"PURGE BINARY LOGS TO '{current}';")
         time.sleep(0.2)
-    late = servers(MariaDBReplica, tmp_path / "late", primary, port=free_port(), server_id=3)
+    late = mariadb_servers(MariaDBReplica, tmp_path / "late", primary, port=free_port(), server_id=3)
     with pytest.raises(ReplicationError, match="were purged"):
         late.start()
     with pytest.raises(ValueError, match="server id of its own"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pymysql
@@ -31,20 +32,6 @@ from tests.schema.helpers import doris_columns, doris_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ["id", "qty", "note"]
-
-
-@pytest.fixture
-def servers(tmp_path):
-    started: list[MariaDBServer] = []
-
-    def make(cls: type, *args, **kw) -> MariaDBServer:
-        server = cls(*args, **kw)
-        started.append(server)
-        return server
-
-    yield make
-    for server in reversed(started):
-        server.stop()
 
 
 def _sql(server: MariaDBServer, db: str, *statements: str) -> None:
@@ -99,8 +86,8 @@ class Pipeline:
             service.close()
 
 
-def _primary(tmp_path: Path, servers, flushes: int, db: str) -> MariaDBServer:
-    primary = servers(MariaDBServer, tmp_path / "primary", port=free_port())
+def _primary(tmp_path: Path, mariadb_servers, flushes: int, db: str) -> MariaDBServer:
+    primary = mariadb_servers(MariaDBServer, tmp_path / "primary", port=free_port())
     primary.start()
     primary.root_sql(f"CREATE DATABASE `{db}`")
     _sql(primary, db,
@@ -116,10 +103,10 @@ def _primary(tmp_path: Path, servers, flushes: int, db: str) -> MariaDBServer:
     ("higher", 0, "binlog", 9),  # the same base name, numbered past the primary's: its files 1..9 exist too
 ])
 def test_failover_to_a_promoted_replica_applies_every_change_once(numbering, flushes, basename, min_index, tmp_path,
-                                                                  servers, doris_standin):  # noqa: F811
+                                                                  mariadb_servers, doris_standin):  # noqa: F811
     db = f"failover_{numbering}"  # the Doris stand-in is shared by the module's tests
-    primary = _primary(tmp_path, servers, flushes, db)
-    replica = servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port(), binlog_basename=basename,
+    primary = _primary(tmp_path, mariadb_servers, flushes, db)
+    replica = mariadb_servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port(), binlog_basename=basename,
                       min_binlog_index=min_index)
     replica.start()
     pipeline = Pipeline(tmp_path, doris_standin, f"failover_{numbering}", db)
@@ -191,10 +178,10 @@ def test_failover_to_a_promoted_replica_applies_every_change_once(numbering, flu
     assert extra == [(str(i), str(i) if int(i) < 50 else None) for i, *_ in _mysql_rows(replica, db)]
 
 
-def test_failover_to_a_replica_missing_committed_transactions_is_refused(tmp_path, servers, doris_standin):  # noqa: F811
+def test_failover_to_a_replica_missing_committed_transactions_is_refused(tmp_path, mariadb_servers, doris_standin):  # noqa: F811
     db = "failover_refused"
-    primary = _primary(tmp_path, servers, 0, db)
-    replica = servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port())
+    primary = _primary(tmp_path, mariadb_servers, 0, db)
+    replica = mariadb_servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port())
     replica.start()
     pipeline = Pipeline(tmp_path, doris_standin, "failover_refused", db)
     pipeline.point_at(primary)
@@ -222,3 +209,80 @@ def test_failover_to_a_replica_missing_committed_transactions_is_refused(tmp_pat
     assert "tidemark resnapshot" in message
     assert _doris_rows(doris_standin, db) == applied, "nothing applied"
     assert pipeline.committed() == committed and pipeline.committed().server == "server_id=1"
+
+
+def test_a_resnapshot_after_a_failover_outranks_what_the_stream_wrote_there(tmp_path, mariadb_servers,
+                                                                            doris_standin):  # noqa: F811
+    """After a failover the stream writes the new server's changes under the next epoch, whose
+    sequences outrank every file position. A resnapshot's chunks (and their sweep) must carry that
+    epoch too: stamped with epoch 0 their rows lost to what the stream had written on the new server
+    — rows fixed with ``sql_log_bin = 0`` stayed stale in Doris, rows deleted so stayed there."""
+    db = "failover_resnapshot"
+    primary = _primary(tmp_path, mariadb_servers, 0, db)
+    replica = mariadb_servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port())
+    replica.start()
+    pipeline = Pipeline(tmp_path, doris_standin, "failover_resnapshot", db)
+    pipeline.point_at(primary)
+    first = pipeline.run_once()
+    assert first.returncode == 0, first.stderr[-3000:]
+    replica.wait_caught_up(60)
+    primary.stop()
+    replica.promote()
+    _sql(replica, db, "UPDATE items SET qty = qty + 1000, note = 'streamed on the replica' WHERE id BETWEEN 100 AND 300")
+    pipeline.point_at(replica)
+    followed = pipeline.run_once()  # the stream follows the failover: Doris rows 100..300 carry epoch 1
+    assert followed.returncode == 0, followed.stderr[-3000:]
+    assert pipeline.committed().epoch == 1
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+
+    # rows changed where no binlog sees them, among them rows the stream wrote under epoch 1
+    replica.root_sql(f"SET SESSION sql_log_bin = 0; UPDATE `{db}`.items SET note = 'fixed quietly' "
+                     f"WHERE id BETWEEN 150 AND 200; DELETE FROM `{db}`.items WHERE id BETWEEN 250 AND 260 OR id < 5; "
+                     f"INSERT INTO `{db}`.items VALUES (5001, 1, 'inserted quietly');")
+    resnapshot = subprocess.run([sys.executable, "-m", "orchestration.cli", "resnapshot", str(pipeline.path)], cwd=ROOT,
+                                env=pipeline.env, capture_output=True, text=True, timeout=600)
+    assert resnapshot.returncode == 0, resnapshot.stderr[-3000:]
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+    assert _high_watermark_marks(pipeline) == {(1, "server_id=2")}  # read again on the new server, in its epoch
+    assert pipeline.committed().epoch == 1
+
+    _sql(replica, db, "UPDATE items SET note = 'after the resnapshot' WHERE id BETWEEN 180 AND 190")
+    last = pipeline.run_once()  # the stream goes on from there
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+
+    # The binlog the stream resumes from is purged on the new server: the resnapshot drops the
+    # committed offset, and the offset it dropped still gives the new chunks (and the stream that
+    # restarts at their watermarks) epoch 1.
+    _sql(replica, db, "UPDATE items SET note = 'in the purged range' WHERE id BETWEEN 100 AND 140",
+         "DELETE FROM items WHERE id BETWEEN 270 AND 280")
+    gone, current = pipeline.committed().file, replica.flush_binary_logs(1)
+    for _ in range(100):  # MariaDB keeps a log until its binlog checkpoint is written: retry briefly
+        replica.root_sql(f"PURGE BINARY LOGS TO '{current}';")
+        if gone not in replica.binlog_files():
+            break
+        time.sleep(0.1)
+    assert gone not in replica.binlog_files()
+    stopped = pipeline.run_once()
+    assert stopped.returncode == 1 and "tidemark resnapshot" in stopped.stderr, stopped.stderr[-3000:]
+    healed = subprocess.run([sys.executable, "-m", "orchestration.cli", "resnapshot", str(pipeline.path)], cwd=ROOT,
+                            env=pipeline.env, capture_output=True, text=True, timeout=600)
+    assert healed.returncode == 0, healed.stderr[-3000:]
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+    assert _high_watermark_marks(pipeline) == {(1, "server_id=2")}
+    _sql(replica, db, "UPDATE items SET qty = 7 WHERE id BETWEEN 300 AND 320")
+    again = pipeline.run_once()  # the stream, restarted at the new watermarks, in epoch 1
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+    after = pipeline.committed()
+    assert after.epoch == 1 and after.server == "server_id=2" and after.file in replica.binlog_files()
+
+
+def _high_watermark_marks(pipeline: Pipeline) -> set[tuple]:
+    """The (epoch, server) pairs of the chunks' high watermarks."""
+    service = spark_service(load_pipeline(pipeline.path))
+    try:
+        with service.store.transaction(readonly=True) as tx:
+            return {(c.high_watermark.get("epoch"), c.high_watermark.get("server")) for c in tx.chunks()}
+    finally:
+        service.close()

@@ -235,3 +235,68 @@ def test_an_unfinished_schema_change_before_the_purge_is_superseded(purge_server
     last = _tidemark(env, "run", str(path), "--once")
     assert last.returncode == 0, last.stderr[-3000:]
     _assert_equal(purge_conn, doris_standin, path, db)
+
+
+def test_a_resnapshot_without_reload_needs_the_binlog_to_move(purge_server, purge_conn, doris_standin, tmp_path):
+    """A CDC user without RELOAD cannot rotate the binlog. On an idle server the resnapshot then
+    refuses, with the grant to give and nothing marked (its re-read rows could tie with the stale
+    ones, and a row deleted without binlog would stay in Doris); when the server's own writes move
+    the binlog meanwhile, that does as well and the resnapshot heals."""
+    import threading
+
+    from cdc_core.config import load_pipeline
+    from cdc_core.state import ChunkStatus
+    from cdc_core.state.keys import RELOAD_REQUESTS
+    from jobs.spark_executor import spark_service
+
+    db = "resnapshot_noreload"
+    _setup(purge_conn, db)
+    sql(purge_conn, "CREATE USER IF NOT EXISTS 'noreload'@'%' IDENTIFIED BY 'noreload-pass'",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO 'noreload'@'%'",
+        "CREATE DATABASE IF NOT EXISTS elsewhere", "CREATE TABLE IF NOT EXISTS elsewhere.ticks (n INT)")
+    path = tmp_path / f"{db}.yaml"
+    write_pipeline(path, host=purge_server.endpoint.host, port=purge_server.endpoint.port, fe=doris_standin.fe_http,
+                   tables=f"{db}.\\.*", name=f"purge_{db}", state_dir=tmp_path / "state", server_id="5700-5709",
+                   source={"username": "noreload", "password": "noreload-pass",
+                           "scan.incremental.snapshot.chunk.size": 100})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
+    env.pop("TIDEMARK_FAULTS", None)
+    try:
+        first = _tidemark(env, "run", str(path), "--once")
+        assert first.returncode == 0, first.stderr[-3000:]
+        sql(purge_conn, "SET SESSION sql_log_bin = 0", f"DELETE FROM `{db}`.items WHERE id BETWEEN 10 AND 20",
+            f"UPDATE `{db}`.notes SET body = 'fixed quietly' WHERE id < 30", "SET SESSION sql_log_bin = 1")
+
+        refused = _tidemark(env, "resnapshot", str(path))  # nothing else writes: the binlog stands still
+        assert refused.returncode == 1, refused.stderr[-3000:]
+        said = [line for line in refused.stderr.splitlines() if line.startswith("tidemark resnapshot")]
+        assert len(said) == 1 and "GRANT RELOAD ON *.* TO 'noreload'@" in said[0], refused.stderr[-3000:]
+        service = spark_service(load_pipeline(path))
+        try:
+            with service.store.transaction(readonly=True) as tx:
+                assert RELOAD_REQUESTS.items(tx) == [] and {c.status for c in tx.chunks()} == {ChunkStatus.COMMITTED}
+        finally:
+            service.close()
+
+        stop = threading.Event()
+
+        def tick() -> None:  # another application's writes, elsewhere on the server
+            conn = pymysql.connect(unix_socket=purge_server.endpoint.root_socket, user="root", autocommit=True)
+            try:
+                while not stop.wait(0.3):
+                    with conn.cursor() as cur:
+                        cur.execute("INSERT INTO elsewhere.ticks VALUES (1)")
+            finally:
+                conn.close()
+
+        writer = threading.Thread(target=tick, daemon=True)
+        writer.start()
+        try:
+            healed = _tidemark(env, "resnapshot", str(path))
+        finally:
+            stop.set()
+            writer.join(10)
+        assert healed.returncode == 0, healed.stderr[-3000:]
+        _assert_equal(purge_conn, doris_standin, path, db)
+    finally:
+        sql(purge_conn, "DROP USER IF EXISTS 'noreload'@'%'", "DROP DATABASE IF EXISTS elsewhere")

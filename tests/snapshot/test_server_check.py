@@ -163,3 +163,48 @@ def test_the_first_planning_round_checks_the_server(mysql_server, fresh_db, root
     message = str(err.value)
     assert "REPLICATION SLAVE" in message and "GRANT REPLICATION SLAVE ON *.* TO" in message
     assert "planner-pass" not in message
+
+
+def test_a_pipeline_that_heals_a_purge_unattended_needs_reload(root_conn, mysql_server, fresh_db, doris_standin,
+                                                               tmp_path):
+    """``tidemark.binlog.on-purged: resnapshot`` heals alone, rotating the binlog (FLUSH BINARY LOGS):
+    a user without RELOAD is refused by ``validate --connect`` (and by the first planning round)
+    with the grant to give; the same user is fine for a pipeline left at ``fail``."""
+    import subprocess
+    import sys
+
+    from devstack.pipeline_file import write_pipeline
+
+    run(root_conn,
+        "CREATE USER IF NOT EXISTS 'noreload'@'%' IDENTIFIED BY 'noreload-pass'",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO 'noreload'@'%'",
+        f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY)")
+    try:
+        ep = mysql_server.endpoint
+        conn = connect(MySqlConnectionSettings(ep.host, ep.port, "noreload", "noreload-pass"))
+        try:
+            check_server(conn, [TableId(fresh_db, "t")], user="'noreload'")  # on-purged: fail needs no RELOAD
+            with pytest.raises(ServerCheckError) as err:
+                check_server(conn, [TableId(fresh_db, "t")], user="'noreload'", needs_reload=True)
+        finally:
+            conn.close()
+        [problem] = err.value.problems
+        assert problem.startswith("'noreload' lacks the RELOAD privilege, which tidemark.binlog.on-purged: resnapshot")
+        assert "GRANT RELOAD ON *.* TO '<user>'@'<host>';" in problem
+
+        def validate(on_purged: str) -> subprocess.CompletedProcess:
+            path = write_pipeline(tmp_path / f"{on_purged}.yaml", host=ep.host, port=ep.port, fe=doris_standin.fe_http,
+                                  tables=f"{fresh_db}.t", name=f"reload_{on_purged}", state_dir=tmp_path / "state",
+                                  source={"username": "noreload", "password": "noreload-pass"},
+                                  pipeline={"tidemark.binlog.on-purged": on_purged})
+            return subprocess.run([sys.executable, "-m", "orchestration.cli", "validate", str(path), "--connect"],
+                                  capture_output=True, text=True, timeout=120)
+
+        refused = validate("resnapshot")
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "lacks the RELOAD privilege" in refused.stderr and "GRANT RELOAD ON *.*" in refused.stderr
+        assert "noreload-pass" not in refused.stdout + refused.stderr
+        fine = validate("fail")
+        assert fine.returncode == 0, fine.stdout + fine.stderr
+    finally:
+        run(root_conn, "DROP USER 'noreload'@'%'")

@@ -153,7 +153,9 @@ def _repair_keys(ctx: PipelineContext, table_id: TableId, target: TableId, keys:
     split = SnapshotSplit(table_id, 0, None, None, ())
     tables: list[pa.Table] = []
     present: set[tuple] = set()
-    with SnapshotSplitReader.from_source(source) as reader, ctx.connection() as conn:
+    # ``low`` in the pipeline's epoch: after a failover it outranks the stream's older changes there
+    with SnapshotSplitReader.from_source(source, epoch_reference=ctx.epoch_reference()) as reader, \
+            ctx.connection() as conn:
         low = reader.current_offset()
         for i in range(0, len(keys), KEYS_PER_QUERY):
             part = keys[i: i + KEYS_PER_QUERY]
