@@ -15,6 +15,10 @@ silently skipped) or impossible (higher-numbered: error 1236). So:
   server itself refuses a position not in its history, ``slave_gtid_strict_mode``) finds the new
   server's file and position of the first transaction after it
   (:func:`cdc_core.mysql.startup.resolve_gtid`), and the stream reads on by file and position there;
+* when the server holds every committed transaction but the binlog files with the ones right after
+  them were purged there (a purge soon after the failover, before a batch was committed on the new
+  server), that is a purge, not a divergence: :class:`cdc_core.mysql.purge.GtidPurgedError`, healed
+  as any purged binlog is (``tidemark resnapshot``, or ``tidemark.binlog.on-purged: resnapshot``);
 * offsets on the new server take the next **epoch** (``BinlogOffset.epoch``): they sort, and give
   Doris sequence values, after every offset of the old server, whatever their file numbers.
 
@@ -32,7 +36,8 @@ import pymysql
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import MySqlConnectionSettings
-from cdc_core.mysql.gtid import compare_positions
+from cdc_core.mysql.gtid import compare_positions, is_mariadb_gtid
+from cdc_core.mysql.purge import GtidPurgedError, binary_logs
 from cdc_core.mysql.startup import StartupError, resolve_gtid
 
 logger = logging.getLogger(__name__)
@@ -119,6 +124,7 @@ def resume_after_failover(settings: Any, committed: BinlogOffset, server_offset:
     cannot continue the committed history."""
     check_successor(committed, server_offset)
     assert committed.gtid_set is not None  # checked above
+    check_gtids_available(settings, committed)
     try:
         start = resolve_gtid(settings, committed.gtid_set, server_id)
     except (StartupError, pymysql.MySQLError) as exc:
@@ -132,6 +138,41 @@ def resume_after_failover(settings: Any, committed: BinlogOffset, server_offset:
                    committed.server, server_offset.server, committed.gtid_set, resumed.file, resumed.position,
                    resumed.epoch)
     return resumed
+
+
+def oldest_gtid_position(cur: Any, gtid_set: str) -> tuple[str, list[str]]:
+    """The GTID position before the server's oldest binlog (MariaDB: the ``Gtid_list`` event that
+    opens every binlog file; MySQL: ``gtid_purged``), and the server's binlog files."""
+    names = [name for name, _ in binary_logs(cur)]
+    if not is_mariadb_gtid(gtid_set):
+        cur.execute("SELECT @@GLOBAL.gtid_purged")
+        row = cur.fetchone()
+        value = (list(row.values())[0] if isinstance(row, dict) else row[0]) if row else ""
+        return str(value or "").replace("\n", ""), names
+    if not names:
+        return "", names
+    cur.execute(f"SHOW BINLOG EVENTS IN '{names[0]}' LIMIT 4")
+    for row in cur.fetchall():
+        values = list(row.values()) if isinstance(row, dict) else list(row)
+        if str(values[2]) == "Gtid_list":
+            return str(values[5]).strip().strip("[]").strip(), names
+    return "", names
+
+
+def check_gtids_available(settings: Any, committed: BinlogOffset) -> None:
+    """Raise :class:`GtidPurgedError` when the transactions right after the committed GTID position
+    are no longer in the server's binlogs: its oldest binlog starts past that position (call it once
+    the server is known to hold every committed transaction, :func:`check_successor`)."""
+    if not committed.gtid_set:
+        return
+    conn = pymysql.connect(**MySqlConnectionSettings.of(settings).pymysql_kwargs())
+    try:
+        with conn.cursor() as cur:
+            oldest, names = oldest_gtid_position(cur, committed.gtid_set)
+    finally:
+        conn.close()
+    if oldest and compare_positions(oldest, committed.gtid_set).missing:
+        raise GtidPurgedError(committed, names, oldest)
 
 
 def current_offset(settings: Any) -> BinlogOffset:

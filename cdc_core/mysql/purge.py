@@ -29,6 +29,29 @@ class BinlogPurgedError(RuntimeError):
         )
 
 
+class GtidPurgedError(BinlogPurgedError):
+    """After a failover: the new server holds every committed transaction, but the binlog files with
+    the ones right after them were purged there. A purge like :class:`BinlogPurgedError` (the same
+    heal: a resnapshot), not a divergence (``cdc_core/mysql/failover.py`` refuses that)."""
+
+    def __init__(self, offset: BinlogOffset, available: list[str], oldest_position: str):
+        self.offset = offset
+        self.available = available
+        self.oldest_position = oldest_position
+        first = available[0] if available else "(none)"
+        RuntimeError.__init__(
+            self,
+            f"the binlog to resume from after GTID position {offset.gtid_set} (committed on {offset.server}, "
+            f"offset {offset}) is no longer on the source, which failed over to another server: its oldest binlog "
+            f"{first} starts after GTID position {oldest_position}, so the transactions right after the committed "
+            "ones were purged (expire_logs_days / binlog_expire_logs_seconds or PURGE BINARY LOGS). Changes "
+            "there are lost to the binlog, so Tidemark will not skip them: run `tidemark resnapshot PIPELINE.yaml` "
+            "(a new snapshot: every captured table read again from now, and the rows MySQL deleted meanwhile "
+            "removed from Doris; the stream then goes on), or set pipeline option tidemark.binlog.on-purged: "
+            "resnapshot to heal so unattended; and keep binlogs longer than the pipeline can be down."
+        )
+
+
 def binary_logs(cursor: Any) -> list[tuple[str, int]]:
     """``SHOW BINARY LOGS`` as (file, size) in order."""
     cursor.execute("SHOW BINARY LOGS")

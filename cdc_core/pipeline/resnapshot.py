@@ -49,13 +49,17 @@ from cdc_core.doris.table_creation import KeylessMode
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId
+from cdc_core.mysql.failover import align, check_gtids_available, failed_over
+from cdc_core.mysql.hybrid_assigner import HybridSplitAssigner
 from cdc_core.mysql.purge import BinlogPurgedError, ensure_offset_available
 from cdc_core.mysql.server_check import ServerCheckError
+from cdc_core.mysql.startup import StartupPlan
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
 from cdc_core.pipeline.reload import request_reload
+from cdc_core.pipeline.snapshot import finished_chunks
 from cdc_core.state import ChunkStatus
-from cdc_core.state.keys import COMMITTED_OFFSET, EPOCH_REFERENCE, RELOAD_REQUESTS
+from cdc_core.state.keys import COMMITTED_OFFSET, EPOCH_REFERENCE, PLAN_OFFSET, RELOAD_REQUESTS, STARTUP
 
 logger = logging.getLogger(__name__)
 
@@ -94,15 +98,33 @@ def _pending_keys(ctx: PipelineContext, tables: Sequence[str]) -> list[str]:
 
 
 def purged_resume_point(ctx: PipelineContext) -> BinlogOffset | None:
-    """The committed offset when its binlog file is no longer on the server, else None."""
-    committed = COMMITTED_OFFSET.get(ctx.store)
+    """The committed offset (before the first batch: where the stream would start, the snapshot's
+    lowest high watermark) when its binlog file is no longer on the server, else None.
+
+    After a failover not followed yet (the committed offset is another server's) its file name means
+    nothing here: purged means the new server's binlogs no longer hold the transactions right after
+    the committed GTID position (``cdc_core/mysql/failover.py``, ``check_gtids_available``)."""
+    committed = COMMITTED_OFFSET.get(ctx.store) or _snapshot_resume_point(ctx)
     if committed is None:
         return None
     try:
-        ensure_offset_available(ctx.settings, committed)
+        if failed_over(committed, ctx.server_offset()):
+            check_gtids_available(ctx.settings, committed)
+        else:
+            ensure_offset_available(ctx.settings, committed)
     except BinlogPurgedError:
         return committed
     return None
+
+
+def _snapshot_resume_point(ctx: PipelineContext) -> BinlogOffset | None:
+    """Where the first batch would start (no batch committed yet): the snapshot's lowest high
+    watermark, as ``cdc_core/pipeline/binlog_batch.py`` resumes; None before a startup plan."""
+    plan = STARTUP.get(ctx.store)
+    if plan is None:
+        return None
+    return HybridSplitAssigner.resume_offset(StartupPlan.from_dict(plan), finished_chunks(ctx),
+                                             plan_offset=PLAN_OFFSET.get(ctx.store))
 
 
 def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None) -> ResnapshotRequest:
@@ -132,7 +154,9 @@ def request_resnapshot(ctx: PipelineContext, tables: Sequence[str] | None = None
         raise ValueError(
             f"the binlog the stream resumes from ({purged}) was purged, so every captured table missed changes: "
             f"resnapshot them all (drop --table; {len(captured) - len(chosen)} table(s) were left out)")
-    at = ctx.aligned_offset()  # in the pipeline's epoch (after a failover: the stream's on this server)
+    # in the pipeline's epoch (after a failover: the stream's on this server; a failover followed by
+    # a purge before any batch was committed there: the epoch after the purged resume point's)
+    at = align(ctx.server_offset(), ctx.epoch_reference() or purged)
     move_binlog(ctx, past=at)  # first: refused for want of RELOAD, nothing has been changed
     _recreate_keyless(ctx, chosen)
     keys: list[str] = []

@@ -62,8 +62,8 @@ def _doris_rows(standin, db: str) -> list[tuple]:
 class Pipeline:
     """One pipeline file and its Dagster home; ``point_at`` rewrites the source's port."""
 
-    def __init__(self, tmp_path: Path, standin, name: str, db: str):
-        self.db = db
+    def __init__(self, tmp_path: Path, standin, name: str, db: str, options: dict | None = None):
+        self.db, self.options = db, options
         self.path = tmp_path / f"{name}.yaml"
         self.tmp_path, self.standin, self.name = tmp_path, standin, name
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
@@ -72,7 +72,7 @@ class Pipeline:
     def point_at(self, server: MariaDBServer) -> None:
         write_pipeline(self.path, host=server.endpoint.host, port=server.endpoint.port, fe=self.standin.fe_http,
                        tables=f"{self.db}.items", name=self.name, state_dir=self.tmp_path / "state", server_id="5700-5704",
-                       source={"scan.incremental.snapshot.chunk.size": 100})
+                       source={"scan.incremental.snapshot.chunk.size": 100}, pipeline=self.options)
 
     def run_once(self) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "orchestration.cli", "run", str(self.path), "--once"], cwd=ROOT,
@@ -272,6 +272,79 @@ def test_a_resnapshot_after_a_failover_outranks_what_the_stream_wrote_there(tmp_
     assert _high_watermark_marks(pipeline) == {(1, "server_id=2")}
     _sql(replica, db, "UPDATE items SET qty = 7 WHERE id BETWEEN 300 AND 320")
     again = pipeline.run_once()  # the stream, restarted at the new watermarks, in epoch 1
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+    after = pipeline.committed()
+    assert after.epoch == 1 and after.server == "server_id=2" and after.file in replica.binlog_files()
+
+
+def _purge_to_current(server: MariaDBServer, gone: str) -> None:
+    """Rotate the binlog and purge every file before the new one (``gone`` among them)."""
+    current = server.flush_binary_logs(1)
+    for _ in range(100):  # MariaDB keeps a log until its binlog checkpoint is written: retry briefly
+        server.root_sql(f"PURGE BINARY LOGS TO '{current}';")
+        if gone not in server.binlog_files():
+            break
+        time.sleep(0.1)
+    assert gone not in server.binlog_files()
+
+
+@pytest.mark.parametrize(("on_purged", "batch_on_primary"), [
+    ("resnapshot", False),  # the stream would start at the snapshot's high watermarks (old server)
+    ("fail", True),  # it resumes after a batch committed on the old server
+])
+def test_a_purge_right_after_a_failover_heals_by_resnapshot(on_purged, batch_on_primary, tmp_path, mariadb_servers,
+                                                            doris_standin):  # noqa: F811
+    """Issue #28 (docs/soak.md, bug 6): the promoted server purges the binlog with the transactions
+    right after the committed GTID position before a batch is committed there. That is a purge (the
+    server holds every committed transaction), healed as one: by ``on-purged: resnapshot`` in a plain
+    run, or, by default, a one-line stop naming ``tidemark resnapshot``, which heals it."""
+    db = f"failover_purged_{on_purged}"
+    primary = _primary(tmp_path, mariadb_servers, 0, db)
+    replica = mariadb_servers(MariaDBReplica, tmp_path / "replica", primary, port=free_port())
+    replica.start()
+    options = {"tidemark.binlog.on-purged": "resnapshot"} if on_purged == "resnapshot" else None
+    pipeline = Pipeline(tmp_path, doris_standin, db, db, options)
+    pipeline.point_at(primary)
+    first = pipeline.run_once()
+    assert first.returncode == 0, first.stderr[-3000:]
+    if batch_on_primary:
+        _sql(primary, db, "UPDATE items SET qty = 0 WHERE id <= 20", "INSERT INTO items VALUES (2001, 1, 'primary')")
+        second = pipeline.run_once()
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert _doris_rows(doris_standin, db) == _mysql_rows(primary, db)
+    committed = pipeline.committed()
+    assert (committed is not None) == batch_on_primary
+    replica.wait_caught_up(60)
+    primary.stop()
+    replica.promote()
+    # changes on the new server, among them deletes, then its binlogs holding them are purged
+    _sql(replica, db, "UPDATE items SET qty = qty + 1000, note = 'on the replica' WHERE id BETWEEN 100 AND 200",
+         "DELETE FROM items WHERE id BETWEEN 300 AND 320", "INSERT INTO items VALUES (4001, 1, 'replica')")
+    _purge_to_current(replica, replica.current_binlog())  # every file with a change after the committed GTIDs
+    _sql(replica, db, "UPDATE items SET note = 'after the purge' WHERE id BETWEEN 10 AND 20")
+    pipeline.point_at(replica)
+
+    if on_purged == "fail":
+        stopped = pipeline.run_once()
+        assert stopped.returncode == 1, stopped.stderr[-3000:]
+        errors = [line for line in stopped.stderr.splitlines() if "tidemark resnapshot" in line]
+        assert len(errors) == 1 and "purged" in errors[0] and committed.gtid_set in errors[0], stopped.stderr[-3000:]
+        assert "required binlog files have been purged" not in stopped.stderr  # no longer the server's refusal
+        assert "lacks transactions" not in stopped.stderr  # a purge, not a divergence
+        assert pipeline.committed() == committed, "nothing committed"
+        healed = subprocess.run([sys.executable, "-m", "orchestration.cli", "resnapshot", str(pipeline.path)],
+                                cwd=ROOT, env=pipeline.env, capture_output=True, text=True, timeout=600)
+        assert healed.returncode == 0, healed.stderr[-3000:]
+    else:
+        healed = pipeline.run_once()  # a plain run heals itself, with a warning
+        assert healed.returncode == 0, healed.stderr[-3000:]
+        assert "on-purged is 'resnapshot'" in healed.stderr, healed.stderr[-3000:]
+    assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
+    assert _high_watermark_marks(pipeline) == {(1, "server_id=2")}  # read on the new server, in the next epoch
+
+    _sql(replica, db, "UPDATE items SET qty = 7 WHERE id BETWEEN 50 AND 60", "DELETE FROM items WHERE id = 61")
+    again = pipeline.run_once()  # the stream goes on from the new watermarks, in epoch 1
     assert again.returncode == 0, again.stderr[-3000:]
     assert _doris_rows(doris_standin, db) == _mysql_rows(replica, db)
     after = pipeline.committed()
