@@ -137,11 +137,7 @@ def fail_dead_runs(instance: DagsterInstance, runs: list[DagsterRun]) -> list[Da
         message = (f"the process executing this run ({where}) is gone: it "
                    "was killed or its machine restarted. Tidemark marked the run failed; the pipeline's next run "
                    "finishes or redoes what it had prepared.")
-        logger.warning("run %s: %s", run.run_id, message)
-        if run.status == DagsterRunStatus.CANCELING:
-            instance.report_run_canceled(run, message=message)
-        else:
-            instance.report_run_failed(run, message=message)
+        _mark_ended(instance, run, message)
     return alive
 
 
@@ -160,11 +156,7 @@ def fail_runs_of_dead_holders(instance: DagsterInstance, dead: list[LeaseRecord]
                    f"the pipeline's {record.scope} ({record.death()}): it was killed or its "
                    "machine is gone. Tidemark marked the run failed; the run that took the lease over finishes or "
                    "redoes what it had prepared.")
-        logger.warning("run %s: %s", run.run_id, message)
-        if run.status == DagsterRunStatus.CANCELING:
-            instance.report_run_canceled(run, message=message)
-        else:
-            instance.report_run_failed(run, message=message)
+        _mark_ended(instance, run, message)
         failed.append(run.run_id)
     return failed
 
@@ -233,11 +225,7 @@ def fail_leaseless_runs(instance: DagsterInstance, runs: list[DagsterRun], lease
         message = (f"the process executing this run ({where}) holds no lease of the pipeline and has logged nothing "
                    f"for {silent:.0f} s (the lease's time to live is {leases.ttl_s:.0f} s): it died before taking its "
                    "lease (killed, or its machine is gone). Tidemark marked the run failed; it had prepared nothing.")
-        logger.warning("run %s: %s", run.run_id, message)
-        if run.status == DagsterRunStatus.CANCELING:
-            instance.report_run_canceled(run, message=message)
-        else:
-            instance.report_run_failed(run, message=message)
+        _mark_ended(instance, run, message)
         failed.append(LeaselessRun(run.run_id, f"run {run.run_id[:8]} ({run.job_name}, {where}) was still marked "
                                                 f"{run.status.value.lower()} with no lease and nothing logged for "
                                                 f"{silent:.0f} s: its process died before taking a lease; marked it "
@@ -403,3 +391,13 @@ def next_run_key(instance: DagsterInstance, base_key: str, spent: Callable[[Dags
         if run is None or not spent(run):
             return RunKeyChoice(base_key, key, run, attempt + 1)
     return RunKeyChoice(base_key, None, run, max_retries + 1)
+
+
+def _mark_ended(instance: DagsterInstance, run: DagsterRun, message: str) -> None:
+    """A run whose process is gone ends as what it was heading for: canceled if it was canceling,
+    failed otherwise; the message (why Tidemark judged it dead) goes to the log and the run."""
+    logger.warning("run %s: %s", run.run_id, message)
+    if run.status == DagsterRunStatus.CANCELING:
+        instance.report_run_canceled(run, message=message)
+    else:
+        instance.report_run_failed(run, message=message)
