@@ -186,6 +186,7 @@ def _drift_pipeline(purge_server, purge_conn, doris_standin, tmp_path, db):
     return path, env
 
 
+@pytest.mark.slow  # ~70 s: a purge over a DDL, healed
 def test_schema_changes_in_the_purged_range_are_carried_over(purge_server, purge_conn, doris_standin, tmp_path):
     """Found by the soak (tests/soak/): a DDL whose binlog was purged never reaches the stream, so the
     resnapshot must carry it over itself (cdc_core/pipeline/purged_schemas.py), else the re-read

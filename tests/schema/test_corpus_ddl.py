@@ -17,7 +17,7 @@ from tests.corpus import compare
 from tests.schema.helpers import carry_next_ddl, catch_up, sql
 
 
-@pytest.fixture(params=["FULL", "MINIMAL"])
+@pytest.fixture(params=["FULL", pytest.param("MINIMAL", marks=pytest.mark.slow)])  # MINIMAL: -m slow (suite time)
 def row_metadata(request, root_conn) -> str:
     """The binlog with column names (FULL) or without (MINIMAL: the schema history names them)."""
     sql(root_conn, f"SET GLOBAL binlog_row_metadata = '{request.param}'")
