@@ -325,11 +325,12 @@ class OnceRun:
             console=self.console, transient=False,
         )
         name = f"{self.handle.slug} snapshot"
-        with progress:
+        try:  # the display starts after the first planning step: a plan that fails prints its one line alone
             task = progress.add_task(f"{name} (planning)", total=None, completed=0, rows=0, rate=0.0)
             complete = False
             while not complete:
                 result = self._execute(self.handle.splits_job_name, tags={PLAN_STEPS_TAG: str(steps)})
+                progress.start()
                 md = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_splits")[0].metadata
                 notes = md.get("notes")
                 if notes is not None and notes.value != "(none)" and notes.value not in self.summary.notes:
@@ -354,6 +355,8 @@ class OnceRun:
                 progress.update(task, completed=len(ordered) - len(todo))
                 if not self._load(ordered, todo, progress, task, started):
                     return
+        finally:
+            progress.stop()
         self.summary.snapshot_s = time.monotonic() - started
         if not self.service.snapshot_done():
             raise RunOnceError(f"the snapshot of '{self.handle.slug}' is not complete after loading every chunk "
