@@ -209,7 +209,7 @@ class OnceRun:
         for record in {r.owner: r for r in sorted(dead, key=lambda r: r.scope == Scope.PIPELINE)}.values():
             self.console.print(f"[yellow]{self.handle.slug}: an earlier run is gone ({record.purpose} on {record.host}, "
                                f"pid {record.pid}: {record.death()}); finishing what it "
-                               "left prepared[/yellow]")
+                               "left prepared[/yellow]", soft_wrap=True)  # one line, whatever the width
 
     def _give_back_lease(self) -> None:
         try:
