@@ -31,16 +31,26 @@ ROOT = Path(__file__).resolve().parents[2]
 RACERS = 6
 
 
-def race(url: str, start_at: float, scope: str) -> None:
-    """One racer: take ``scope`` at ``start_at``; prints WON or HELD (the other's one line)."""
+def race(url: str, start_at: float, scope: str, done_dir: str, racers: int) -> None:
+    """One racer: take ``scope`` at ``start_at``; prints WON or HELD (the other's one line).
+
+    Every racer stays alive until all have tried: a lease whose holder's pid is gone on this machine
+    is taken over by design, so a winner that exited before a racer started late (imports under a
+    loaded machine) would hand its lease on, and the test would see two winners for the wrong reason.
+    """
     store = StateStore.open(url=url)
     time.sleep(max(0.0, start_at - time.time()))
     try:
-        try_acquire(store, [scope], owner=f"racer-{os.getpid()}", purpose="a race", ttl_s=60)
-    except LeaseHeld as exc:
-        print("HELD", exc)
-    else:
-        print("WON")
+        try:
+            try_acquire(store, [scope], owner=f"racer-{os.getpid()}", purpose="a race", ttl_s=60)
+        except LeaseHeld as exc:
+            print("HELD", exc)
+        else:
+            print("WON")
+        Path(done_dir, str(os.getpid())).touch()
+        deadline = time.monotonic() + 100
+        while len(os.listdir(done_dir)) < racers and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         store.close()
 
@@ -52,11 +62,14 @@ def store_url(request, tmp_path):
     return request.getfixturevalue("postgres_db")
 
 
-def test_of_processes_taking_one_scope_at_the_same_moment_exactly_one_wins(store_url):
+def test_of_processes_taking_one_scope_at_the_same_moment_exactly_one_wins(store_url, tmp_path):
     StateStore.open(url=store_url).close()  # the tables exist: the race is on the lease alone
     start_at = time.time() + 2.5
+    done = tmp_path / "done"
+    done.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    code = f"from tests.foundation.test_run_leases import race; race({store_url!r}, {start_at!r}, 'stream')"
+    code = (f"from tests.foundation.test_run_leases import race; "
+            f"race({store_url!r}, {start_at!r}, 'stream', {str(done)!r}, {RACERS})")
     procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(RACERS)]
     outs = []
