@@ -96,6 +96,13 @@ def _contiguous_ranges(ordered: list[str], wanted: set[str], limit: int) -> list
     return ranges
 
 
+def _one_line(message: str | None) -> str:
+    """An error's whole message on one line. Not only its last line: a stop's message can span lines
+    (a DDL error appends ``DDL: <statement>`` on its own line), and the cause and the way out it
+    names come first."""
+    return " ".join(line.strip() for line in (message or "").splitlines() if line.strip())
+
+
 def _first_error(result: Any) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.user_failure_data:
@@ -105,10 +112,10 @@ def _first_error(result: Any) -> str:
                 return f"{event.step_key}: {description}"
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
-            message = error.message.strip().splitlines()[-1] if error.message else ""
+            message = _one_line(error.message)
             cause = error.cause
             while cause is not None:
-                message = cause.message.strip().splitlines()[-1] or message
+                message = _one_line(cause.message) or message
                 cause = cause.cause
             return f"{event.step_key}: {message}"
     return "the run failed (see the Dagster UI for its log)"
