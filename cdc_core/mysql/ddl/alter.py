@@ -46,6 +46,7 @@ from cdc_core.mysql.ddl.column_definitions import (
     charset_name,
     charset_of_collation,
     is_period_definition,
+    with_literal_members,
 )
 from cdc_core.mysql.ddl.column_types import STRING_TYPES, converted_column
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
@@ -316,7 +317,7 @@ def _add(alter: _Alter) -> None:
         schema = alter.stmt.schema(t)
         if if_not_exists and schema is not None and schema.has_column(d.column.name):
             continue
-        column = _with_table_charset(d.column, schema.charset if schema is not None else None)
+        column = _literal_members(alter, d, _with_table_charset(d.column, schema.charset if schema is not None else None))
         alter.emit(AddColumnEvent(t, column=column, position=d.position, after=d.after))
         if d.primary_key:
             alter.pk = [d.column.name]
@@ -429,6 +430,7 @@ def _definition_changed(alter: _Alter, d: ColumnDef, known: bool = True) -> None
     if current is not None and new.charset is None and new.data_type in STRING_TYPES and new.data_type != "json" \
             and current.data_type in STRING_TYPES:
         new = replace(new, charset=current.charset)  # the table's default is unknown: the column's is the guess
+    new = _literal_members(alter, d, new)
     key = alter.pk if alter.pk is not None else (schema.primary_key if schema is not None else ())
     if new.name.lower() in (k.lower() for k in key):
         new = replace(new, nullable=False)  # a key column is NOT NULL whether the definition says so or not
@@ -507,6 +509,19 @@ def _comment_value(alter: _Alter) -> None:
     if tok.kind != "string":
         raise DdlSyntaxError("table COMMENT without a string")
     alter.emit(AlterTableCommentEvent(alter.table, comment=tok.text))
+
+
+def _literal_members(alter: _Alter, d: ColumnDef, column: Column) -> Column:
+    """``column`` with the hex/bit-literal ENUM/SET members of its definition decoded in the charset it
+    took from the table; refused by name when that is unknown (Tidemark does not guess it)."""
+    if d.literal_members is None:
+        return column
+    if column.charset is None:
+        raise DdlSyntaxError(
+            f"column {column.name!r} of {alter.table} is an ENUM/SET whose members are hex or bit literals, read "
+            "in the table's default character set, which Tidemark does not know here, and it does not guess it. "
+            f"The way out: leave {alter.table} out of the pipeline (source tables.exclude: {alter.table}) and run again")
+    return with_literal_members(column, *d.literal_members, alter.stmt.mariadb)
 
 
 def _with_table_charset(column: Column, table_charset: str | None) -> Column:

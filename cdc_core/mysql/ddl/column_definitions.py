@@ -6,13 +6,15 @@ Used by CREATE TABLE and by ALTER's ADD / MODIFY / CHANGE; the type text itself 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from cdc_core.model.schema import Column
 from cdc_core.mysql.ddl.column_types import STRING_TYPES, canonical_type
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
-from cdc_core.mysql.ddl.tokens import Cursor
+from cdc_core.mysql.ddl.tokens import Cursor, Tok
+from cdc_core.mysql.types.charsets import decoder_for
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,42 @@ class ColumnDef:
     primary_key: bool = False
     position: str = "LAST"  # LAST | FIRST | AFTER
     after: str | None = None
+    # An ENUM/SET whose members are written as hex or bit literals and whose charset is the table's
+    # (not named in the column): its type text and members, decoded by the caller once that is known.
+    literal_members: tuple[str, tuple[str | bytes, ...]] | None = None
+
+
+_HEX = re.compile(r"(?i)^(?:0x([0-9a-f]*)|x'([0-9a-f]*)')$")
+_BITS = re.compile(r"(?i)^(?:0b([01]*)|b'([01]*)')$")
+
+
+def _members(toks: list[Tok]) -> list[str | bytes]:
+    """An ENUM/SET's members: a string's text, or the bytes of a hex (``0x9353``, ``X'9353'``) or bit
+    (``b'0110'``) literal, which MySQL reads in the column's charset (a charset introducer before
+    either changes nothing the column keeps)."""
+    out: list[str | bytes] = []
+    for t in toks:
+        if t.kind == "string":
+            out.append(t.text)
+        elif t.kind == "other" and (m := _HEX.match(t.text)):
+            digits = m.group(1) if m.group(1) is not None else m.group(2)
+            out.append(bytes.fromhex(digits.rjust(len(digits) + len(digits) % 2, "0")))
+        elif t.kind == "other" and (m := _BITS.match(t.text)):
+            bits = m.group(1) if m.group(1) is not None else m.group(2)
+            out.append(int(bits or "0", 2).to_bytes((len(bits) + 7) // 8, "big") if bits else b"")
+    return out
+
+
+def with_literal_members(column: Column, raw_type: str, members: tuple[str | bytes, ...], mariadb: bool) -> Column:
+    """``column`` with its hex/bit-literal members decoded in its charset, as MySQL stores them (the
+    schema history would otherwise lose them: ``enum()``, and no row could be bound). Left as it is
+    while the charset is unknown (the caller decodes with the table's default)."""
+    if column.charset is None:
+        return column
+    decode = decoder_for(column.charset)
+    text = [m if isinstance(m, str) else decode(m) for m in members]
+    column_type, _, facts = canonical_type(raw_type, mariadb=mariadb, members=text)
+    return replace(column, column_type=column_type, **facts)
 
 
 class ColumnParser:
@@ -48,17 +86,18 @@ class ColumnParser:
                 if cur.is_word("PRECISION", "VARYING", "VARCHAR", "VARBINARY", "CHAR", "CHARACTER") \
                         and not cur.is_word("SET", k=1):
                     cur.next()
-        members: list[str] | None = None
+        members: list[str | bytes] | None = None
         if cur.is_punct("("):
             open_at = cur.i
             cur.skip_balanced()
             if start_tok.kind == "word" and start_tok.up in ("ENUM", "SET"):
-                members = [t.text for t in cur.toks[open_at:cur.i] if t.kind == "string"]
+                members = _members(cur.toks[open_at:cur.i])
         while cur.is_word("UNSIGNED", "SIGNED", "ZEROFILL"):
             cur.next()
         type_end = self.cur.toks[cur.i - 1].end
         raw_type = cur.sql[start_tok.start:type_end + 1]
-        column_type, data_type, facts = canonical_type(raw_type, mariadb=self.mariadb, members=members)
+        written = [m for m in members or () if isinstance(m, str)] if members is not None else None
+        column_type, data_type, facts = canonical_type(raw_type, mariadb=self.mariadb, members=written)
         nullable = not raw_type.strip().lower().startswith("serial")
         default: str | None = None
         comment = ""
@@ -153,7 +192,11 @@ class ColumnParser:
             comment=comment, charset=(charset or collation_charset or national) if data_type in STRING_TYPES else None,
             **facts,
         )
-        return ColumnDef(column, primary, position, after)
+        literal = None
+        if members is not None and any(isinstance(m, bytes) for m in members):
+            column = with_literal_members(column, raw_type, tuple(members), self.mariadb)
+            literal = None if column.charset else (raw_type, tuple(members))
+        return ColumnDef(column, primary, position, after, literal)
 
     def string(self) -> str:
         t = self.cur.next()

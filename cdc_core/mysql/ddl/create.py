@@ -6,7 +6,12 @@ from dataclasses import replace
 
 from cdc_core.model.events import CreateTableEvent, DropTableEvent, SchemaChangeEvent
 from cdc_core.model.schema import Column, TableId, TableSchema
-from cdc_core.mysql.ddl.column_definitions import charset_name, charset_of_collation, is_period_definition
+from cdc_core.mysql.ddl.column_definitions import (
+    charset_name,
+    charset_of_collation,
+    is_period_definition,
+    with_literal_members,
+)
 from cdc_core.mysql.ddl.column_types import STRING_TYPES
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.statement import Statement
@@ -68,6 +73,7 @@ def _body(stmt: Statement, t: TableId) -> TableSchema:
             raise DdlSyntaxError("CREATE TABLE ... SELECT without column definitions")
         raise DdlSyntaxError(f"expected '(' after CREATE TABLE {t}, found {cur.found()}")
     columns: list[Column] = []
+    literal: dict[str, tuple[str, tuple[str | bytes, ...]]] = {}
     pk: list[str] = []
     while True:
         if is_period_definition(cur):  # MariaDB's PERIOD FOR name (start, end): no column
@@ -83,6 +89,8 @@ def _body(stmt: Statement, t: TableId) -> TableSchema:
         else:
             col = stmt.columns().parse()
             columns.append(col.column)
+            if col.literal_members is not None:
+                literal[col.column.name] = col.literal_members
             if col.primary_key:
                 pk = [col.column.name]
         if cur.accept_punct(","):
@@ -96,6 +104,15 @@ def _body(stmt: Statement, t: TableId) -> TableSchema:
         # A string column without its own CHARACTER SET (or COLLATE) takes the table's default.
         columns = [replace(c, charset=default_charset) if c.data_type in STRING_TYPES and c.charset is None
                    and c.data_type != "json" else c for c in columns]
+    for i, c in enumerate(columns):
+        if c.name in literal:
+            if c.charset is None and stmt.is_relevant(t):
+                raise DdlSyntaxError(
+                    f"column {c.name!r} of {t} is an ENUM/SET whose members are hex or bit literals, read in "
+                    "the database's default character set, which the statement does not name, and Tidemark "
+                    f"does not guess it. The way out: leave {t} out of the pipeline (source tables.exclude: "
+                    f"{t}) and run again")
+            columns[i] = with_literal_members(c, *literal[c.name], stmt.mariadb)  # (unknown: as it is)
     return TableSchema(t, tuple(columns), tuple(pk), comment, default_charset)
 
 
