@@ -62,6 +62,7 @@ from cdc_core.state.leases import (
     keeper_for,
     live_holders,
     process_owner,
+    snapshot_scope,
 )
 
 logger = logging.getLogger(__name__)
@@ -249,6 +250,14 @@ class PipelineService:
                 "continued": request.resumed,
                 "deleted": {s.table_id: sum(s.deleted.values()) for s in sweeps},
                 "skipped": [x for s in sweeps for x in s.skipped]}
+
+    def repair_scopes(self, tables: Sequence[str] | None = None) -> list[str]:
+        """The leases a repair of ``tables`` (default: all) holds: each table's snapshot scope
+        (``cdc_core/state/leases.py``). A ``tidemark run`` (the whole pipeline) or a run loading
+        chunks of the same table excludes it, and it excludes them: it would verify and "mend" a
+        table half loaded, and resolve work they have in flight. The stream's scope does not
+        overlap: a repair is safe beside the stream (its rows' sequence)."""
+        return sorted(snapshot_scope(t) for t in self._chosen_tables(tables))
 
     def repair(self, tables: Sequence[str] | None = None, *, max_keys: int = repair.MAX_KEYS_PER_ROUND,
                rounds: int = 5) -> list[repair.TableRepair]:

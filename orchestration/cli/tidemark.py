@@ -382,6 +382,7 @@ def _verify(args: argparse.Namespace) -> int:
     from cdc_core.doris.errors import DorisError
     from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
     from cdc_core.pipeline.service import PipelineService
+    from cdc_core.state.leases import LeaseHeld
 
     definition = load_pipeline(args.pipeline)
     service = PipelineService(definition)
@@ -393,13 +394,16 @@ def _verify(args: argparse.Namespace) -> int:
         try:
             check_connections(definition)  # a server down or a refused login: one line with the fix
             if args.repair:
-                repairs = service.repair(args.table or None)
+                repairs = _repair_under_lease(service, args.table or None)
                 verdicts = [r.verdict for r in repairs]
             else:
                 repairs = []
                 verdicts = service.verify(args.table or None, max_keys=args.max_keys)
         except ConnectionCheckError as exc:
             print(f"tidemark verify: {exc}", file=sys.stderr)
+            return 2
+        except LeaseHeld as exc:  # a run loads these tables now: it wrote nothing, nothing to mend yet
+            print(f"tidemark verify --repair: {exc}", file=sys.stderr)
             return 2
         except (ValueError, ConnectionError, DorisError) as exc:  # a server that went away meanwhile, too
             logger.debug("verify of %s failed", args.pipeline, exc_info=True)
@@ -420,6 +424,25 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         Console(width=_report_width()).print(verify_table(service.definition.name, verdicts))
     return 0 if all(v.equal for v in verdicts) else 1
+
+
+def _repair_under_lease(service: Any, tables: list[str] | None) -> list[Any]:
+    """``verify --repair`` holding its tables' leases (``PipelineService.repair_scopes``), as
+    ``tidemark resnapshot`` holds the pipeline's: a run of those tables on any machine, started
+    before or after, and the repair never interleave; the one that comes second declines with one
+    line (``LeaseHeld``). A dead holder's expired lease is taken over, and the repair's
+    ``resolve_pending`` finishes what it left prepared."""
+    dead = service.take_lease(service.repair_scopes(tables), purpose="tidemark verify --repair")
+    try:
+        for record in {r.owner: r for r in dead}.values():
+            print(f"tidemark verify --repair: an earlier run is gone ({record.purpose} on {record.host}, pid "
+                  f"{record.pid}: {record.death()}); finishing what it left prepared", file=sys.stderr)
+        return service.repair(tables)
+    finally:
+        try:
+            service.give_back_lease(service.repair_scopes(tables))
+        except Exception:  # noqa: BLE001 - the repair's result stands; the lease expires on its own
+            logger.warning("could not give back the repair's lease; it expires on its own", exc_info=True)
 
 
 # -- dev -------------------------------------------------------------------------------------

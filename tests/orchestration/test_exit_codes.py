@@ -313,6 +313,51 @@ def test_verify_repair_0_when_mended_1_when_a_table_is_still_different(mended, c
     assert ("now equal" if mended else "shop.orders not repaired: no primary key") in captured.err
 
 
+@exits("verify FILE --repair", 2)
+def test_verify_repair_holds_its_tables_leases_and_declines_while_a_run_holds_them(pipeline, monkeypatch, capsys):
+    """``verify --repair`` holds each table's snapshot scope while it mends (as ``resnapshot`` holds
+    the pipeline's): another machine's ``tidemark run`` cannot start meanwhile, and while one runs the
+    repair declines with one line, exit 2, having repaired nothing. The stream's lease does not stop
+    it (a repair is safe beside the stream)."""
+    from cdc_core.pipeline import preflight
+    from cdc_core.state.leases import LeaseHeld, Scope, live_holders, release, try_acquire
+
+    held_during: list[list[str]] = []
+    other = {"owner": "host-b:4242:feed", "purpose": "tidemark run --once", "ttl_s": 30.0}
+
+    def repair(self, tables):
+        held_during.append(sorted(r.scope for r in live_holders(self.store)))
+        with pytest.raises(LeaseHeld):  # the other machine's run, started now, declines
+            try_acquire(self.store, [Scope.PIPELINE], **other)
+        return [TableRepair(t, _verdict(True), upserted=1, rounds=1) for t in self._chosen_tables(tables)]
+
+    monkeypatch.setattr(PipelineService, "captured_tables", lambda self: ["shop.items", "shop.orders"])
+    monkeypatch.setattr(PipelineService, "repair", repair)
+    monkeypatch.setattr(preflight, "check_connections", lambda definition: None)
+    service = PipelineService(load_pipeline(pipeline))
+    try:
+        assert main(["verify", str(pipeline), "--repair"]) == 0
+        assert held_during == [["snapshot:shop.items", "snapshot:shop.orders"]]
+        assert live_holders(service.store) == []  # given back
+        # beside the stream: a Dagster run holding the stream leaves the repair alone
+        try_acquire(service.store, [Scope.STREAM], **{**other, "purpose": "Dagster run 1234abcd (binlog)"})
+        assert main(["verify", str(pipeline), "--repair", "--table", "shop.orders"]) == 0
+        assert held_during[-1] == ["snapshot:shop.orders", "stream"]
+        release(service.store, [Scope.STREAM], owner=other["owner"])
+        capsys.readouterr()
+        # a run of the whole pipeline on another machine: the repair declines, one line, nothing done
+        try_acquire(service.store, [Scope.PIPELINE], **other)
+        assert main(["verify", str(pipeline), "--repair"]) == 2
+        err = capsys.readouterr().err
+        assert len(held_during) == 2
+        assert err.startswith("tidemark verify --repair: another run of pipeline 'codes' holds all of it: "
+                              "tidemark run --once on "), err
+        assert len(err.strip().splitlines()) == 1, err
+        assert [r.owner for r in live_holders(service.store)] == [other["owner"]]
+    finally:
+        service.close()
+
+
 # -- resnapshot ----------------------------------------------------------------------------------
 
 RESNAPSHOT = "resnapshot FILE [--table T]…"
