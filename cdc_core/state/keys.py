@@ -166,6 +166,9 @@ EVOLVED_SCHEMAS: StateMap[JsonDict] = StateMap("schema_registry.evolved")
 
 RELOAD_REQUESTS: StateMap[JsonDict] = StateMap("reload")
 """Tables to read again after a schema change, by table id (``cdc_core/pipeline/reload.py``)."""
+STALE_IDENTITIES: StateMap[JsonDict] = StateMap("stale_identities")
+"""Keyless tables whose rows' identities a column change made stale, whose reload waits for the
+server to have them as they were (``cdc_core/pipeline/schema_change.py``), by table id."""
 SPARK_RESULTS: StateMap[list[JsonDict]] = StateMap("spark_results")
 """A Spark write's task messages, by the job's token, until the driver takes them."""
 STEP_LEDGER: StateMap[JsonDict] = StateMap("orchestration.steps")
