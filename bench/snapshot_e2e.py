@@ -1,7 +1,7 @@
 """The snapshot as a user runs it: ``tidemark run PIPELINE --once`` and a daemon-executed backfill
 of ``snapshot_chunks``, each beside the ``mariadb --quick`` scan of the same table in the same run.
 
-    .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile] [--key varchar] [--parity-ab]
+    .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile] [--key varchar] [--parity-ab] [--naive]
         [--chunk-size N (default: the pipeline's, sized by row width)] [--parallelism 2] [--out bench/results/snapshot_e2e-<date>.json]
 
 For each row count: a private MariaDB and Doris stand-in on free ports, the table
@@ -13,6 +13,8 @@ the row's number, in ``utf8mb4_general_ci``; the text-keyed table of issue 30):
 * ``tidemark run PIPELINE --once`` as a subprocess, wall time from exec to exit, its phases
   (``--timings``: planning, Spark start, read + load, commits, parity, binlog) and the peak RSS of
   each process it and the servers ran (sampled every 0.2 s from /proc through psutil);
+* (``--naive``) the naive reload a user might script (``bench/naive_reload.py``: pandas ``read_sql``,
+  CSV, one stream load) of the same table, and ``tidemark run``'s ratio to it;
 * (5M rows and more, or any with ``--parity-ab``; never with ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
   pipeline state into an empty Doris: what the parity check costs, its own step plus what it added
   to the commits, beside the plain difference of the two runs' wall times (``parity_cost``);
@@ -122,6 +124,8 @@ def kind_of(proc: psutil.Process, kinds: dict[str, str] | None = None) -> str | 
             return kind
     if "mariadbd" in cmd:
         return "mariadbd"
+    if "multiprocessing" in cmd and "spawn_main" in cmd:
+        return "local_workers"  # jobs/local_workers.py: Spark's fused tasks without Spark
     if "devstack.doris" in cmd:
         return "doris_standin"
     if "java" in cmd:
@@ -369,6 +373,16 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
         once["rows_per_s"] = round(rows / once["wall_s"])
         once["ratio_to_c_client_scan"] = round(once["wall_s"] / scan_s, 1)
         report["tidemark_run_once"] = once
+        if getattr(args, "naive", False):
+            from bench import peers
+
+            log(f"tidemark run --once {once['wall_s']} s; the naive reload (pandas read_sql → one stream load)...")
+            naive = peers.naive_reload(mysql.port, doris.fe_http, "shop", "t", [mysql.pid(), doris.pid()])
+            doris_sql(doris, "DROP DATABASE IF EXISTS naive")
+            report["naive_reload"] = naive
+            # its own wall (read, encode, load; without its interpreter's start): the stricter comparison
+            once["ratio_to_naive_reload"] = round(once["wall_s"] / naive["wall_s"], 2)
+            once["ratio_to_naive_reload_process"] = round(once["wall_s"] / naive["process_wall_s"], 2)
         if rows >= 5_000_000:
             report["tidemark_run_once"]["within_40s"] = once["wall_s"] <= TARGET_5M_S
         if (rows >= 5_000_000 or getattr(args, "parity_ab", False)) and not args.no_parity_ab:
@@ -421,14 +435,16 @@ def parity_cost(once: dict, bare: dict) -> dict:
 
 
 def markdown(reports: list[dict]) -> str:
-    lines = ["| rows | `mariadb --quick` scan | `tidemark run --once` | ratio | phases (s) | daemon backfill | ratio to run |",
-             "|---:|---:|---:|---:|---|---:|---:|"]
+    lines = ["| rows | `mariadb --quick` scan | `tidemark run --once` | ratio | naive reload | ratio | phases (s) | "
+             "daemon backfill | ratio to run |",
+             "|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for r in reports:
         once = r["tidemark_run_once"]
         phases = ", ".join(f"{k} {v}" for k, v in once["phases_s"].items())
         back = r.get("daemon_backfill", {})
         lines.append(f"| {r['rows']:,} | {r['c_client_scan_s']} s | {once['wall_s']} s ({once['rows_per_s']:,} rows/s) | "
-                     f"{once['ratio_to_c_client_scan']}× | {phases} | {back.get('wall_s', '-')} s | "
+                     f"{once['ratio_to_c_client_scan']}× | {r.get('naive_reload', {}).get('wall_s', '-')} s | "
+                     f"{once.get('ratio_to_naive_reload', '-')}× | {phases} | {back.get('wall_s', '-')} s | "
                      f"{back.get('ratio_to_run_once', '-')} |")
     return "\n".join(lines)
 
@@ -446,6 +462,8 @@ def main() -> None:
                         help="skip the second run --once with --no-checks (5M rows and more)")
     parser.add_argument("--key", choices=("bigint", "varchar"), default="bigint",
                         help="the table's key: id BIGINT, or k VARCHAR(32) (utf8mb4_general_ci)")
+    parser.add_argument("--naive", action="store_true",
+                        help="the naive reload (bench/naive_reload.py) of the same table after tidemark run, its ratio")
     parser.add_argument("--parity-ab", action="store_true",
                         help="the --no-checks run (what parity costs) at any row count")
     parser.add_argument("--out", type=Path, default=None)

@@ -63,7 +63,7 @@ def warm_worker(positions):  # noqa: ANN001, ANN201 - an RDD partition function,
 
 
 def read_only_task(read_spec, source_password, write_spec, sink_password):  # noqa: ANN001, ANN201, ARG001
-    """Stands in for ``jobs.fused_chunks._chunk_messages`` with ``--read-only``: read, load nothing."""
+    """Stands in for ``jobs.fused_chunks.chunk_messages`` with ``--read-only``: read, load nothing."""
     chunks = read_spec.chunks
 
     def run(positions):  # noqa: ANN001, ANN202
@@ -152,7 +152,7 @@ def main() -> None:
         if args.read_only:
             import jobs.fused_chunks
 
-            jobs.fused_chunks._chunk_messages = read_only_task
+            jobs.fused_chunks.chunk_messages = read_only_task
         keys = list(runner.plan_splits().chunk_keys)
         before = cpu_seconds()
         t0 = time.perf_counter()

@@ -69,7 +69,7 @@ def task_count(chunks: int, parallelism: int) -> int:
     return min(chunks, parallelism * per_slot)
 
 
-def _chunk_messages(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
+def chunk_messages(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
                     sink_password: str) -> Callable[[Iterable[int]], Iterator[str]]:
     """The function each task runs: chunk positions in, one JSON message per chunk out."""
     chunks = read_spec.chunks
@@ -121,7 +121,7 @@ def run_fused(spark: Any, read_spec: ReadSpec, source_password: str, write_spec:
     if count == 0:
         return []
     tasks = task_count(count, parallelism)
-    messages = _chunk_messages(read_spec, source_password, write_spec, sink_password)
+    messages = chunk_messages(read_spec, source_password, write_spec, sink_password)
     group = f"tidemark-snapshot-{uuid.uuid4().hex}"
     context = spark_context(spark)
     if context is not None:
@@ -150,7 +150,7 @@ def run_in_process(read_spec: ReadSpec, source_password: str, write_spec: Writer
     if count == 0:
         return []
     try:
-        collected = list(_chunk_messages(read_spec, source_password, write_spec, sink_password)(range(count)))
+        collected = list(chunk_messages(read_spec, source_password, write_spec, sink_password)(range(count)))
     except BaseException:
         abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
         raise

@@ -21,9 +21,10 @@ from cdc_core.instrumentation import faults
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
-from cdc_core.pipeline.snapshot_estimate import fits_in_process
+from cdc_core.pipeline.snapshot_estimate import fits_in_process, local_workers_for
 from jobs.doris_writer import write_to_doris
 from jobs.fused_chunks import run_fused, run_in_process
+from jobs.local_workers import run_local
 from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
@@ -83,10 +84,12 @@ def run_table(
     key_columns: tuple[str, ...],
     tasks: list[ChunkTask] | tuple[ChunkTask, ...],
     epoch_reference: BinlogOffset | None = None,
+    local_workers: int = 1,
 ) -> list[ChunkOutcome]:
-    """One Spark job over one table's chunks (``spark`` None: in this process); returns each chunk's
-    outcome. ``epoch_reference``: the pipeline's offset that decides the epoch of the chunks'
-    watermarks (``TableWork.epoch_reference``)."""
+    """One Spark job over one table's chunks (``spark`` None: without Spark, in this process when
+    ``local_workers`` is 1, else by that many local worker processes, ``jobs/local_workers.py``);
+    returns each chunk's outcome. ``epoch_reference``: the pipeline's offset that decides the epoch
+    of the chunks' watermarks (``TableWork.epoch_reference``)."""
     if spark is not None:
         activate_in_thread(spark)
     started = time.monotonic()
@@ -107,7 +110,9 @@ def run_table(
     if transform is None and definition.pipeline.spark_fused_chunk_tasks:
         for target in targets:
             sink.create_table(schema, target)
-        if spark is None:
+        if spark is None and local_workers > 1 and len(read_spec.chunks) > 1:
+            messages = run_local(read_spec, password, write_spec, sink_password, sink, local_workers)
+        elif spark is None:
             messages = run_in_process(read_spec, password, write_spec, sink_password, sink)
         else:
             messages = run_fused(spark, read_spec, password, write_spec, sink_password, sink,
@@ -152,20 +157,30 @@ def runs_in_process(definition: PipelineDefinition, work: list[TableWork]) -> bo
     return fits_in_process(definition, sum(w.estimated_rows or 0 for w in work), [w.schema.table_id for w in work])
 
 
+def local_worker_count(definition: PipelineDefinition, work: list[TableWork]) -> int:
+    """How many processes read and load a run without Spark: 1 (this process) for a run of at
+    most :data:`SERIAL_MAX_ROWS` rows or of one chunk, else ``pipeline.parallelism`` local workers."""
+    return local_workers_for(definition, sum(w.estimated_rows or 0 for w in work), sum(len(w.tasks) for w in work))
+
+
 def run_snapshot(
     spark: Any,
     definition: PipelineDefinition,
     sink: Any,
     work: list[TableWork],
+    local_workers: int = 1,
 ) -> list[ChunkOutcome]:
-    """Every table's job, ``pipeline.parallelism`` of them at a time; outcomes in input order."""
+    """Every table's job, ``pipeline.parallelism`` of them at a time; outcomes in input order.
+    ``spark`` None: without Spark, by ``local_workers`` processes (:func:`run_table`)."""
     if not work:
         return []
-    # In this process (spark None) one table after another: the chunk reader keeps one connection per process.
-    workers = 1 if spark is None else max(1, min(len(work), definition.pipeline.parallelism))
+    # In this process (spark None, one worker) one table after another: the chunk reader keeps one
+    # connection per process; the local workers (like Spark) take the tables' chunks side by side.
+    workers = 1 if spark is None and local_workers <= 1 else max(1, min(len(work), definition.pipeline.parallelism))
 
     def one(item: TableWork) -> list[ChunkOutcome]:
-        outcomes = run_table(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference)
+        outcomes = run_table(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
+                             local_workers=local_workers)
         logger.debug("%s: %d chunk(s) read and precommitted", item.schema.table_id, len(outcomes))
         return outcomes
 

@@ -20,7 +20,7 @@ from cdc_core.pipeline.executor import ChunkOutcome, TableWork
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import StateStore
 from jobs.binlog_job import load_with_spark
-from jobs.snapshot_job import run_snapshot, runs_in_process
+from jobs.snapshot_job import local_worker_count, run_snapshot, runs_in_process
 from jobs.spark import build_session, prepare_session
 
 logger = logging.getLogger(__name__)
@@ -46,8 +46,10 @@ class SparkExecutor:
         chunks = sum(len(w.tasks) for w in work)
         if runs_in_process(definition, work):
             # Small enough that starting Spark would cost more than the work (the option's comment).
-            logger.info("snapshot: %d chunk(s) of %d table(s) in this process (no Spark)", chunks, len(work))
-            return run_snapshot(None, definition, sink, work)
+            workers = local_worker_count(definition, work)
+            logger.info("snapshot: %d chunk(s) of %d table(s) %s (no Spark)", chunks, len(work),
+                        "in this process" if workers <= 1 else f"by {workers} local worker processes")
+            return run_snapshot(None, definition, sink, work, local_workers=workers)
         logger.info("snapshot job: %d chunk(s) of %d table(s) on Spark", chunks, len(work))
         return run_snapshot(self.session(), definition, sink, work)
 

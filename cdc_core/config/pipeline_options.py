@@ -90,7 +90,7 @@ class PipelineOptions(OptionBlock):
     # A snapshot run of at most this many rows (its chunks × the chunk size), all of tables without
     # a transform, reads and loads its chunks in the driver, one after the other: starting Spark
     # costs ~10 s, more than such a run's work. 0: always Spark.
-    snapshot_in_process_rows: int = Field(50_000, ge=0, alias="tidemark.snapshot.in-process-rows")
+    snapshot_in_process_rows: int = Field(10_000_000, ge=0, alias="tidemark.snapshot.in-process-rows")
     # At most this many chunks in a snapshot plan: each is a Dagster partition, and Dagster's
     # guidance is at most 100k partitions per asset (the UI slows down past it). A plan that would
     # need more grows the chunk sizes (``cdc_core/pipeline/planning.py``).

@@ -38,13 +38,29 @@ def transform_rule_index(definition: PipelineDefinition, table_id: TableId) -> i
     return None
 
 
+SERIAL_MAX_ROWS = 50_000
+"""A run without Spark of at most this many rows (or of one chunk) is read in the driver itself,
+one chunk after the other: spawning the local workers (~1 CPU-s each) would cost more than it."""
+
+
 def fits_in_process(definition: PipelineDefinition, rows: int, tables: Iterable[TableId]) -> bool:
-    """Whether ``rows`` of these tables are read and loaded in the driver, without Spark: the
-    option is on (> 0), the fused chunk tasks are (the in-process path is theirs), the rows are
-    within it, and no table has a transform (transforms run in Spark SQL)."""
-    limit = definition.pipeline.snapshot_in_process_rows
-    return (limit > 0 and definition.pipeline.spark_fused_chunk_tasks and rows <= limit
+    """Whether ``rows`` of these tables are read and loaded without Spark (in the driver or by its
+    local worker processes, ``jobs/local_workers.py``): the option is on (> 0), the fused chunk
+    tasks are (that path is theirs), the rows are within it, the pipeline names no Spark master nor
+    Connect server (Spark is then the user's choice), and no table has a transform (transforms run
+    in Spark SQL)."""
+    options = definition.pipeline
+    limit = options.snapshot_in_process_rows
+    return (limit > 0 and options.spark_fused_chunk_tasks and rows <= limit
+            and not options.spark_master and not options.spark_remote
             and all(transform_rule_index(definition, t) is None for t in tables))
+
+
+def local_workers_for(definition: PipelineDefinition, rows: int, chunks: int) -> int:
+    """How many processes read and load a run without Spark: 1 (the driver, one chunk after the
+    other) for at most :data:`SERIAL_MAX_ROWS` rows or a single chunk, else ``pipeline.parallelism``."""
+    parallelism = max(1, int(definition.pipeline.parallelism or 1))
+    return 1 if rows <= SERIAL_MAX_ROWS or chunks <= 1 else parallelism
 
 
 def needs_spark(definition: PipelineDefinition, rows_left: dict[str, int]) -> bool:

@@ -45,6 +45,7 @@ class SparkPrestart:
         self._paths = list(paths)
         self._thread = threading.Thread(target=self._run, name="tidemark-spark-prestart", daemon=True)
         self.started_for: str | None = None
+        self.workers_for: str | None = None  # the pipeline whose local workers were spawned ahead
 
     def start(self) -> SparkPrestart:
         self._thread.start()
@@ -57,6 +58,7 @@ class SparkPrestart:
         with phase("spark_prestart"):
             definition = self._first_needing_spark()
             if definition is None:
+                self._warm_local_workers()
                 return
             from jobs.spark import start_session
 
@@ -66,6 +68,26 @@ class SparkPrestart:
             except Exception:  # noqa: BLE001 - the run starts Spark itself and raises its own error
                 logger.warning("starting Spark ahead of the run failed; the run starts it when it needs it",
                                exc_info=True)
+
+    def _warm_local_workers(self) -> None:
+        """No Spark, but a snapshot the local worker processes will read (``jobs/local_workers.py``):
+        spawn them now, so that their start overlaps the CLI's too."""
+        for path in self._paths:
+            try:
+                definition, workers = _local_workers_needed(path)
+            except Exception:  # noqa: BLE001 - the run reports a file or a server it cannot use
+                logger.debug("could not tell whether %s needs local workers", path, exc_info=True)
+                continue
+            if workers > 1:
+                from jobs.local_workers import warm_local_workers
+
+                self.workers_for = definition.name
+                try:
+                    warm_local_workers(workers)
+                except Exception:  # noqa: BLE001 - the run spawns them itself and raises its own error
+                    logger.warning("starting the local snapshot workers ahead of the run failed; the run starts "
+                                   "them when it needs them", exc_info=True)
+                return
 
     def _first_needing_spark(self) -> PipelineDefinition | None:
         for path in self._paths:
@@ -79,10 +101,9 @@ class SparkPrestart:
         return None
 
 
-def _needs_spark(path: Path) -> PipelineDefinition | None:
-    """The pipeline's definition when its snapshot has more left than the driver reads alone."""
+def _rows_left(path: Path) -> tuple[PipelineDefinition, dict[str, int]]:
     from cdc_core.config import load_pipeline
-    from cdc_core.pipeline.snapshot_estimate import needs_spark, rows_left
+    from cdc_core.pipeline.snapshot_estimate import rows_left
     from cdc_core.state import StateStore
     from orchestration.defs.env_overrides import state_location
 
@@ -91,10 +112,28 @@ def _needs_spark(path: Path) -> PipelineDefinition | None:
     # None: nothing run yet; the server's estimates decide, and no state is created here
     store = StateStore.open_existing(definition, url=url, state_dir=state_dir)
     try:
-        left = rows_left(definition, store)
+        return definition, rows_left(definition, store)
     finally:
         if store is not None:
             store.close()
+
+
+def _local_workers_needed(path: Path) -> tuple[PipelineDefinition, int]:
+    """The pipeline's definition and how many local workers its snapshot left will use (1: none)."""
+    from cdc_core.pipeline.snapshot_estimate import local_workers_for, needs_spark
+
+    definition, left = _rows_left(path)
+    rows = sum(left.values())
+    if not left or needs_spark(definition, left):
+        return definition, 1
+    return definition, local_workers_for(definition, rows, chunks=2 if rows > 0 else 0)
+
+
+def _needs_spark(path: Path) -> PipelineDefinition | None:
+    """The pipeline's definition when its snapshot has more left than the driver reads alone."""
+    from cdc_core.pipeline.snapshot_estimate import needs_spark
+
+    definition, left = _rows_left(path)
     if not needs_spark(definition, left):
         logger.debug("%s: ~%d snapshot rows left; no Spark ahead", definition.name, sum(left.values()))
         return None

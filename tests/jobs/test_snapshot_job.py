@@ -191,3 +191,85 @@ def test_an_in_process_run_that_fails_leaves_no_prepared_load(pipeline_factory, 
     service.commit_chunks(keys)
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), COUNT(DISTINCT id) FROM pay") == [[1000, 1000]]
     service.close()
+
+
+@pytest.fixture
+def local_workers_on(monkeypatch):
+    """Runs without Spark of any size go to the local worker processes (``jobs/local_workers.py``),
+    as runs above ``SERIAL_MAX_ROWS`` rows do; the pool is dropped afterwards."""
+    import cdc_core.pipeline.snapshot_estimate as estimate
+    from jobs.local_workers import discard_local_workers
+
+    monkeypatch.setattr(estimate, "SERIAL_MAX_ROWS", 0)
+    yield
+    discard_local_workers()
+
+
+def test_a_run_without_spark_is_read_and_loaded_by_local_worker_processes(pipeline_factory, root_conn, fresh_db,
+                                                                           doris_standin, local_workers_on):
+    """Within ``tidemark.snapshot.in-process-rows`` and above the serial limit, ``parallelism``
+    spawned processes run the chunks (never Spark): prepared, invisible, then committed once."""
+    import jobs.local_workers
+
+    service = _pay_service(pipeline_factory, root_conn, fresh_db)
+    keys = list(service.plan_splits().chunk_keys)
+    results = service.run_chunks(keys)
+    pool = jobs.local_workers._pool
+    assert pool is not None and pool.size == 2  # the pipeline's parallelism
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM pay") == [[0]]  # prepared, not visible
+    service.commit_chunks(keys)
+    assert sorted(r.index for r in results) == list(range(len(keys)))
+    assert sum(r.rows for r in results) == 1000
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), SUM(amount) FROM pay") == [[1000, 500500]]
+    assert all(r.ok for r in service.chunks_parity(keys))
+    service.close()
+
+
+def test_a_local_worker_run_that_fails_leaves_no_prepared_load(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                                monkeypatch, local_workers_on):
+    """A chunk failing in a worker: the others end, every label of the table is aborted, nothing is
+    recorded; a plain re-run loads every row once."""
+    from cdc_core.state import ChunkStatus
+
+    service = _pay_service(pipeline_factory, root_conn, fresh_db)
+    keys = list(service.plan_splits().chunk_keys)
+    monkeypatch.setenv(faults.ENV, json.dumps({"snapshot.after_precommit": {"action": "raise", "when": {"chunk": 2}}}))
+    with pytest.raises(Exception, match="injected failure at snapshot.after_precommit"):
+        service.run_chunks(keys[:5])
+    monkeypatch.delenv(faults.ENV)
+    table = TableId(fresh_db, "pay")
+    states = {doris_load_state(doris_standin, fresh_db, service.sink.label(table, snapshot_batch_id(str(table), i)))
+              for i in range(5)}
+    assert states <= {"ABORTED", "UNKNOWN"} and "ABORTED" in states, states
+    assert set(service.chunk_statuses().values()) == {ChunkStatus.PENDING}
+    service.run_chunks(keys)
+    service.commit_chunks(keys)
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), COUNT(DISTINCT id) FROM pay") == [[1000, 1000]]
+    service.close()
+
+
+def test_a_local_worker_ends_itself_when_its_parent_is_gone(tmp_path):
+    """A worker whose spawning process died (killed mid-run) starts nothing more: it exits."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os\n"
+        "from jobs.local_workers import local_workers\n"
+        "if __name__ == '__main__':  # spawned workers import the main module\n"
+        "    pool = local_workers(1)\n"
+        "    pool.warm()\n"
+        "    print(' '.join(str(p) for p in pool._executor._processes), flush=True)\n"
+        "    os._exit(9)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    workers = [int(p) for p in done.stdout.split()]
+    assert done.returncode == 9 and workers, done.stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
+                                              for p in workers):
+        time.sleep(0.2)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in workers)

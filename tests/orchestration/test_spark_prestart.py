@@ -132,3 +132,25 @@ def test_the_in_process_rule_is_the_runs(tmp_path):
     with_transform = definition(1000, transform=[{"source-table": "shop.t", "projection": "*"}])
     assert not fits_in_process(with_transform, 10, [t])  # transforms run in Spark SQL
     assert not fits_in_process(definition(0), 10, [t])  # 0: always Spark
+
+
+def test_a_named_master_or_connect_server_always_gets_spark(tmp_path):
+    """Spark is the user's choice when the file names a master or a Connect server: never the local path."""
+    t = TableId.parse("shop.t")
+    for key, value in (("tidemark.spark.master", "spark://127.0.0.1:7077"), ("tidemark.spark.remote", "sc://127.0.0.1")):
+        path = write_pipeline(tmp_path / "p.yaml", host="127.0.0.1", port=3306, fe="127.0.0.1:1", tables="shop.t",
+                              name="p", state_dir=tmp_path / "state", pipeline={key: value})
+        named = load_pipeline(path, env={})
+        assert not fits_in_process(named, 10, [t]) and needs_spark(named, {"shop.t": 10})
+
+
+def test_a_large_run_without_spark_uses_the_local_workers_a_small_one_the_driver(tmp_path):
+    from cdc_core.pipeline.snapshot_estimate import SERIAL_MAX_ROWS, local_workers_for
+
+    path = write_pipeline(tmp_path / "p.yaml", host="127.0.0.1", port=3306, fe="127.0.0.1:1", tables="shop.t",
+                          name="p", state_dir=tmp_path / "state", parallelism=3)
+    definition = load_pipeline(path, env={})
+    assert fits_in_process(definition, 1_000_000, [TableId.parse("shop.t")])  # the default covers 1M rows
+    assert local_workers_for(definition, SERIAL_MAX_ROWS, chunks=5) == 1
+    assert local_workers_for(definition, SERIAL_MAX_ROWS + 1, chunks=1) == 1  # one chunk: nothing to share
+    assert local_workers_for(definition, SERIAL_MAX_ROWS + 1, chunks=2) == 3

@@ -1,0 +1,155 @@
+"""Snapshot chunks read and loaded by a few local worker processes: Spark's fused tasks without the JVM.
+
+On one machine, Spark's local mode runs a table's chunks (``jobs/fused_chunks.py``) as Python
+functions in ``parallelism`` Python workers; the JVM around them only schedules. Its start (~3 s
+on 2 quiet cores, ~6 CPU-s of JIT and class loading) and its share of the cores cost more than
+the scheduling is worth until a run is large: a 1M-row table spent 2.8 s in Spark's start against
+4.4 s of reading and loading (bench/RESULTS.md, 2026-11-24). So a run within
+``tidemark.snapshot.in-process-rows`` that names no Spark master nor Connect server runs the same
+per-chunk function (:func:`jobs.fused_chunks.chunk_messages`) in a pool of ``parallelism``
+processes of this Python (:class:`LocalWorkers`), one chunk per submission so that a slow chunk
+never holds up the others' share.
+
+The processes are spawned (not forked: the CLI has threads) once per Tidemark process and kept for
+its life: ``tidemark run`` warms them while it imports Dagster and plans
+(``orchestration/cli/spark_prestart.py``), and every snapshot run of the process reuses them, each
+keeping its MySQL reader and Doris sink between chunks. Each worker ends itself within a fraction
+of a second when the process that spawned it is gone (killed): no load is started by a worker
+whose run is over. Secrets go to the workers through the pool's pipe, never on a command line.
+
+Failures are those of the Spark path: when a chunk fails, the chunks not started are cancelled,
+the driver waits for the ones running to end, then aborts every chunk label of the table
+(:func:`jobs.fused_chunks.abort_chunk_labels`) before the error propagates.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from jobs.specs import ReadSpec, WriterSpec
+
+logger = logging.getLogger(__name__)
+
+PARENT_POLL_S = 0.2
+"""How often a worker checks that the process that spawned it is still there."""
+
+_lock = threading.Lock()
+_pool: LocalWorkers | None = None
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        if os.getppid() != parent:
+            os._exit(1)  # the run is gone: start nothing more (an unfinished load is never precommitted)
+        time.sleep(PARENT_POLL_S)
+
+
+def _init_worker(parent: int) -> None:
+    threading.Thread(target=_watch_parent, args=(parent,), name="tidemark-parent-watch", daemon=True).start()
+    import jobs.fused_chunks  # noqa: F401 - imported once per worker, before the first chunk
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+def _one_chunk(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec, sink_password: str,
+               position: int) -> str:
+    from jobs.fused_chunks import chunk_messages
+
+    (message,) = chunk_messages(read_spec, source_password, write_spec, sink_password)([position])
+    return message
+
+
+class LocalWorkers:
+    """``size`` spawned Python processes that run snapshot chunks (see the module docstring)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._executor = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_init_worker, initargs=(os.getpid(),))
+
+    def warm(self) -> None:
+        """Start every worker now (each imports the chunk path once) rather than at the first chunk."""
+        pids = {f.result() for f in [self._executor.submit(_ready) for _ in range(self.size * 2)]}
+        logger.debug("%d local snapshot worker(s) ready: %s", len(pids), sorted(pids))
+
+    def run_chunks(self, read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
+                   sink_password: str) -> list[str]:
+        """Every chunk of ``read_spec``, one submission each; their messages in chunk order. On a
+        failure the chunks not started are cancelled and the running ones waited for, then it raises."""
+        futures: list[Future[str]] = [
+            self._executor.submit(_one_chunk, read_spec, source_password, write_spec, sink_password, position)
+            for position in range(len(read_spec.chunks))]
+        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in futures if f.done() and not f.cancelled() and f.exception() is not None), None)
+        if failed is not None:
+            for future in pending:
+                future.cancel()
+            wait(futures)  # the running ones end before their labels are aborted
+            raise failed.exception()  # type: ignore[misc]
+        return [f.result() for f in futures]
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def local_workers(size: int) -> LocalWorkers:
+    """The process's pool of ``size`` workers, started on first use (a pool of another size, or a
+    broken one, is replaced)."""
+    global _pool
+    with _lock:
+        if _pool is not None and (_pool.size != size or _broken(_pool)):
+            _pool.shutdown()
+            _pool = None
+        if _pool is None:
+            _pool = LocalWorkers(size)
+            atexit.register(_pool.shutdown)
+        return _pool
+
+
+def warm_local_workers(size: int) -> None:
+    """Spawn the process's workers ahead of the run (``tidemark run``'s prestart thread)."""
+    local_workers(size).warm()
+
+
+def discard_local_workers() -> None:
+    """Drop the pool after a failure that may have left a worker dead or stuck (the next use spawns anew)."""
+    global _pool
+    with _lock:
+        if _pool is not None:
+            _pool.shutdown()
+            _pool = None
+
+
+def _broken(pool: LocalWorkers) -> bool:
+    return bool(getattr(pool._executor, "_broken", False))
+
+
+def run_local(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec, sink_password: str,
+              driver_sink: Any, parallelism: int) -> list[dict[str, Any]]:
+    """The same work as :func:`jobs.fused_chunks.run_fused`, by the local workers; on failure every
+    chunk label of the table is aborted once no chunk of it runs any more."""
+    import json
+
+    from jobs.fused_chunks import abort_chunk_labels
+
+    if not read_spec.chunks:
+        return []
+    try:
+        messages = local_workers(max(1, parallelism)).run_chunks(read_spec, source_password, write_spec,
+                                                                 sink_password)
+    except BaseException as exc:
+        if isinstance(exc, BrokenProcessPool | KeyboardInterrupt):
+            discard_local_workers()
+        abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
+        raise
+    return [json.loads(m) for m in messages]
