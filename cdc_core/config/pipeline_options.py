@@ -88,8 +88,11 @@ class PipelineOptions(OptionBlock):
     # rows never entering the JVM (``jobs.fused_chunks``); false sends them through the DataFrame.
     spark_fused_chunk_tasks: bool = Field(True, alias="tidemark.spark.fused-chunk-tasks")
     # A snapshot run of at most this many rows (its chunks × the chunk size), all of tables without
-    # a transform, reads and loads its chunks in the driver, one after the other: starting Spark
-    # costs ~10 s, more than such a run's work. 0: always Spark.
+    # a transform, in a pipeline that names no Spark master nor Connect server, reads and loads its
+    # chunks without Spark: by ``parallelism`` local worker processes (jobs/local_workers.py), or in
+    # the driver for at most 50,000 rows. Spark's local mode runs the same per-chunk function in as
+    # many Python workers, plus a JVM whose start (~3 s, ~6 CPU-s here) cost more than it saved at
+    # 1M and 5M rows (docs/performance.md). 0: always Spark.
     snapshot_in_process_rows: int = Field(10_000_000, ge=0, alias="tidemark.snapshot.in-process-rows")
     # At most this many chunks in a snapshot plan: each is a Dagster partition, and Dagster's
     # guidance is at most 100k partitions per asset (the UI slows down past it). A plan that would
