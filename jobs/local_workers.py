@@ -32,9 +32,12 @@ import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobs.specs import ReadSpec, WriterSpec
+if TYPE_CHECKING:  # only the standard library here: ``tidemark run``'s prestart thread imports this module
+    # while the main thread imports the rest of Tidemark, and two threads entering cdc_core.doris's
+    # circular imports at once fail (a partially initialised module)
+    from jobs.specs import ReadSpec, WriterSpec
 
 logger = logging.getLogger(__name__)
 
