@@ -33,12 +33,17 @@ _lock = threading.Lock()
 _prepared: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions whose data sources are registered
 
 
-def prepare_environment() -> None:
-    """What PySpark needs here: workers must run this venv's Python (it has pyarrow), and the
-    driver must bind to loopback rather than a name that resolves elsewhere."""
+def prepare_environment(master: str | None = None) -> None:
+    """What PySpark needs here: workers must run this venv's Python (it has pyarrow), and a local
+    driver must bind to loopback rather than a name that resolves elsewhere. Only a local one: the
+    driver of a session on a cluster (``master`` ``spark://…``, ``yarn``…) is reached by executors on
+    other machines at the address it advertises, which ``SPARK_LOCAL_IP=127.0.0.1`` would make the
+    loopback; without ``SPARK_LOCAL_IP`` (or ``spark.driver.host``) Spark advertises the machine's
+    own address."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master is None or master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
 def session_settings(pipeline: Any | None) -> dict[str, Any]:
@@ -85,9 +90,10 @@ def session_config(pipeline: Any | None, app_name: str | None = None) -> dict[st
 def start_session(pipeline: Any | None, app_name: str | None = None) -> Any:
     """Start (or find) the process's session with :func:`session_config`, built as dagster-pyspark
     builds it, so that the resource's own ``getOrCreate`` later finds this one."""
-    prepare_environment()
+    config = session_config(pipeline, app_name)
+    prepare_environment(config.get("spark.master"))
     builder = SparkSession.builder
-    for key, value in session_config(pipeline, app_name).items():
+    for key, value in config.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

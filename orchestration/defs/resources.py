@@ -93,11 +93,11 @@ def _resolved(value: Any) -> Any:
 
 class TidemarkPySparkResource(LazyPySparkResource):
     """dagster-pyspark's lazy session (nothing starts until a chunk needs Spark), with the
-    environment PySpark needs here: workers on this interpreter, the driver on loopback."""
+    environment PySpark needs here: workers on this interpreter, a local driver on loopback."""
 
     @property
     def spark_session(self) -> Any:
-        prepare_environment()
+        prepare_environment(self.spark_config.get("spark.master"))
         return super().spark_session
 
 
