@@ -8,8 +8,8 @@ PostgreSQL database; host_b's processes also run in a PID namespace of their own
 share is what two machines on a LAN would, each at the bridge's address and nowhere else:
 PostgreSQL (the machine's server, relayed from the bridge's port 5432), MySQL (a MariaDB of the
 test's own), Doris (the stand-in, whose load redirects name the BE on the bridge) and a Spark
-standalone master and worker started by the test, which every run's jobs use (the driver in the
-host's namespace, the executors connecting back to it at the host's address). The race is made
+standalone master and worker started by the test, which the runs of the tests about Spark use (the
+driver in the host's namespace, the executors connecting back to it at the host's address). The race is made
 exact with the ``run.before_lease`` fault point's barrier: both processes reach the lease within
 milliseconds of each other, however long their start took.
 
@@ -205,8 +205,10 @@ def _assert_doris_equals_mysql(hosts: Hosts, root_conn, db: str, fe: str) -> Non
 
 @pytest.fixture
 def on_spark() -> frozenset[str]:
-    """Which loads go to the Spark cluster whatever their size: ``snapshot`` (``in-process-rows:
-    0``), ``binlog`` (``spark-min-events: 0``); the others, this small, are loaded by the driver."""
+    """Which loads go to the Spark cluster: ``snapshot`` (the pipeline names the cluster's master,
+    so its snapshot runs on it whatever its size), ``binlog`` too (``spark-min-events: 0``). Empty:
+    no Spark master, and these small loads stay off Spark (in the driver), as in the tests whose
+    subject is the lease, not Spark."""
     return frozenset()
 
 
@@ -215,17 +217,18 @@ ALL_ON_SPARK = frozenset({"snapshot", "binlog"})
 
 
 @pytest.fixture
-def hosts(lan, mysql_server, root_conn, fresh_db, doris_standin, spark_cluster, postgres_databases, on_spark,
-          tmp_path):
+def hosts(lan, mysql_server, root_conn, fresh_db, doris_standin, postgres_databases, on_spark, tmp_path, request):
     _create_tables(root_conn, fresh_db)
     state_url = postgres_databases()
     pipeline = dict(host=mysql_server.endpoint.host, port=mysql_server.endpoint.port, fe=doris_standin.fe_http,
                     tables=f"{fresh_db}.\\.*", name=f"guard_{fresh_db}", server_id="5540-5544",
                     source={"scan.incremental.snapshot.chunk.size": 400,
                             "scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.logs:log_id"},
-                    pipeline={"tidemark.run.lease-ttl-s": LEASE_TTL_S, "tidemark.spark.master": spark_cluster.master_url,
-                              **({"tidemark.snapshot.in-process-rows": 0} if "snapshot" in on_spark else {}),
-                              **({"tidemark.binlog.spark-min-events": 0} if "binlog" in on_spark else {})})
+                    pipeline={"tidemark.run.lease-ttl-s": LEASE_TTL_S})
+    if on_spark:  # the cluster starts with the first test that uses it
+        pipeline["pipeline"]["tidemark.spark.master"] = request.getfixturevalue("spark_cluster").master_url
+    if "binlog" in on_spark:
+        pipeline["pipeline"]["tidemark.binlog.spark-min-events"] = 0
     return Hosts(tmp_path, lan, postgres_databases(), state_url, pipeline)
 
 
