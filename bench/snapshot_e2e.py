@@ -12,7 +12,8 @@ the row's number, in ``utf8mb4_general_ci``; the text-keyed table of issue 30):
 * the limit: ``mariadb --quick -e 'SELECT * FROM shop.t' > /dev/null`` over TCP (best of 2);
 * ``tidemark run PIPELINE --once`` as a subprocess, wall time from exec to exit, its phases
   (``--timings``: planning, Spark start, read + load, commits, parity, binlog) and the peak RSS of
-  each process it and the servers ran (sampled every 0.2 s from /proc through psutil);
+  each process it and the servers ran (sampled every 0.2 s from /proc through psutil), and its plan:
+  the chunks (each a Dagster partition) beside ``tidemark.snapshot.max-partitions``, their rows;
 * (``--naive``) the naive reload a user might script (``bench/naive_reload.py``: pandas ``read_sql``,
   CSV, one stream load) of the same table, and ``tidemark run``'s ratio to it;
 * (5M rows and more, or any with ``--parity-ab``; never with ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
@@ -247,7 +248,31 @@ def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int
         raise SystemExit(f"tidemark run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     state = work / f"state-{pipeline.stem}"
     return {"wall_s": round(wall, 2), "phases_s": json.loads(timings.read_text()) if timings.exists() else {},
-            "steps_s": step_seconds(state / "dagster"), "peak_rss_mib": memory, "cpu_s": cpu}
+            "steps_s": step_seconds(state / "dagster"), "peak_rss_mib": memory, "cpu_s": cpu,
+            "plan": plan_summary(pipeline)}
+
+
+def plan_summary(pipeline: Path) -> dict:
+    """What the run planned, beside the partition cap it planned under: the chunks (each a Dagster
+    partition), the rows per chunk and the server's row estimate the plan started from, and the
+    planner's notes (chunk sizes grown to stay under the cap say so there)."""
+    from cdc_core.config.pipeline import load_pipeline
+    from cdc_core.state.keys import CHUNK_SIZES, PLAN_NOTES, TABLE_ROWS
+    from cdc_core.state.store import StateStore
+
+    definition = load_pipeline(pipeline)
+    store = StateStore.open_existing(definition)
+    if store is None:
+        return {}
+    try:
+        with store.transaction(readonly=True) as tx:
+            chunks = tx.chunks()
+            sizes, estimates, notes = CHUNK_SIZES.get_or(tx, {}), TABLE_ROWS.get_or(tx, {}), PLAN_NOTES.get_or(tx, [])
+    finally:
+        store.close()
+    return {"chunks": len(chunks), "max_partitions": definition.pipeline.snapshot_max_partitions,
+            "chunk_rows": sizes, "table_rows_estimate": estimates, "notes": notes,
+            "rows_loaded": sum(c.rows or 0 for c in chunks)}
 
 
 def step_seconds(dagster_home: Path) -> dict[str, float]:
@@ -435,16 +460,18 @@ def parity_cost(once: dict, bare: dict) -> dict:
 
 
 def markdown(reports: list[dict]) -> str:
-    lines = ["| rows | `mariadb --quick` scan | `tidemark run --once` | ratio | naive reload | ratio | phases (s) | "
-             "daemon backfill | ratio to run |",
-             "|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    lines = ["| rows | `mariadb --quick` scan | `tidemark run --once` | ratio | naive reload | ratio | chunks (cap) | "
+             "phases (s) | daemon backfill | ratio to run |",
+             "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for r in reports:
         once = r["tidemark_run_once"]
         phases = ", ".join(f"{k} {v}" for k, v in once["phases_s"].items())
         back = r.get("daemon_backfill", {})
+        plan = once.get("plan", {})
         lines.append(f"| {r['rows']:,} | {r['c_client_scan_s']} s | {once['wall_s']} s ({once['rows_per_s']:,} rows/s) | "
                      f"{once['ratio_to_c_client_scan']}× | {r.get('naive_reload', {}).get('wall_s', '-')} s | "
-                     f"{once.get('ratio_to_naive_reload', '-')}× | {phases} | {back.get('wall_s', '-')} s | "
+                     f"{once.get('ratio_to_naive_reload', '-')}× | {plan.get('chunks', '-')} ({plan.get('max_partitions', '-')}) | "
+                     f"{phases} | {back.get('wall_s', '-')} s | "
                      f"{back.get('ratio_to_run_once', '-')} |")
     return "\n".join(lines)
 
