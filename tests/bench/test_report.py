@@ -121,3 +121,15 @@ def test_parity_cost_is_the_checks_step_plus_what_it_added_to_the_commits(report
     text = report.markdown({**result(), "json_name": "r.json",
                             "snapshot": [{**result()["snapshot"][0], "parity_cost": cost}]}, {})
     assert "| 1,000,000 | 2.8 s (5.6%) | 6.0 s | 8.5 s / 8.0 s | 3.3 s (6.6%) | 36.2 s / 44.0 s |" in text
+
+
+def test_step_seconds_add_up_over_the_snapshot_runs_of_one_tidemark_run(monkeypatch):
+    """A 50M-row table is six snapshot runs of 64 chunks: each run's chunk_parity is counted, not the last's."""
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    from bench.snapshot_e2e import sum_steps
+
+    stats = [("bench__snapshot_chunks", 0.0, 93.5), ("bench__snapshot_chunks_chunk_parity", 100.0, 125.7),
+             ("bench__snapshot_chunks", 200.0, 260.8), ("bench__snapshot_chunks_chunk_parity", 270.0, 293.3),
+             ("bench__binlog_stream_table_parity", 300.0, 541.1), ("bench__binlog_stream", 290.0, None)]
+    assert sum_steps(stats) == {"snapshot_chunks": pytest.approx(154.3), "snapshot_chunks_chunk_parity": pytest.approx(49.0),
+                                "binlog_stream_table_parity": pytest.approx(241.1)}
