@@ -16,7 +16,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 # phases of `tidemark run --timings` (cdc_core/instrumentation/phases.py); "snapshot" and "binlog" enclose others, and
-# Spark starts lazily inside the first read_load (orchestration/defs/resources.py), so it is taken out of it
+# Spark starts lazily inside the first read_load (orchestration/defs/resources.py), so it is taken out of it; the
+# table_parity check at the end of the run is "verify" inside "parity" (orchestration/cli/run_once.py), so it is
+# taken out of "parity", which keeps the chunk_parity checks
 SNAPSHOT_PHASES = ("planning", "spark_start", "read_load", "commit", "reload_sweep", "resolve_pending", "parity",
                    "verify")
 
@@ -28,6 +30,8 @@ def split_phases(once: dict) -> dict[str, float]:
     out = {p: float(given.get(p, 0.0)) for p in SNAPSHOT_PHASES}
     if out["spark_start"] <= out["read_load"]:
         out["read_load"] -= out["spark_start"]
+    if out["verify"] <= out["parity"]:
+        out["parity"] -= out["verify"]
     out["rest"] = max(0.0, once["wall_s"] - sum(out.values()) - float(given.get("binlog", 0.0)))
     return out
 

@@ -133,3 +133,15 @@ def test_step_seconds_add_up_over_the_snapshot_runs_of_one_tidemark_run(monkeypa
              ("bench__binlog_stream_table_parity", 300.0, 541.1), ("bench__binlog_stream", 290.0, None)]
     assert sum_steps(stats) == {"snapshot_chunks": pytest.approx(154.3), "snapshot_chunks_chunk_parity": pytest.approx(49.0),
                                 "binlog_stream_table_parity": pytest.approx(241.1)}
+
+
+def test_the_table_parity_at_the_end_of_the_run_is_counted_once(report):
+    """run --once's table_parity is 'verify' inside 'parity' (the 50M-row run: parity 370.3 s = chunk
+    parity 130.2 s + verify 240.1 s); counted in both, the phases passed the wall time by 240 s."""
+    once = {"wall_s": 1048.4, "phases_s": {"planning": 0.129, "spark_start": 13.882, "read_load": 289.864,
+                                           "commit": 278.935, "resolve_pending": 0.749, "parity": 370.316,
+                                           "verify": 240.132, "binlog": 4.136}}
+    split = report.split_phases(once)
+    assert split["parity"] == pytest.approx(370.316 - 240.132) and split["verify"] == pytest.approx(240.132)
+    assert sum(split.values()) + 4.136 == pytest.approx(1048.4)
+    assert split["rest"] == pytest.approx(1048.4 - 0.129 - 13.882 - 275.982 - 278.935 - 0.749 - 130.184 - 240.132 - 4.136)
