@@ -14,6 +14,7 @@ the row's number, in ``utf8mb4_general_ci``; the text-keyed table of issue 30):
   (``--timings``: planning, Spark start, read + load, commits, parity, binlog) and the peak RSS of
   each process it and the servers ran (sampled every 0.2 s from /proc through psutil), and its plan:
   the chunks (each a Dagster partition) beside ``tidemark.snapshot.max-partitions``, their rows;
+  and the verdicts of its checks (chunk and table parity: the run exits 0 when they fail);
 * (``--naive``) the naive reload a user might script (``bench/naive_reload.py``: pandas ``read_sql``,
   CSV, one stream load) of the same table, and ``tidemark run``'s ratio to it;
 * (5M rows and more, or any with ``--parity-ab``; never with ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -249,7 +251,37 @@ def run_once(work: Path, pipeline: Path, profile: Path | None, servers: list[int
     state = work / f"state-{pipeline.stem}"
     return {"wall_s": round(wall, 2), "phases_s": json.loads(timings.read_text()) if timings.exists() else {},
             "steps_s": step_seconds(state / "dagster"), "peak_rss_mib": memory, "cpu_s": cpu,
-            "plan": plan_summary(pipeline)}
+            "plan": told(plan_summary, pipeline), "checks": told(check_verdicts, state / "dagster")}
+
+
+def told(read: Callable[[Path], dict], path: Path) -> dict:
+    """``read(path)``, or the error it raised: a report's detail never loses a long run's figures."""
+    try:
+        return read(path)
+    except Exception as exc:  # noqa: BLE001 - any failure is reported in its place
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def check_verdicts(dagster_home: Path) -> dict[str, dict[str, int]]:
+    """How the run's asset checks came out (chunk_parity once per snapshot run, table_parity at the
+    end, no_pending_transactions): ``tidemark run --once`` exits 0 when a non-blocking parity
+    check fails, so the bench reads the verdicts from the runs' events."""
+    from dagster import DagsterEventType, DagsterInstance
+
+    with DagsterInstance.from_config(str(dagster_home)) as instance:
+        evaluations = [(data.check_name, data.passed) for run in instance.get_runs()
+                       for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+                       if (data := entry.dagster_event.event_specific_data) is not None]
+    return tally_checks(evaluations)
+
+
+def tally_checks(evaluations: list[tuple[str, bool]]) -> dict[str, dict[str, int]]:
+    """Passed and failed evaluations per check name."""
+    out: dict[str, dict[str, int]] = {}
+    for name, passed in evaluations:
+        counts = out.setdefault(name, {"passed": 0, "failed": 0})
+        counts["passed" if passed else "failed"] += 1
+    return out
 
 
 def plan_summary(pipeline: Path) -> dict:

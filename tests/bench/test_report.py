@@ -145,3 +145,11 @@ def test_the_table_parity_at_the_end_of_the_run_is_counted_once(report):
     assert split["parity"] == pytest.approx(370.316 - 240.132) and split["verify"] == pytest.approx(240.132)
     assert sum(split.values()) + 4.136 == pytest.approx(1048.4)
     assert split["rest"] == pytest.approx(1048.4 - 0.129 - 13.882 - 275.982 - 278.935 - 0.749 - 130.184 - 240.132 - 4.136)
+
+
+def test_check_verdicts_are_counted_per_check(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    from bench.snapshot_e2e import tally_checks
+
+    assert tally_checks([("chunk_parity", True), ("chunk_parity", False), ("table_parity", True)]) == {
+        "chunk_parity": {"passed": 1, "failed": 1}, "table_parity": {"passed": 1, "failed": 0}}
