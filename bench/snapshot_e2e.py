@@ -1,7 +1,7 @@
 """The snapshot as a user runs it: ``tidemark run PIPELINE --once`` and a daemon-executed backfill
 of ``snapshot_chunks``, each beside the ``mariadb --quick`` scan of the same table in the same run.
 
-    .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile] [--key varchar] [--parity-ab] [--naive]
+    .venv/bin/python bench/snapshot_e2e.py [--rows 1000000 5000000] [--no-daemon] [--profile] [--key varchar] [--parity-ab] [--naive] [--spark-ab]
         [--chunk-size N (default: the pipeline's, sized by row width)] [--parallelism 2] [--out bench/results/snapshot_e2e-<date>.json]
 
 For each row count: a private MariaDB and Doris stand-in on free ports, the table
@@ -15,6 +15,8 @@ the row's number, in ``utf8mb4_general_ci``; the text-keyed table of issue 30):
   each process it and the servers ran (sampled every 0.2 s from /proc through psutil), and its plan:
   the chunks (each a Dagster partition) beside ``tidemark.snapshot.max-partitions``, their rows;
   and the verdicts of its checks (chunk and table parity: the run exits 0 when they fail);
+* (``--spark-ab``) the same ``tidemark run --once`` by a fresh pipeline into an empty Doris on Spark's
+  local mode (``tidemark.snapshot.in-process-rows: 0``) instead of the local worker processes;
 * (``--naive``) the naive reload a user might script (``bench/naive_reload.py``: pandas ``read_sql``,
   CSV, one stream load) of the same table, and ``tidemark run``'s ratio to it;
 * (5M rows and more, or any with ``--parity-ab``; never with ``--no-parity-ab``) ``tidemark run --once --no-checks`` by a fresh
@@ -204,11 +206,12 @@ class MemorySampler(threading.Thread):
         return {k: round(v, 1) for k, v in sorted(out.items())}
 
 
-def pipeline_file(work: Path, name: str, mysql: MariaDBServer, doris: DorisStandIn, args: argparse.Namespace) -> Path:
+def pipeline_file(work: Path, name: str, mysql: MariaDBServer, doris: DorisStandIn, args: argparse.Namespace,
+                  pipeline: dict | None = None) -> Path:
     return write_pipeline(work / f"{name}.yaml", host="127.0.0.1", port=mysql.port, fe=doris.fe_http, tables="shop.t",
                           name=name, state_dir=work / f"state-{name}", server_id="5400-5420",
                           source={"scan.incremental.snapshot.chunk.size": args.chunk_size} if args.chunk_size else None,
-                          parallelism=args.parallelism)
+                          parallelism=args.parallelism, pipeline=pipeline)
 
 
 def doris_count(doris: DorisStandIn, table: str = "t") -> int:
@@ -449,6 +452,16 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
             # its own wall (read, encode, load; without its interpreter's start): the stricter comparison
             once["ratio_to_naive_reload"] = round(once["wall_s"] / naive["wall_s"], 2)
             once["ratio_to_naive_reload_process"] = round(once["wall_s"] / naive["process_wall_s"], 2)
+        if getattr(args, "spark_ab", False):
+            log(f"tidemark run --once {once['wall_s']} s; again on Spark's local mode (in-process-rows 0)...")
+            doris_sql(doris, "DROP DATABASE IF EXISTS shop")
+            on_spark = run_once(work, pipeline_file(work, "bench_spark", mysql, doris, args,
+                                                    {"tidemark.snapshot.in-process-rows": 0}),
+                                None, [mysql.pid(), doris.pid()])
+            assert doris_count(doris) == rows, "Doris does not hold every row after tidemark run on Spark"
+            on_spark["ratio_to_c_client_scan"] = round(on_spark["wall_s"] / scan_s, 1)
+            report["tidemark_run_once_spark"] = on_spark
+            once["ratio_to_spark_run"] = round(once["wall_s"] / on_spark["wall_s"], 2)
         if rows >= 5_000_000:
             report["tidemark_run_once"]["within_40s"] = once["wall_s"] <= TARGET_5M_S
         if (rows >= 5_000_000 or getattr(args, "parity_ab", False)) and not args.no_parity_ab:
@@ -532,6 +545,8 @@ def main() -> None:
                         help="the table's key: id BIGINT, or k VARCHAR(32) (utf8mb4_general_ci)")
     parser.add_argument("--naive", action="store_true",
                         help="the naive reload (bench/naive_reload.py) of the same table after tidemark run, its ratio")
+    parser.add_argument("--spark-ab", action="store_true",
+                        help="the same run --once again on Spark's local mode (tidemark.snapshot.in-process-rows: 0)")
     parser.add_argument("--parity-ab", action="store_true",
                         help="the --no-checks run (what parity costs) at any row count")
     parser.add_argument("--out", type=Path, default=None)
