@@ -62,6 +62,8 @@ from devstack.stack import DorisStandIn  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 TARGET_5M_S = 40.0
+NAIVE_MAX_ROWS = 1_000_000
+"""``--naive`` reloads at most this many rows: pandas holds the whole table in memory (issue 30 compares at 1M)."""
 
 
 def fill(mysql: MariaDBServer, rows: int, key: str = "bigint") -> int:
@@ -442,7 +444,7 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
         once["rows_per_s"] = round(rows / once["wall_s"])
         once["ratio_to_c_client_scan"] = round(once["wall_s"] / scan_s, 1)
         report["tidemark_run_once"] = once
-        if getattr(args, "naive", False):
+        if getattr(args, "naive", False) and rows <= NAIVE_MAX_ROWS:
             from bench import peers
 
             log(f"tidemark run --once {once['wall_s']} s; the naive reload (pandas read_sql → one stream load)...")
@@ -544,7 +546,8 @@ def main() -> None:
     parser.add_argument("--key", choices=("bigint", "varchar"), default="bigint",
                         help="the table's key: id BIGINT, or k VARCHAR(32) (utf8mb4_general_ci)")
     parser.add_argument("--naive", action="store_true",
-                        help="the naive reload (bench/naive_reload.py) of the same table after tidemark run, its ratio")
+                        help="the naive reload (bench/naive_reload.py) of the same table after tidemark run, its ratio "
+                             "(tables of at most 1M rows)")
     parser.add_argument("--spark-ab", action="store_true",
                         help="the same run --once again on Spark's local mode (tidemark.snapshot.in-process-rows: 0)")
     parser.add_argument("--parity-ab", action="store_true",
