@@ -7,8 +7,8 @@ writer gets them back as Arrow. On this 2-core machine that round trip cost ~15 
 rows of the bench table (``bench/snapshot_spark.py``), against ~1.2 s for the chunk reads and
 ~4 s for the stream loads.
 
-So, by default, such a table's chunks run as one Spark job over the chunk positions (an RDD, or
-``mapInArrow`` on Spark Connect: :func:`run_fused`). Each task
+So, by default, such tables' chunks run as one Spark job over the chunk positions (an RDD, or
+``mapInArrow`` on Spark Connect: :func:`run_fused_many`), one job for all such tables of a run. Each task
 takes a contiguous run of up to :data:`MAX_CHUNKS_PER_TASK` chunks, and there are as few tasks
 as that allows (:func:`task_count`), because a Spark task with a Python function costs ~0.1 s
 of its own here (~45 ms of JVM and as much of Python worker CPU, measured with trivial tasks),
@@ -34,7 +34,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -92,6 +92,22 @@ def chunk_messages(read_spec: ReadSpec, source_password: str, write_spec: Writer
     return run
 
 
+def _many_messages(tables: Sequence[tuple[ReadSpec, WriterSpec]], positions: Sequence[tuple[int, int]],
+                   source_password: str, sink_password: str) -> Callable[[Iterable[int]], Iterator[str]]:
+    """:func:`chunk_messages` over many tables: indexes into ``positions`` (a table's place in
+    ``tables``, a chunk's in its read spec) in, one message per chunk out, naming its table's place."""
+    per_table = [chunk_messages(read_spec, source_password, write_spec, sink_password)
+                 for read_spec, write_spec in tables]
+
+    def run(indexes: Iterable[int]) -> Iterator[str]:
+        for index in indexes:
+            t, position = positions[index]
+            for message in per_table[t]([position]):
+                yield json.dumps({"table": t, **json.loads(message)})
+
+    return run
+
+
 def _arrow_task(messages: Callable[[Iterable[int]], Iterator[str]],
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """``messages`` as a ``mapInArrow`` function (Spark Connect, which has no RDDs)."""
@@ -106,7 +122,20 @@ def _arrow_task(messages: Callable[[Iterable[int]], Iterator[str]],
 
 def run_fused(spark: Any, read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
               sink_password: str, driver_sink: Any, parallelism: int) -> list[dict[str, Any]]:
-    """One Spark job over ``read_spec.chunks``; returns one message per chunk.
+    """One Spark job over ``read_spec.chunks``; returns one message per chunk (:func:`run_fused_many`
+    of one table)."""
+    return run_fused_many(spark, [(read_spec, write_spec)], source_password, sink_password, driver_sink,
+                          parallelism)[0]
+
+
+def run_fused_many(spark: Any, tables: Sequence[tuple[ReadSpec, WriterSpec]], source_password: str,
+                   sink_password: str, driver_sink: Any, parallelism: int) -> list[list[dict[str, Any]]]:
+    """One Spark job over the chunks of all ``tables``; returns each table's messages, one per chunk.
+
+    Many small tables (a whole database of them) cost one job, not one each: a Spark job of its
+    own per table cost ~0.1-0.3 s of scheduling and task start here whatever its rows, which made
+    300 tables of one chunk each as dear as millions of rows in one table. The chunks of all the
+    tables, in order, are cut into as few tasks as :func:`task_count` allows, each a contiguous run.
 
     With a SparkContext (local mode, a cluster) the job is an RDD of chunk positions: the first
     DataFrame job of a session costs ~4 s more here (SQL planning, code generation, Arrow) for
@@ -117,15 +146,18 @@ def run_fused(spark: Any, read_spec: ReadSpec, source_password: str, write_spec:
     the job is aborted in every target before the error propagates, so nothing the job prepared
     is left behind.
     """
-    count = len(read_spec.chunks)
+    positions = [(t, p) for t, (read_spec, _) in enumerate(tables) for p in range(len(read_spec.chunks))]
+    out: list[list[dict[str, Any]]] = [[] for _ in tables]
+    count = len(positions)
     if count == 0:
-        return []
+        return out
     tasks = task_count(count, parallelism)
-    messages = chunk_messages(read_spec, source_password, write_spec, sink_password)
+    messages = _many_messages(tables, positions, source_password, sink_password)
     group = f"tidemark-snapshot-{uuid.uuid4().hex}"
     context = spark_context(spark)
+    names = tables[0][0].table_id + (f" and {len(tables) - 1} more table(s)" if len(tables) > 1 else "")
     if context is not None:
-        context.setJobGroup(group, f"snapshot of {read_spec.table_id}", interruptOnCancel=True)
+        context.setJobGroup(group, f"snapshot of {names}", interruptOnCancel=True)
     try:
         if context is not None:
             collected = context.parallelize(range(count), tasks).mapPartitions(messages).collect()
@@ -134,12 +166,16 @@ def run_fused(spark: Any, read_spec: ReadSpec, source_password: str, write_spec:
             collected = [row["message"] for row in job.collect()]
     except BaseException:
         stop_job(spark, context, group)
-        abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
+        for read_spec, write_spec in tables:
+            abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
         raise
     finally:
         if context is not None:
             context.setLocalProperty("spark.jobGroup.id", None)
-    return [json.loads(message) for message in collected]
+    for text in collected:
+        message = json.loads(text)
+        out[message.pop("table")].append(message)
+    return out
 
 
 def run_in_process(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,

@@ -89,9 +89,16 @@ class LocalWorkers:
                    sink_password: str) -> list[str]:
         """Every chunk of ``read_spec``, one submission each; their messages in chunk order. On a
         failure the chunks not started are cancelled and the running ones waited for, then it raises."""
+        return self.run_many([(read_spec, write_spec)], source_password, sink_password)[0]
+
+    def run_many(self, tables: list[tuple[ReadSpec, WriterSpec]], source_password: str,
+                 sink_password: str) -> list[list[str]]:
+        """:meth:`run_chunks` over the chunks of many tables at once (a database of small tables keeps
+        every worker busy, rather than one table at a time); each table's messages in chunk order."""
+        places = [(t, p) for t, (read_spec, _) in enumerate(tables) for p in range(len(read_spec.chunks))]
         futures: list[Future[str]] = [
-            self._executor.submit(_one_chunk, read_spec, source_password, write_spec, sink_password, position)
-            for position in range(len(read_spec.chunks))]
+            self._executor.submit(_one_chunk, tables[t][0], source_password, tables[t][1], sink_password, position)
+            for t, position in places]
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         failed = next((f for f in futures if f.done() and not f.cancelled() and f.exception() is not None), None)
         if failed is not None:
@@ -99,7 +106,10 @@ class LocalWorkers:
                 future.cancel()
             wait(futures)  # the running ones end before their labels are aborted
             raise failed.exception()  # type: ignore[misc]
-        return [f.result() for f in futures]
+        out: list[list[str]] = [[] for _ in tables]
+        for (t, _), future in zip(places, futures, strict=True):
+            out[t].append(future.result())
+        return out
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -135,6 +145,27 @@ def discard_local_workers() -> None:
 
 def _broken(pool: LocalWorkers) -> bool:
     return bool(getattr(pool._executor, "_broken", False))
+
+
+def run_local_many(tables: list[tuple[ReadSpec, WriterSpec]], source_password: str, sink_password: str,
+                   driver_sink: Any, parallelism: int) -> list[list[dict[str, Any]]]:
+    """:func:`run_local` of many tables' chunks at once, each table's messages in chunk order; on
+    failure every chunk label of every table is aborted once no chunk runs any more."""
+    import json
+
+    from jobs.fused_chunks import abort_chunk_labels
+
+    if not any(read_spec.chunks for read_spec, _ in tables):
+        return [[] for _ in tables]
+    try:
+        messages = local_workers(max(1, parallelism)).run_many(tables, source_password, sink_password)
+    except BaseException as exc:
+        if isinstance(exc, BrokenProcessPool | KeyboardInterrupt):
+            discard_local_workers()
+        for read_spec, write_spec in tables:
+            abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
+        raise
+    return [[json.loads(m) for m in table] for table in messages]
 
 
 def run_local(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec, sink_password: str,

@@ -1,9 +1,9 @@
 """The snapshot job: read and load a set of chunks in parallel on Spark.
 
-Per captured table one Spark job: tasks that read their chunks and load them
-(``jobs.fused_chunks``), or, for a table with a transform, chunk source (one partition per
-chunk) → transform → Doris writer; the tables' jobs run concurrently from driver threads so
-that ``pipeline.parallelism`` tasks stay busy even when tables are small. Nothing becomes
+One Spark job for every table without a transform: tasks that read their chunks and load them
+(``jobs.fused_chunks``; without Spark, the local workers or this process); for a table with a
+transform, a job of its own: chunk source (one partition per chunk) → transform → Doris writer,
+run from driver threads beside the shared job so that ``pipeline.parallelism`` tasks stay busy. Nothing becomes
 visible: each task precommits its chunk, and the per-chunk outcome (rows, watermarks, prepared
 transactions) comes back to the caller to record and commit.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from cdc_core.config import PipelineDefinition
@@ -23,8 +24,8 @@ from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.pipeline.snapshot_estimate import fits_in_process, local_workers_for
 from jobs.doris_writer import write_to_doris
-from jobs.fused_chunks import run_fused, run_in_process
-from jobs.local_workers import run_local
+from jobs.fused_chunks import run_fused, run_fused_many, run_in_process
+from jobs.local_workers import run_local, run_local_many
 from jobs.snapshot_source import BOOKKEEPING
 from jobs.snapshot_source import FORMAT as SNAPSHOT_FORMAT
 from jobs.spark import activate_in_thread
@@ -76,6 +77,86 @@ def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...]
     return schema.with_columns(keep)
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """One table's job, ready to run: the schema Doris gets, its transform and its specs."""
+
+    schema: TableSchema
+    tasks: tuple[ChunkTask, ...]
+    transform: TableTransform | None
+    targets: tuple[TableId, ...]
+    read_spec: ReadSpec
+    write_spec: WriterSpec
+    fused: bool  # read and loaded in the same task (jobs/fused_chunks.py), else through the DataFrame
+
+
+def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: TableSchema,
+             key_columns: tuple[str, ...], tasks: list[ChunkTask] | tuple[ChunkTask, ...],
+             epoch_reference: BinlogOffset | None) -> _Prepared:
+    """The driver's part before a table's chunks are read: the columns Doris can take and the
+    specs; on the fused path, its Doris tables created."""
+    transform = transform_for(definition, schema.table_id)
+    targets = tuple(sink.route(schema.table_id))
+    if transform is None:
+        schema = loadable_schema(sink, schema, targets)
+    read_spec = ReadSpec(
+        table_id=str(schema.table_id), schema=schema, source=SourceSpec.from_options(definition.source),
+        chunks=tuple(ChunkSpec.from_task(t, key_columns) for t in tasks),
+        faults=faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/faults.py)
+        epoch_reference=None if epoch_reference is None else epoch_reference.to_dict(),
+    )
+    write_spec = WriterSpec.create(sink, definition, WriteMode.SNAPSHOT, str(schema.table_id),
+                                   [str(t) for t in targets], generations={t.index: t.generation for t in tasks})
+    fused = transform is None and definition.pipeline.spark_fused_chunk_tasks
+    if fused:
+        for target in targets:
+            sink.create_table(schema, target)
+    return _Prepared(schema, tuple(tasks), transform, targets, read_spec, write_spec, fused)
+
+
+def _outcomes(prepared: _Prepared, messages: list[dict[str, Any]], elapsed: float) -> list[ChunkOutcome]:
+    """Each chunk's outcome from the job's messages; a chunk without one fails the run."""
+    outcomes = []
+    for message in messages:
+        for chunk in message["chunks"]:
+            outcomes.append(
+                ChunkOutcome(
+                    prepared.schema.table_id, chunk["index"], chunk["rows"], chunk["low_watermark"],
+                    chunk["high_watermark"], tuple(message["committables"]), chunk.get("backfill_events", 0),
+                    elapsed,
+                )
+            )
+    missing = {t.index for t in prepared.tasks} - {o.index for o in outcomes}
+    if missing:
+        raise RuntimeError(
+            f"the snapshot job of {prepared.schema.table_id} finished without reporting chunk(s) {sorted(missing)}; "
+            "their loads (if any) are left for recovery to abort"
+        )
+    return outcomes
+
+
+def _run_prepared(spark: Any, definition: PipelineDefinition, sink: Any, prepared: _Prepared,
+                  local_workers: int = 1) -> list[dict[str, Any]]:
+    """One table's job on its own: fused (without Spark: in this process, or by the local workers),
+    or the DataFrame path."""
+    password = definition.source.password.get_secret_value()
+    sink_password = definition.sink.password.get_secret_value()
+    read_spec, write_spec = prepared.read_spec, prepared.write_spec
+    if prepared.fused:
+        if spark is None and local_workers > 1 and len(read_spec.chunks) > 1:
+            return run_local(read_spec, password, write_spec, sink_password, sink, local_workers)
+        if spark is None:
+            return run_in_process(read_spec, password, write_spec, sink_password, sink)
+        return run_fused(spark, read_spec, password, write_spec, sink_password, sink, definition.pipeline.parallelism)
+    df = spark.read.format(SNAPSHOT_FORMAT).option("spec", read_spec.to_json()).option("password", password).load()
+    if prepared.transform is not None:
+        df = prepared.transform.apply(df, BOOKKEEPING)
+    out_schema = target_schema(prepared.schema, prepared.transform, df)
+    for target in prepared.targets:
+        sink.create_table(out_schema, target)
+    return write_to_doris(df, definition, write_spec)
+
+
 def run_table(
     spark: Any,
     definition: PipelineDefinition,
@@ -93,61 +174,9 @@ def run_table(
     if spark is not None:
         activate_in_thread(spark)
     started = time.monotonic()
-    password = definition.source.password.get_secret_value()
-    transform = transform_for(definition, schema.table_id)
-    targets = sink.route(schema.table_id)
-    if transform is None:
-        schema = loadable_schema(sink, schema, targets)
-    read_spec = ReadSpec(
-        table_id=str(schema.table_id), schema=schema, source=SourceSpec.from_options(definition.source),
-        chunks=tuple(ChunkSpec.from_task(t, key_columns) for t in tasks),
-        faults=faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/faults.py)
-        epoch_reference=None if epoch_reference is None else epoch_reference.to_dict(),
-    )
-    write_spec = WriterSpec.create(sink, definition, WriteMode.SNAPSHOT, str(schema.table_id),
-                                   [str(t) for t in targets], generations={t.index: t.generation for t in tasks})
-    sink_password = definition.sink.password.get_secret_value()
-    if transform is None and definition.pipeline.spark_fused_chunk_tasks:
-        for target in targets:
-            sink.create_table(schema, target)
-        if spark is None and local_workers > 1 and len(read_spec.chunks) > 1:
-            messages = run_local(read_spec, password, write_spec, sink_password, sink, local_workers)
-        elif spark is None:
-            messages = run_in_process(read_spec, password, write_spec, sink_password, sink)
-        else:
-            messages = run_fused(spark, read_spec, password, write_spec, sink_password, sink,
-                                 definition.pipeline.parallelism)
-    else:
-        df = (
-            spark.read.format(SNAPSHOT_FORMAT)
-            .option("spec", read_spec.to_json())
-            .option("password", password)
-            .load()
-        )
-        if transform is not None:
-            df = transform.apply(df, BOOKKEEPING)
-        out_schema = target_schema(schema, transform, df)
-        for target in targets:
-            sink.create_table(out_schema, target)
-        messages = write_to_doris(df, definition, write_spec)
-    elapsed = time.monotonic() - started
-    outcomes = []
-    for message in messages:
-        for chunk in message["chunks"]:
-            outcomes.append(
-                ChunkOutcome(
-                    schema.table_id, chunk["index"], chunk["rows"], chunk["low_watermark"],
-                    chunk["high_watermark"], tuple(message["committables"]), chunk.get("backfill_events", 0),
-                    elapsed,
-                )
-            )
-    missing = {t.index for t in tasks} - {o.index for o in outcomes}
-    if missing:
-        raise RuntimeError(
-            f"the snapshot job of {schema.table_id} finished without reporting chunk(s) {sorted(missing)}; "
-            "their loads (if any) are left for recovery to abort"
-        )
-    return outcomes
+    prepared = _prepare(spark, definition, sink, schema, key_columns, tasks, epoch_reference)
+    messages = _run_prepared(spark, definition, sink, prepared, local_workers)
+    return _outcomes(prepared, messages, time.monotonic() - started)
 
 
 def runs_in_process(definition: PipelineDefinition, work: list[TableWork]) -> bool:
@@ -163,6 +192,9 @@ def local_worker_count(definition: PipelineDefinition, work: list[TableWork]) ->
     return local_workers_for(definition, sum(w.estimated_rows or 0 for w in work), sum(len(w.tasks) for w in work))
 
 
+PREPARE_STREAMS = 4  # tables prepared at once in the driver (each a few requests to Doris's FE)
+
+
 def run_snapshot(
     spark: Any,
     definition: PipelineDefinition,
@@ -170,20 +202,58 @@ def run_snapshot(
     work: list[TableWork],
     local_workers: int = 1,
 ) -> list[ChunkOutcome]:
-    """Every table's job, ``pipeline.parallelism`` of them at a time; outcomes in input order.
-    ``spark`` None: without Spark, by ``local_workers`` processes (:func:`run_table`)."""
+    """Every table's chunks; outcomes in input order.
+
+    The tables read and loaded in fused tasks (every table without a transform, by default) share
+    one job: on Spark one Spark job (``run_fused_many``), without Spark the local workers' pool
+    takes all their chunks at once (``run_local_many``): a whole database of small tables costs one
+    job's scheduling, not one per table. A table with a transform (or all of them with
+    ``tidemark.spark.fused-chunk-tasks: false``) has a Spark job of its own, ``pipeline.parallelism``
+    of them at a time, beside the shared one. In this process (``spark`` None, one worker) one table
+    after another: the chunk reader keeps one connection per process."""
     if not work:
         return []
-    # In this process (spark None, one worker) one table after another: the chunk reader keeps one
-    # connection per process; the local workers (like Spark) take the tables' chunks side by side.
-    workers = 1 if spark is None and local_workers <= 1 else max(1, min(len(work), definition.pipeline.parallelism))
+    started = time.monotonic()
+    if spark is None and local_workers <= 1:
+        return [o for item in work for o in run_table(None, definition, sink, item.schema, item.key_columns,
+                                                      item.tasks, item.epoch_reference)]
+    if spark is not None:
+        activate_in_thread(spark)
 
-    def one(item: TableWork) -> list[ChunkOutcome]:
-        outcomes = run_table(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
-                             local_workers=local_workers)
-        logger.debug("%s: %d chunk(s) read and precommitted", item.schema.table_id, len(outcomes))
-        return outcomes
+    def prepare(item: TableWork) -> _Prepared:
+        if spark is not None:
+            activate_in_thread(spark)
+        return _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference)
 
+    with ThreadPoolExecutor(max_workers=max(1, min(len(work), PREPARE_STREAMS)),
+                            thread_name_prefix="tidemark-prepare") as pool:
+        prepared = list(pool.map(prepare, work))
+    fused = [p for p in prepared if p.fused]
+    alone = [p for p in prepared if not p.fused]
+    messages: dict[int, list[dict[str, Any]]] = {}
+    password = definition.source.password.get_secret_value()
+    sink_password = definition.sink.password.get_secret_value()
+
+    def shared_job() -> None:
+        specs = [(p.read_spec, p.write_spec) for p in fused]
+        if spark is None:
+            out = run_local_many(specs, password, sink_password, sink, local_workers)
+        else:
+            activate_in_thread(spark)
+            out = run_fused_many(spark, specs, password, sink_password, sink, definition.pipeline.parallelism)
+        messages.update({id(p): m for p, m in zip(fused, out, strict=True)})
+
+    def one(p: _Prepared) -> None:
+        activate_in_thread(spark)
+        messages[id(p)] = _run_prepared(spark, definition, sink, p)
+
+    workers = max(1, min(len(alone) + bool(fused), definition.pipeline.parallelism))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tidemark-snapshot") as pool:
-        results = list(pool.map(one, work))
-    return [o for outcomes in results for o in outcomes]
+        futures = ([pool.submit(shared_job)] if fused else []) + [pool.submit(one, p) for p in alone]
+        for future in futures:
+            future.result()
+    elapsed = time.monotonic() - started
+    outcomes = [o for p in prepared for o in _outcomes(p, messages[id(p)], elapsed)]
+    logger.debug("%d table(s), %d chunk(s) read and precommitted (%d in one shared job)", len(prepared),
+                 len(outcomes), sum(len(p.tasks) for p in fused))
+    return outcomes

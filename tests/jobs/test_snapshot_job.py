@@ -136,6 +136,39 @@ def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn,
     runner.close()
 
 
+def test_many_small_tables_share_one_spark_job(pipeline_factory, root_conn, fresh_db, doris_standin, spark_session,
+                                               monkeypatch):
+    """A run over a database of small tables (one chunk each) reads and loads them all in one Spark
+    job, not one job per table (issue 30: per-table cost); each chunk's outcome reaches its own
+    table, and Doris equals MySQL once committed."""
+    import jobs.snapshot_job
+
+    tables = 7
+    with root_conn.cursor() as cur:
+        for i in range(tables):
+            cur.execute(f"CREATE TABLE `{fresh_db}`.s{i} (id INT PRIMARY KEY, v VARCHAR(20))")
+            cur.execute(f"INSERT INTO `{fresh_db}`.s{i} SELECT seq, CONCAT('t{i}-', seq) FROM `{fresh_db}`.seq_1_to_{10 + i}")
+    jobs_run: list[list[str]] = []
+    shared = jobs.snapshot_job.run_fused_many
+
+    def counting(spark, tables_, *args, **kwargs):
+        jobs_run.append([read_spec.table_id for read_spec, _ in tables_])
+        return shared(spark, tables_, *args, **kwargs)
+
+    monkeypatch.setattr(jobs.snapshot_job, "run_fused_many", counting)
+    runner = spark_service(pipeline_factory(f"{fresh_db}.s.*", pipeline={"tidemark.snapshot.in-process-rows": 0}))
+    keys = list(runner.plan_splits().chunk_keys)
+    assert len(keys) == tables
+    results = runner.run_chunks(keys)
+    assert len(jobs_run) == 1 and sorted(jobs_run[0]) == sorted(f"{fresh_db}.s{i}" for i in range(tables))
+    assert {r.table_id: r.rows for r in results} == {f"{fresh_db}.s{i}": 10 + i for i in range(tables)}
+    runner.commit_chunks(keys)
+    for i in range(tables):
+        assert doris_query(doris_standin, fresh_db, f"SELECT COUNT(*), MIN(v) FROM s{i}") == [[10 + i, f"t{i}-1"]]
+    assert all(v.equal for v in runner.verify())
+    runner.close()
+
+
 def _no_spark():
     raise AssertionError("a small snapshot run started Spark")
 

@@ -173,8 +173,8 @@ def _bytes_segments(ctx: PipelineContext, table_id: str) -> tuple[list[Any], dic
     order), none when the bounds do not cut the table into as many segments as it has chunks; and
     whether the bytes order the bounds as the chunks (MySQL's collation) do."""
     with ctx.store.transaction(readonly=True) as tx:
-        chunks: list[ChunkRecord] = sorted((c for c in tx.chunks() if c.table_id == table_id),
-                                           key=lambda c: c.chunk_index)
+        # the table's records only: a pipeline of many tables does not parse every table's per table
+        chunks: list[ChunkRecord] = sorted(tx.chunks(table_id=table_id), key=lambda c: c.chunk_index)
     ends = [c.end[0] for c in chunks if c.end]
     bounds = sorted(set(ends) | {c.start[0] for c in chunks if c.start}, key=key_bytes_order)
     alike = [key_bytes_order(e) for e in ends] == [key_bytes_order(b) for b in bounds]

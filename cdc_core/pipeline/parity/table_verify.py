@@ -177,7 +177,7 @@ def verify_table(ctx: PipelineContext, table_id: str, *, max_keys: int = MAX_KEY
 
 def _chunks_of(ctx: PipelineContext, table_id: str) -> list[ChunkRecord]:
     with ctx.store.transaction(readonly=True) as tx:
-        return sorted((c for c in tx.chunks() if c.table_id == table_id), key=lambda c: c.chunk_index)
+        return sorted(tx.chunks(table_id=table_id), key=lambda c: c.chunk_index)
 
 
 def _median(conn: Any, catalog: Any, plan: ChecksumPlan, segment: KeyRange, from_mysql: bool, count: int) -> Any:
