@@ -33,6 +33,7 @@ from cdc_core.pipeline import (
     reload,
     resnapshot,
     snapshot,
+    snapshot_estimate,
     targets,
 )
 from cdc_core.pipeline.context import PipelineContext
@@ -110,6 +111,10 @@ class PipelineService:
     def chunk_statuses(self) -> dict[str, ChunkStatus]:
         """Every planned chunk's key and status."""
         return snapshot.chunk_statuses(self.context)
+
+    def chunk_row_estimates(self) -> dict[str, int]:
+        """Each planned chunk's rows as the plan estimated them (its table's, shared evenly)."""
+        return snapshot_estimate.chunk_rows(self.context.store)
 
     def committed_chunk_keys(self) -> list[str]:
         """The chunks whose loads are visible in Doris (what a chunk parity check can compare)."""

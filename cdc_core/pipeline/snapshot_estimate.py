@@ -102,6 +102,22 @@ def rows_left(definition: PipelineDefinition, store: StateStore | None) -> dict[
     return left
 
 
+def chunk_rows(store: StateStore) -> dict[str, int]:
+    """An estimate of each planned chunk's rows (chunk key → rows): its table's planned rows shared
+    evenly among the table's chunks; a table without an estimate counts 0. What decides how many
+    chunks one run of ``tidemark run`` takes (``orchestration/cli/run_once.py``)."""
+    from cdc_core.pipeline.keys import chunk_key
+
+    with store.transaction(readonly=True) as tx:
+        planned = TABLE_ROWS.get_or(tx, {})
+        chunks = tx.chunks()
+    per_table: dict[str, int] = {}
+    for chunk in chunks:
+        per_table[chunk.table_id] = per_table.get(chunk.table_id, 0) + 1
+    return {chunk_key(c.table_id, c.chunk_index): int(planned.get(c.table_id, 0)) // per_table[c.table_id]
+            for c in chunks}
+
+
 def _server_estimates(definition: PipelineDefinition) -> dict[str, int]:
     from cdc_core.mysql.connection import MySqlConnectionSettings, connect
     from cdc_core.mysql.discovery import list_captured_tables, table_status

@@ -37,8 +37,13 @@ from orchestration.defs.schema_change_job import run_config_for, schema_change_j
 
 logger = logging.getLogger(__name__)
 
-# Chunks per in-process run: small enough for a live progress bar, big enough for Spark.
+# Chunks per in-process run: small enough for a live progress bar, big enough for Spark. A run
+# takes more chunks, up to RUN_MAX_CHUNKS, while their planned rows stay within RUN_ROWS: a
+# database of small tables (one chunk each) is then one run and one Spark job, not one per 64
+# tables, each paying Dagster's run and Spark's job scheduling for a few thousand rows.
 CHUNKS_PER_RUN = 64
+RUN_ROWS = 1_000_000
+RUN_MAX_CHUNKS = 500  # as a backfill's runs (orchestration/defs/assets.py)
 # Warnings on the terminal, one line each; a failure is said once, by `tidemark run` itself
 # (orchestration/defs/console_logger.py).
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING", "show_failures": False}}}}
@@ -75,22 +80,31 @@ def _offset(value: dict[str, Any] | None) -> BinlogOffset | None:
     return BinlogOffset.from_dict(value) if value else None
 
 
-def _contiguous_ranges(ordered: list[str], wanted: set[str], limit: int) -> list[tuple[str, str, int]]:
-    """Group ``wanted`` keys into runs of neighbours in partition order, at most ``limit`` long."""
+def _contiguous_ranges(ordered: list[str], wanted: set[str], limit: int, rows: dict[str, int] | None = None,
+                       rows_limit: int = 0, max_limit: int = 0) -> list[tuple[str, str, int]]:
+    """Group ``wanted`` keys into runs of neighbours in partition order, at most ``limit`` long;
+    with ``rows`` (each key's estimated rows), longer, up to ``max_limit``, while the run's rows
+    stay within ``rows_limit``."""
     ranges: list[tuple[str, str, int]] = []
     start = end = None
-    count = 0
+    count = total = 0
+
+    def fits(key: str) -> bool:
+        if count < limit:
+            return True
+        return rows is not None and count < max_limit and total + rows.get(key, rows_limit) <= rows_limit
+
     for key in ordered:
-        if key in wanted and (start is None or count < limit):
+        if key in wanted and (start is None or fits(key)):
             start = start or key
-            end, count = key, count + 1
+            end, count, total = key, count + 1, total + (rows or {}).get(key, 0)
             continue
         if start is not None:
             ranges.append((start, end, count))
             start = end = None
-            count = 0
+            count = total = 0
         if key in wanted:
-            start, end, count = key, key, 1
+            start, end, count, total = key, key, 1, (rows or {}).get(key, 0)
     if start is not None:
         ranges.append((start, end, count))
     return ranges
@@ -372,7 +386,8 @@ class OnceRun:
     def _load(self, ordered: list[str], todo: set[str], progress: Progress, task: Any, started: float) -> bool:
         """Load the ``todo`` chunks in partition ranges; False when a stop was requested."""
         done = len(ordered) - len(todo)
-        for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN):
+        rows = self.service.chunk_row_estimates()
+        for start, end, count in _contiguous_ranges(ordered, todo, CHUNKS_PER_RUN, rows, RUN_ROWS, RUN_MAX_CHUNKS):
             if self.stop_requested():
                 return False  # the chunks not loaded stay PENDING: the next run loads them
             tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,

@@ -20,6 +20,14 @@ def test_contiguous_ranges():
     assert _contiguous_ranges(keys, {keys[0], keys[1], keys[2], keys[5], keys[9]}, 2) == [
         ("t#00000", "t#00001", 2), ("t#00002", "t#00002", 1), ("t#00005", "t#00005", 1), ("t#00009", "t#00009", 1)]
     assert _contiguous_ranges(keys, set(), 4) == []
+    # small chunks: a run takes more than `limit` of them while their rows fit, up to `max_limit`
+    rows = {k: 10 for k in keys}
+    assert _contiguous_ranges(keys, set(keys), 2, rows, 60, 5) == [("t#00000", "t#00004", 5), ("t#00005", "t#00009", 5)]
+    assert _contiguous_ranges(keys, set(keys), 2, rows, 35, 9) == [
+        ("t#00000", "t#00002", 3), ("t#00003", "t#00005", 3), ("t#00006", "t#00008", 3), ("t#00009", "t#00009", 1)]
+    big = {**rows, "t#00001": 1_000}  # a big chunk ends the run of small ones past `limit`
+    assert _contiguous_ranges(keys, set(keys), 2, big, 60, 9)[0] == ("t#00000", "t#00001", 2)
+    assert _contiguous_ranges(keys, set(keys), 2, big, 60, 9)[1] == ("t#00002", "t#00007", 6)
 
 
 def test_snapshot_then_binlog_up_to_the_start_offset(harness):
