@@ -302,11 +302,11 @@ class PipelineService:
     def written_targets(self, *, chunk_keys: Sequence[str] = (), batch_id: str | None = None,
                         batch_ids: Sequence[str] = ()) -> list[TargetUpdate]:
         """The Doris tables these chunks or batches loaded, as Doris has them now (columns and
-        row count; one schema request and one COUNT per table). Call it after the commit."""
+        row count: a schema request per table, one COUNT statement for many). Call it after the commit."""
         chosen = {t.table_id: t for t in targets.targets_of_chunks(self.context, chunk_keys)}
         for batch in [*batch_ids, *([batch_id] if batch_id is not None else [])]:
             chosen.update({t.table_id: t for t in targets.targets_of_batch(self.context, batch)})
-        return [targets.target_update(self.context, t) for _, t in sorted(chosen.items())]
+        return targets.target_updates(self.context, [t for _, t in sorted(chosen.items())])
 
     # -- recovery and checks ----------------------------------------------------------------
 

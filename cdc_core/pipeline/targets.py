@@ -6,8 +6,10 @@ The orchestration shows each target as an asset of its own. It needs two answers
   schema history the planner and the schema changes recorded, mapped to Doris types and routed by
   the pipeline's ``route:`` rules). No MySQL, no Doris: it runs when a code location loads.
 - ``target_updates`` — for the targets one chunk set or one binlog batch wrote, the table as
-  Doris has it after the commit: its columns (``GET _schema``) and its row count (``COUNT(*)``).
-  One or two requests per table written, made only after rows became visible.
+  Doris has it after the commit: its columns (``GET _schema``, a few tables at a time) and its
+  row count (one ``COUNT(*)`` statement for up to ``COUNTS_PER_STATEMENT`` tables of a database,
+  joined by ``UNION ALL``: a commit over hundreds of small tables is not hundreds of queries),
+  made only after rows became visible.
 
 A table with a ``transform:`` rule gets the columns its projection makes, which only Spark
 knows; its load-time entry therefore has no columns, and its columns come from Doris once written.
@@ -16,7 +18,8 @@ knows; its load-time entry therefore has no columns, and its columns come from D
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cdc_core.doris.catalog import qualified
@@ -127,19 +130,54 @@ def targets_of_batch(ctx: PipelineContext, batch_id: str) -> list[DorisTarget]:
 
 def target_update(ctx: PipelineContext, target: DorisTarget) -> TargetUpdate:
     """The target as Doris has it now: its columns (from Doris) and its row count."""
-    catalog = ctx.sink.catalog
-    info = catalog.table_info(target.database, target.table)
-    columns = target.columns
-    if info is not None:
-        columns = tuple(
-            TargetColumn(c.name, c.type, c.is_key, c.nullable) for c in info.columns
-            if c.name not in (DELETE_SIGN, SEQUENCE_COLUMN) and not c.name.startswith("__DORIS_")
-            and not is_identity_column(c.name)
-        )
-    result = catalog.execute(target.database, f"SELECT COUNT(*) FROM {qualified(target.database, target.table)}")
+    columns = _doris_columns(ctx, target)
+    result = ctx.sink.catalog.execute(target.database,
+                                      f"SELECT COUNT(*) FROM {qualified(target.database, target.table)}")
     rows = int(result.rows[0][0]) if result.rows else 0
     return TargetUpdate(DorisTarget(target.table_id, target.sources, columns), rows)
 
 
-__all__ = ["DorisTarget", "TargetColumn", "TargetUpdate", "doris_targets", "target_update", "targets_of_batch",
+def _doris_columns(ctx: PipelineContext, target: DorisTarget) -> tuple[TargetColumn, ...]:
+    """The target's columns as Doris has them (the expected ones when Doris has no such table)."""
+    info = ctx.sink.catalog.table_info(target.database, target.table)
+    if info is None:
+        return target.columns
+    return tuple(
+        TargetColumn(c.name, c.type, c.is_key, c.nullable) for c in info.columns
+        if c.name not in (DELETE_SIGN, SEQUENCE_COLUMN) and not c.name.startswith("__DORIS_")
+        and not is_identity_column(c.name)
+    )
+
+
+COUNTS_PER_STATEMENT = 100  # tables counted by one UNION ALL statement
+SCHEMA_STREAMS = 4  # schema requests in flight at once
+
+
+def target_updates(ctx: PipelineContext, chosen: Sequence[DorisTarget]) -> list[TargetUpdate]:
+    """``target_update`` of many targets, in their order: the row counts of a database's tables
+    by one statement per ``COUNTS_PER_STATEMENT`` of them, the schemas ``SCHEMA_STREAMS`` at a time."""
+    if len(chosen) <= 1:
+        return [target_update(ctx, t) for t in chosen]
+    catalog = ctx.sink.catalog
+    counts: dict[str, int] = {}
+    by_database: dict[str, list[DorisTarget]] = {}
+    for target in chosen:
+        by_database.setdefault(target.database, []).append(target)
+    for database, targets in by_database.items():
+        for i in range(0, len(targets), COUNTS_PER_STATEMENT):
+            part = targets[i: i + COUNTS_PER_STATEMENT]
+            statement = " UNION ALL ".join(
+                f"SELECT {n} AS n, COUNT(*) AS c FROM {qualified(t.database, t.table)}" for n, t in enumerate(part))
+            for n, count in catalog.execute(database, statement).rows:
+                counts[part[int(n)].table_id] = int(count)
+
+    def with_columns(target: DorisTarget) -> TargetUpdate:
+        return TargetUpdate(DorisTarget(target.table_id, target.sources, _doris_columns(ctx, target)),
+                            counts.get(target.table_id, 0))
+
+    with ThreadPoolExecutor(max_workers=min(SCHEMA_STREAMS, len(chosen)), thread_name_prefix="tidemark-targets") as pool:
+        return list(pool.map(with_columns, chosen))
+
+
+__all__ = ["DorisTarget", "TargetColumn", "TargetUpdate", "doris_targets", "target_update", "target_updates", "targets_of_batch",
            "targets_of_chunks", "targets_of_sources"]
