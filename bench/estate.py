@@ -8,19 +8,26 @@ by a composite key ``(a INT, b VARCHAR(16))``, a quarter by a ``VARCHAR(32)``. T
 
 * ``tidemark splits PIPELINE`` as a subprocess (best of ``--repeat``): the planning a run does, with
   nothing recorded, and the same in-process (``next_plan``) without the process start;
-* with ``--run``, ``tidemark run PIPELINE --once --timings`` (the planning step among its phases).
+* with ``--run``, ``tidemark run PIPELINE --once --timings`` (the planning step among its phases),
+  and the same on the same rows in one table (``one.t``, filled by :func:`fill_one_table`): the
+  ratio of the two is what a table costs besides its rows.
 
-:func:`fill_estate` is what the estate phase of ``bench/run_all.py`` reuses.
+``bench/run_all.py --only estate`` runs :func:`measure` (the 300 tables beside one table, the
+peak number of Doris transactions running per database) and :func:`stream` (a steady write load
+spread over the tables, freshness through ``dagster-daemon``), beside the 200k-row
+``VARCHAR(32)``-keyed table with and without checks (``bench/snapshot_e2e.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -66,6 +73,19 @@ def fill_estate(mysql: MariaDBServer, tables: int = 300, rows: int = 2000, datab
     return tables * rows
 
 
+def fill_one_table(mysql: MariaDBServer, rows: int, database: str = "one") -> int:
+    """``database``.t: ``rows`` rows with the BIGINT-keyed tables' columns, the estate's rows in one table."""
+    batches = max(1, rows // 100_000)
+    per = rows // batches
+    mysql.root_sql(
+        f"DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database}; CREATE TABLE {database}.t "
+        "(id BIGINT PRIMARY KEY, name VARCHAR(64), amount DECIMAL(10,2), ts DATETIME(3));"
+        + "".join(f"INSERT INTO {database}.t SELECT seq + {b * per}, CONCAT('customer-', seq), (seq % 100000) / 100, "
+                  f"'2026-01-01' + INTERVAL seq SECOND FROM {database}.seq_1_to_{per};" for b in range(batches))
+        + f"ANALYZE TABLE {database}.t;")
+    return batches * per
+
+
 def time_splits(pipeline: Path, repeat: int) -> dict:
     """``tidemark splits`` as a subprocess (best of ``repeat``) and ``next_plan`` in this process."""
     walls = []
@@ -97,6 +117,227 @@ def time_run(work: Path, pipeline: Path) -> dict:
     return {"wall_s": round(wall, 2), "phases_s": json.loads(timings.read_text()) if timings.exists() else {}}
 
 
+def _doris_db(doris: DorisStandIn, database: str) -> None:
+    from bench.snapshot_e2e import doris_sql
+
+    doris_sql(doris, f"DROP DATABASE IF EXISTS {database}")
+
+
+def peak_running(doris: DorisStandIn) -> dict[str, int]:
+    """The most Doris transactions each database held running at once since the last reset (the
+    stand-in counts them: ``GET /_standin/txns``)."""
+    return {db: int(d.get("peak_running", 0)) for db, d in doris.txn_stats()["databases"].items()}
+
+
+def measure(mysql: MariaDBServer, doris: DorisStandIn, work: Path, tables: int = 300, rows: int = 2000,
+            log=print) -> dict:
+    """The estate beside the same rows in one table, each by ``tidemark run --once --timings`` in
+    the same session on the same servers; the peak of Doris transactions running per database
+    during the estate's run."""
+    from bench.snapshot_e2e import settle
+
+    t0 = time.perf_counter()
+    total = fill_estate(mysql, tables, rows)
+    fill_one_table(mysql, total)
+    settle(mysql)
+    log(f"estate: {total:,} rows in {tables} tables of {DATABASE} and in one.t ({time.perf_counter() - t0:.0f} s); "
+        "tidemark run --once on the tables...")
+    for db in (DATABASE, "one"):
+        _doris_db(doris, db)
+    estate = write_pipeline(work / "estate.yaml", host="127.0.0.1", port=mysql.port, fe=doris.fe_http,
+                            tables=f"{DATABASE}.\\.*", name="estate", state_dir=work / "state-estate",
+                            server_id="5600-5620")
+    one = write_pipeline(work / "one.yaml", host="127.0.0.1", port=mysql.port, fe=doris.fe_http, tables="one.t",
+                         name="one", state_dir=work / "state-one", server_id="5621-5640")
+    doris.reset_txn_peaks()
+    many_run = time_run(work, estate)
+    peaks = peak_running(doris)
+    log(f"estate: {tables} tables {many_run['wall_s']} s; the same rows in one table...")
+    one_run = time_run(work, one)
+    ratio = round(many_run["wall_s"] / one_run["wall_s"], 2)
+    log(f"estate: one table {one_run['wall_s']} s; ratio {ratio}× (target ≤ 2×)")
+    return {"tables": tables, "rows_per_table": rows, "rows": total, "run_once": many_run,
+            "one_table_run_once": one_run, "ratio_to_one_table": ratio, "target_ratio": 2.0,
+            "peak_running_txns": peaks.get(DATABASE, 0), "limit_running_txns": doris.txn_stats()["max_running_txn_num_per_db"]}
+
+
+class SpreadWriter(threading.Thread):
+    """``rate`` rows/s of inserts spread over ``tables`` tables ``ticks_per_s`` commits a second:
+    each commit writes a rotating share of the tables (every table once a second), one multi-row
+    INSERT each. Ids grow across all tables, so a table's ``MAX(id)`` in Doris tells which of its
+    rows are visible."""
+
+    def __init__(self, connect, database: str, tables: list[str], rate: float, ticks_per_s: int = 4,
+                 first_id: int = 1_000_000):
+        super().__init__(daemon=True, name="spread-writer")
+        self.connect, self.database, self.tables, self.rate, self.ticks_per_s = connect, database, tables, rate, ticks_per_s
+        self.next_id = first_id
+        self.commit_times: dict[int, tuple[str, float]] = {}  # id -> (table, commit time)
+        self.late_ticks = 0
+        self.error: BaseException | None = None
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        try:
+            conn = self.connect()
+            interval = 1.0 / self.ticks_per_s
+            per_tick = max(1, len(self.tables) // self.ticks_per_s)
+            start, tick = time.monotonic(), 0
+            while not self.halt.is_set():
+                slot = start + tick * interval
+                now = time.monotonic()
+                if now < slot:
+                    time.sleep(slot - now)
+                elif now - slot > interval:
+                    self.late_ticks += 1
+                chosen = [self.tables[(tick * per_tick + i) % len(self.tables)] for i in range(per_tick)]
+                tick += 1
+                rows = int(self.rate * interval)
+                written: list[tuple[int, str]] = []
+                with conn.cursor() as cur:
+                    for n, table in enumerate(chosen):
+                        share = rows // len(chosen) + (1 if n < rows % len(chosen) else 0)
+                        ids = list(range(self.next_id, self.next_id + share))
+                        self.next_id += share
+                        cur.executemany(f"INSERT INTO {self.database}.{table} (id, payload, written_at) "
+                                        "VALUES (%s, %s, NOW(6))", [(i, f"tick {i}") for i in ids])
+                        written += [(i, table) for i in ids]
+                conn.commit()
+                committed = time.time()
+                self.commit_times.update({i: (table, committed) for i, table in written})
+            conn.close()
+        except BaseException as exc:  # noqa: BLE001 - reported by stop()
+            self.error = exc
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(30)
+        if self.error is not None:
+            raise RuntimeError(f"the spread write load failed: {self.error}") from self.error
+
+
+class SamplePoller(threading.Thread):
+    """``MAX(id)`` of a sample of the tables in Doris, in one statement every ``interval_s``."""
+
+    def __init__(self, fe: str, database: str, tables: list[str], interval_s: float = 0.25):
+        super().__init__(daemon=True, name="estate-poller")
+        import requests
+
+        self.fe, self.database, self.tables, self.interval_s = fe, database, tables, interval_s
+        self.session = requests.Session()
+        self.maxima: dict[str, list[tuple[float, int]]] = {t: [] for t in tables}
+        self.errors = 0
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        statement = " UNION ALL ".join(f"SELECT {n} AS n, COALESCE(MAX(id), 0) AS m FROM {self.database}.{t}"
+                                       for n, t in enumerate(self.tables))
+        while not self.halt.is_set():
+            started = time.time()
+            try:
+                body = self.session.post(f"http://{self.fe}/api/query/default_cluster/{self.database}",
+                                         auth=("root", ""), timeout=10, json={"stmt": statement}).json()
+                seen = time.time()
+                for n, m in body["data"]["data"]:
+                    series = self.maxima[self.tables[int(n)]]
+                    if not series or int(m) > series[-1][1]:
+                        series.append((seen, int(m)))
+            except Exception:  # noqa: BLE001 - counted; a poll that failed is a poll late
+                self.errors += 1
+            self.halt.wait(max(0.0, self.interval_s - (time.time() - started)))
+
+    def visible_at(self, table: str, row_id: int) -> float | None:
+        for seen_at, maximum in self.maxima[table]:
+            if maximum >= row_id:
+                return seen_at
+        return None
+
+
+def stream(mysql: MariaDBServer, doris: DorisStandIn, work: Path, tables: int = 300, rate: float = 10_000,
+           seconds: float = 60.0, warmup: float = 15.0, sample: int = 12, log=print) -> dict:
+    """A write load of ``rate`` rows/s spread over ``tables`` tables (``SpreadWriter``), captured by
+    a pipeline whose binlog runs the daemon's sensor launches (as ``bench/freshness.py``); freshness
+    (MySQL commit → visible in Doris) of the rows of ``sample`` tables spread over them, and the
+    peak of Doris transactions running in the database."""
+    import warnings
+
+    import pymysql
+    from dagster import DagsterInstance
+    from rich.console import Console
+
+    from bench.freshness import percentile, run_breakdown, sensor_ticks
+    from orchestration.cli.dev import DagsterServices
+    from orchestration.cli.instance import prepare_home
+    from orchestration.cli.run_once import OnceRun
+    from orchestration.defs.pipelines import PipelineHandle
+
+    warnings.filterwarnings("ignore")
+    database = "estate_stream"
+    names = [f"s{i:03d}" for i in range(tables)]
+    mysql.root_sql(f"DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database};" + "".join(
+        f"CREATE TABLE {database}.{n} (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL, written_at DATETIME(6) "
+        f"NOT NULL); INSERT INTO {database}.{n} SELECT seq, CONCAT('seed ', seq), NOW(6) FROM {database}.seq_1_to_10;"
+        for n in names))
+    _doris_db(doris, database)
+    path = write_pipeline(work / "stream.yaml", host="127.0.0.1", port=mysql.port, fe=doris.fe_http,
+                          tables=f"{database}.\\.*", name="estate_stream", state_dir=work / "state-stream",
+                          server_id="5641-5660", parallelism=1)
+    handle = PipelineHandle.load(path)
+    home = prepare_home(work / "dagster-stream")
+    console = Console(stderr=True, quiet=True)
+    t0 = time.perf_counter()
+    with DagsterInstance.from_config(str(home)) as instance:
+        once = OnceRun(handle, instance, console, parity_checks=False)
+        once.run()
+        once.service.close()
+    log(f"stream: {tables} tables snapshotted ({time.perf_counter() - t0:.0f} s); dagster-daemon, {rate:,.0f} rows/s "
+        f"for {warmup:.0f} s warm-up + {seconds:.0f} s measured")
+    services = DagsterServices([path], home, webserver=False, daemon=True, log_dir=work / "logs-stream",
+                               working_dir=ROOT, env=dict(os.environ)).start()
+    chosen = [names[i * tables // sample] for i in range(sample)]
+    poller = SamplePoller(doris.fe_http, database, chosen)
+    writer = SpreadWriter(lambda: pymysql.connect(unix_socket=mysql.endpoint.root_socket, user="root",
+                                                  autocommit=False), database, names, rate)
+    try:
+        poller.start()
+        doris.reset_txn_peaks()
+        writer.start()
+        time.sleep(warmup)
+        measured_from = time.time()
+        time.sleep(seconds)
+        measured_to = time.time()
+        writer.stop()
+        wanted = {i: (t, c) for i, (t, c) in writer.commit_times.items()
+                  if measured_from <= c <= measured_to and t in poller.maxima}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and any(
+                poller.visible_at(t, max(i for i, (tt, _) in wanted.items() if tt == t)) is None
+                for t in {t for t, _ in wanted.values()}):
+            time.sleep(0.5)
+        poller.halt.set()
+        peaks = peak_running(doris)
+        latencies = [seen - c for i, (t, c) in wanted.items() if (seen := poller.visible_at(t, i)) is not None]
+        missing = len(wanted) - len(latencies)
+        with DagsterInstance.from_config(str(home)) as instance:
+            breakdown = run_breakdown(instance, handle.sensor_name, measured_from - warmup)
+            ticks = sensor_ticks(instance, handle.sensor_name, measured_from - warmup)
+        p50, p90, p99 = (percentile(latencies, q) for q in (0.5, 0.9, 0.99))
+        return {"tables": tables, "rate_rows_per_s": rate, "seconds": seconds, "sampled_tables": sample,
+                "rows_written": len(writer.commit_times),
+                "write_rate_rows_per_s": round(sum(1 for _, c in writer.commit_times.values()
+                                                   if measured_from <= c <= measured_to) / (measured_to - measured_from)),
+                "rows_measured": len(wanted), "rows_not_seen_after_120s": missing, "writer_late_ticks": writer.late_ticks,
+                "freshness_s": {"p50": round(p50, 2), "p90": round(p90, 2), "p99": round(p99, 2),
+                                "max": round(max(latencies), 2) if latencies else None},
+                "target_p99_s": 5.0, "peak_running_txns": peaks.get(database, 0), "binlog_runs": breakdown,
+                "sensor": ticks, "poll_errors": poller.errors, "poll_interval_s": poller.interval_s}
+    finally:
+        poller.halt.set()
+        if writer.is_alive():
+            writer.halt.set()
+        services.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, default=300)
@@ -123,9 +364,7 @@ def main() -> None:
               f"next_plan in process {report['planning']['next_plan_in_process_s']} s, "
               f"{report['planning']['chunks']} chunks", flush=True)
         if args.run:
-            report["run_once"] = time_run(work, pipeline)
-            print(f"tidemark run --once: {report['run_once']['wall_s']} s, phases {report['run_once']['phases_s']}",
-                  flush=True)
+            report.update(measure(mysql, doris, work, args.tables, args.rows))
         text = json.dumps(report, indent=2)
         print(text)
         if args.out:

@@ -134,6 +134,92 @@ def pause_rows(result: dict) -> list[str]:
             f"{p['pause_window_s']['max']:.2f} s | {p['limit_s']:.0f} s | {p['ratio_to_limit_max']}× |"]
 
 
+ESTATE_START, ESTATE_END = "<!-- estate:start -->", "<!-- estate:end -->"
+
+
+def estate_rows(result: dict) -> list[str]:
+    """The estate phase (``bench/estate.py``): a whole database of small tables beside the same rows
+    in one table, the text-keyed table with and without checks, a stream spread over the tables,
+    and the peak of Doris transactions running per database."""
+    e = result.get("estate")
+    if not e:
+        return []
+    lines = ["| measured | Tidemark | beside, same run | ratio | target |", "|---|---:|---:|---:|---|"]
+    many = e.get("tables")
+    if many:
+        lines.append(f"| {many['tables']} tables × {many['rows_per_table']:,} rows (mixed keys), `tidemark run --once` | "
+                     f"{many['run_once']['wall_s']:.1f} s | the same {many['rows']:,} rows in one table "
+                     f"{many['one_table_run_once']['wall_s']:.1f} s | {many['ratio_to_one_table']}× | ≤ 2× |")
+        lines.append(f"| Doris transactions running at once in the database, that run (peak) | "
+                     f"{many['peak_running_txns']} | `max_running_txn_num_per_db` {many['limit_running_txns']} | "
+                     f"{many['peak_running_txns'] / many['limit_running_txns']:.2f}× | ≤ 100 |")
+    text = e.get("text_key")
+    if text and text.get("parity_cost"):
+        p, once = text["parity_cost"], text["tidemark_run_once"]
+        lines.append(f"| {text['rows']:,} rows keyed by `VARCHAR(32)`, `tidemark run --once` | {once['wall_s']:.1f} s | "
+                     f"`--no-checks` {p['without_checks_wall_s']:.1f} s | parity {p['cost_s']:.1f} s = "
+                     f"{p['cost_share']:.1%} of the run (wall difference {p['wall_delta_share']:.1%}) | ≤ 10 % |")
+    st = e.get("stream")
+    if st:
+        f = st["freshness_s"]
+        lines.append(f"| stream {st['rate_rows_per_s']:,.0f} rows/s over {st['tables']} tables, freshness p50 / p99 "
+                     f"({st['rows_measured']:,} rows of {st['sampled_tables']} tables) | {f['p50']:.1f} s / {f['p99']:.1f} s | "
+                     f"{st['binlog_runs']['runs']} binlog run(s) | {f['p99'] / st['target_p99_s']:.2f}× | p99 ≤ 5 s |")
+        lines.append(f"| Doris transactions running at once in the database, the stream (peak) | "
+                     f"{st['peak_running_txns']} | | | ≤ 100 |")
+    if many:
+        lines += ["", "Where the two runs' time went (`--timings`, seconds):", "",
+                  "| run | " + " | ".join([*SNAPSHOT_PHASES, "rest"]) + " | wall |",
+                  "|---|" + "---:|" * (len(SNAPSHOT_PHASES) + 2)]
+        for name, once in ((f"{many['tables']} tables", many["run_once"]), ("one table", many["one_table_run_once"])):
+            split = split_phases(once)
+            lines.append(f"| {name} | " + " | ".join(f"{split[p]:.1f}" for p in [*SNAPSHOT_PHASES, "rest"])
+                         + f" | {once['wall_s']:.1f} |")
+    return lines
+
+
+def estate_section(result: dict) -> str:
+    """The estate phase's section of the markdown, between its markers (a run of that phase alone
+    replaces only it in bench/RESULTS.md: ``replace_estate_section``)."""
+    m = result["machine"]
+    return "\n".join([
+        ESTATE_START, "## A whole database: many small tables (`bench/run_all.py --only estate`)", "",
+        f"At `{result['commit']}`, {result['date'][:10]}, load average {m['loadavg_start']} at the start. "
+        "`bench/estate.py`: tables of the database `many`, half keyed by a BIGINT, a quarter by `(INT, "
+        "VARCHAR(16))`, a quarter by a `VARCHAR(32)`; the same rows in `one.t`; the text-keyed table is "
+        "`bench/snapshot_e2e.py --key varchar`; the stream writes every table once a second, four commits a second.",
+        "", *estate_rows(result), "", ESTATE_END])
+
+
+def replace_estate_section(doc: Path, result: dict) -> None:
+    """Put this run's estate section into ``doc`` (bench/RESULTS.md), in place of the one there, or at its end."""
+    text = doc.read_text() if doc.exists() else ""
+    section = estate_section(result)
+    if ESTATE_START in text and ESTATE_END in text:
+        before, rest = text.split(ESTATE_START, 1)
+        _, after = rest.split(ESTATE_END, 1)
+        text = f"{before}{section}{after}"
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    doc.write_text(text)
+
+
+def update_estate_table(doc: Path, result: dict, link: str) -> bool:
+    """Replace the table between the estate markers of ``doc`` (docs/performance.md)."""
+    start, end = "<!-- bench-estate:start -->", "<!-- bench-estate:end -->"
+    text = doc.read_text()
+    if start not in text or end not in text or not result.get("estate"):
+        return False
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    lines = estate_rows(result)
+    rows = lines[:lines.index("")] if "" in lines else lines  # the headline table, not the phases after it
+    foot = (f"From `bench/run_all.py --only estate` ({result['date'][:10]}, `{result['commit']}`, load average "
+            f"{result['machine']['loadavg_start']} at the start): [the figures]({link}).")
+    doc.write_text(f"{before}{start}\n" + "\n".join(rows) + f"\n\n{foot}\n{end}{after}")
+    return True
+
+
 def memory_by_phase(result: dict) -> dict[str, dict[str, float]]:
     phases: dict[str, dict[str, float]] = {}
     for r in result.get("snapshot", []):
@@ -278,6 +364,7 @@ def markdown(result: dict, plots: dict[str, str]) -> str:
         "",
         *pause_rows(result),
         "",
+        *([estate_section(result), ""] if result.get("estate") else []),
         "## Peak memory per process kind (RSS, MiB, summed over processes of a kind)",
         "",
         *memory_rows(result),

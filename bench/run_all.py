@@ -14,7 +14,13 @@ phases, in this order:
   on the same table: tap-mysql FULL_TABLE and the naive reload (``bench/naive_reload.py``);
 * ``freshness``: ``bench/freshness.py`` per write rate, beside Dagster's floor (sensor cadence +
   run launch, from the same run's records);
-* ``pause``: ``bench/schema_pause.py``, the schema-change pause beside its 30 s limit.
+* ``pause``: ``bench/schema_pause.py``, the schema-change pause beside its 30 s limit;
+* ``estate``: ``bench/estate.py``, a whole database of small tables (300 × 2,000 rows, mixed keys)
+  beside the same rows in one table, the 200k-row ``VARCHAR(32)``-keyed table with and without
+  checks, a stream at 10,000 rows/s spread over 300 tables (freshness through the daemon), and the
+  peak number of Doris transactions running per database (the stand-in counts them). Runnable
+  alone: ``--only estate`` replaces only its section of ``bench/RESULTS.md`` and its table in
+  docs/performance.md.
 
 Every phase samples the peak RSS of each process it runs (Tidemark, Spark's JVM and Python
 workers, Dagster's daemon and run processes, the peers) and of MariaDB and the stand-in.
@@ -51,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
 import binlog_throughput  # noqa: E402
+import estate  # noqa: E402
 import freshness  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
@@ -61,7 +68,7 @@ from devstack.mysql import MariaDBServer  # noqa: E402
 from devstack.procs import free_port  # noqa: E402
 from devstack.stack import DorisStandIn  # noqa: E402
 
-PHASES = ("binlog", "snapshot", "freshness", "pause")
+PHASES = ("binlog", "snapshot", "freshness", "pause", "estate")
 
 
 @dataclass(frozen=True)
@@ -78,13 +85,18 @@ class Profile:
     freshness_seconds: float
     freshness_warmup: float
     ddls: int
+    estate_tables: int
+    estate_rows: int  # per table
+    estate_text_rows: int
+    estate_stream_seconds: float
     expected: str  # the wall time to expect on a quiet 2-core machine (printed at the start)
 
 
 PROFILES = {
     "full": Profile("full", (1_000_000, 5_000_000), 1_000_000, True, 1_000_000, 2, (200, 2_000, 10_000), 90.0, 15.0, 3,
-                    "about 10-15 min"),
-    "quick": Profile("quick", (200_000,), 200_000, True, 200_000, 1, (200, 2_000), 20.0, 5.0, 1, "about 5-10 min"),
+                    300, 2_000, 200_000, 60.0, "about 15-20 min"),
+    "quick": Profile("quick", (200_000,), 200_000, True, 200_000, 1, (200, 2_000), 20.0, 5.0, 1, 60, 2_000, 50_000, 20.0,
+                     "about 5-10 min"),
 }
 
 
@@ -189,6 +201,35 @@ def run_pause(profile: Profile, mysql: MariaDBServer, doris: DorisStandIn, resul
     say(f"schema pause: max {figures['pause_window_s']['max']} s (limit {figures['limit_s']:.0f} s)")
 
 
+ESTATE_STREAM_RATE = 10_000
+
+
+def run_estate(profile: Profile, mysql: MariaDBServer, doris: DorisStandIn, result: dict, say: Progress,
+               keep: bool) -> None:
+    work = Path(tempfile.mkdtemp(prefix="tidemark-estate-"))
+    figures: dict = {}
+    result["estate"] = figures
+    try:
+        say(f"estate: {profile.estate_tables} tables × {profile.estate_rows:,} rows beside the same rows in one table")
+        figures["tables"] = estate.measure(mysql, doris, work, profile.estate_tables, profile.estate_rows, log=say)
+        say(f"estate: {profile.estate_text_rows:,} rows keyed by VARCHAR(32), with and without checks")
+        args = argparse.Namespace(chunk_size=None, parallelism=2, no_daemon=True, profile=False, keep=keep,
+                                  no_parity_ab=False, parity_ab=True, key="varchar")
+        text = snapshot_e2e.measure(profile.estate_text_rows, args, BENCH / "results", stack=(mysql, doris), log=say)
+        figures["text_key"] = text
+        p = text["parity_cost"]
+        say(f"estate: text key {text['tidemark_run_once']['wall_s']} s, without checks {p['without_checks_wall_s']} s; "
+            f"parity {p['cost_s']} s = {p['cost_share']:.1%} of the run")
+        figures["stream"] = estate.stream(mysql, doris, work, profile.estate_tables, ESTATE_STREAM_RATE,
+                                          profile.estate_stream_seconds, 15.0, log=say)
+        f = figures["stream"]["freshness_s"]
+        say(f"estate: stream over {profile.estate_tables} tables p50 {f['p50']} s, p99 {f['p99']} s, peak "
+            f"{figures['stream']['peak_running_txns']} Doris transactions running")
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def summary(result: dict) -> str:
     """The headline figures, one per line, for the terminal."""
     lines = [f"bench {result['profile']} at {result['commit']}: {result['duration_s'] / 60:.1f} min"]
@@ -216,6 +257,18 @@ def summary(result: dict) -> str:
     if sp:
         lines.append(f"  schema pause: median {sp['pause_window_s']['median']:.2f} s, max {sp['pause_window_s']['max']:.2f} s "
                      f"(limit {sp['limit_s']:.0f} s)")
+    e = result.get("estate", {})
+    if e.get("tables"):
+        t = e["tables"]
+        lines.append(f"  estate {t['tables']} tables: {t['run_once']['wall_s']:.1f} s vs one table "
+                     f"{t['one_table_run_once']['wall_s']:.1f} s ({t['ratio_to_one_table']}×, target ≤ 2×); peak "
+                     f"{t['peak_running_txns']} Doris transactions running")
+    if e.get("text_key", {}).get("parity_cost"):
+        lines.append(f"  estate text key: parity {e['text_key']['parity_cost']['cost_share']:.1%} of the run (≤ 10 %)")
+    if e.get("stream"):
+        f = e["stream"]["freshness_s"]
+        lines.append(f"  estate stream: p50 {f['p50']:.2f} s, p99 {f['p99']:.2f} s (≤ 5 s), peak "
+                     f"{e['stream']['peak_running_txns']} Doris transactions running")
     peaks = report.peak_memory(result)
     if peaks:
         lines.append("  peak RSS (MiB): " + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(peaks.items())))
@@ -271,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
                 run_freshness(profile, mysql, doris, result, say)
             elif phase == "pause":
                 run_pause(profile, mysql, doris, result, say)
+            elif phase == "estate":
+                run_estate(profile, mysql, doris, result, say, args.keep)
             result.setdefault("phase_seconds", {})[phase] = round(time.monotonic() - phase_t0, 1)
             say(f"{phase} done in {result['phase_seconds'][phase]:.0f} s")
     finally:
@@ -286,7 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     json_path = out_dir / f"{stem}.json"
     json_path.write_text(json.dumps(result, indent=2) + "\n")
     md = report.write(result, json_path)
-    if not args.quick and args.out_dir is None:
+    partial = set(phases) != set(PHASES)
+    if not args.quick and args.out_dir is None and partial and "estate" in phases:
+        # a run of the estate phase (alone or with a few others) leaves the full run's figures in place
+        report.replace_estate_section(BENCH / "RESULTS.md", {**result, "commit": sha})
+        say("bench/RESULTS.md's estate section now shows this run")
+        if report.update_estate_table(ROOT / "docs" / "performance.md", result, "../bench/RESULTS.md"):
+            say("docs/performance.md's estate table now shows this run")
+    elif not args.quick and args.out_dir is None:
         latest = BENCH / "RESULTS.md"
         text = md.read_text()
         for name in [json_path.name, *(p.name for p in out_dir.glob(f"{stem}-*.png"))]:
@@ -295,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"bench/RESULTS.md now shows {md.name}")
         if report.update_marked_table(ROOT / "docs" / "performance.md", result, "../bench/RESULTS.md"):
             say("docs/performance.md's table now shows this run")
+        report.update_estate_table(ROOT / "docs" / "performance.md", result, "../bench/RESULTS.md")
     print(summary(result))
     print(f"results: {json_path}, {md}")
     over = [f"freshness at {f['rate_rows_per_s']:,.0f} rows/s" for f in result.get("freshness", []) if not f["ok"]]
