@@ -338,7 +338,7 @@ class PipelineService:
         """Compare these captured tables (default: all) in MySQL and Doris; list differing keys."""
         chosen = self._chosen_tables(tables)
         with phase("verify"), self.context.connection():
-            return [table_verify.verify_table(self.context, t, max_keys=max_keys) for t in chosen]
+            return table_verify.verify_tables(self.context, chosen, max_keys=max_keys)
 
     def _chosen_tables(self, tables: Sequence[str] | None) -> list[str]:
         chosen = list(tables) if tables else self.captured_tables()

@@ -18,6 +18,10 @@ exactly; where it does not, the segments still cover the table once, and the res
 (``ChecksumPlan.by_rows``) and a character key keeps the slower path: the chunk's rows in MySQL,
 looked up by key in Doris.
 
+A chunk that is its whole table (every table of one chunk: a database of small tables) is
+compared whole, beside the other such tables, in a few ``UNION ALL`` statements per side for all
+of them (``whole_tables.py``), whatever its key: no range, so no collation, is involved.
+
 A table with a transform, routed to several targets, or merged with others into one target is
 not compared (its Doris rows are not the source's rows); the result says why it was skipped.
 """
@@ -53,6 +57,7 @@ from cdc_core.pipeline.parity.row_checksum import (
     mysql_segments_by_bytes,
 )
 from cdc_core.pipeline.parity.row_compare import is_text_key, row_sets
+from cdc_core.pipeline.parity.whole_tables import whole_plans, wholes_side_by_side
 from cdc_core.pipeline.results import ParityResult
 from cdc_core.pipeline.snapshot import chunk_records
 from cdc_core.state import ChunkRecord
@@ -89,7 +94,19 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
     (``cdc_core/pipeline/parity/overlap.py``)."""
     results: dict[str, ParityResult] = {}
     offset: dict[str, Any] | None = None
-    for table in _tables(ctx, keys):
+    whole, rest = _whole_chunks(ctx, keys)
+    plans = whole_plans(ctx, sorted({r.table_id for r in whole.values()}))
+    mine_w, theirs_w = wholes_side_by_side(ctx, plans)
+    for key, record in whole.items():
+        plan = plans.get(record.table_id)
+        if plan is None or record.table_id not in mine_w:
+            rest.append(key)
+            continue
+        m, t = mine_w[record.table_id], theirs_w.get(record.table_id, Segment(0, 0))
+        results[key] = ParityResult(record.table_id, (None, None), m.count, t.count, m.checksum, t.checksum,
+                                    {"target": str(plan.target), "in_database": [c.name for c in plan.in_db],
+                                     "statements": "batched over tables", "mysql_side_during_commit": False})
+    for table in _tables(ctx, rest):
         if table.gone:
             for r in table.chunks:
                 results[chunk_key(*r.key)] = _gone(table.table_id, (r.start[0] if r.start else None,
@@ -120,7 +137,15 @@ def range_work(ctx: PipelineContext, keys: list[str]) -> list[overlap.Work]:
     """The chunks among ``keys`` that ``chunks_parity`` compares by range in both databases, with
     their checksum plans (the ones whose MySQL side can be computed ahead: not a character key's,
     which is one statement for the whole table)."""
-    return [item for table in _tables(ctx, keys) if table.bounds is None for item in table.work]
+    _, rest = _whole_chunks(ctx, keys)  # whole-table chunks: a few statements for all of them in the check
+    return [item for table in _tables(ctx, rest) if table.bounds is None for item in table.work]
+
+
+def _whole_chunks(ctx: PipelineContext, keys: list[str]) -> tuple[dict[str, ChunkRecord], list[str]]:
+    """The chunks among ``keys`` that are their whole table (a table of one chunk: every small
+    table), compared together (``whole_tables.py``); and the other keys."""
+    whole = {chunk_key(*r.key): r for r in chunk_records(ctx, keys) if r.start is None and r.end is None}
+    return whole, [k for k in keys if k not in whole]
 
 
 @dataclass(frozen=True)
