@@ -136,11 +136,14 @@ def test_a_failed_fused_job_leaves_no_prepared_load(pipeline_factory, root_conn,
     runner.close()
 
 
-def test_many_small_tables_share_one_spark_job(pipeline_factory, root_conn, fresh_db, doris_standin, spark_session,
-                                               monkeypatch):
-    """A run over a database of small tables (one chunk each) reads and loads them all in one Spark
-    job, not one job per table (issue 30: per-table cost); each chunk's outcome reaches its own
-    table, and Doris equals MySQL once committed."""
+@pytest.mark.parametrize("path", ["spark", "local-workers"])
+def test_many_small_tables_share_one_job(path, pipeline_factory, root_conn, fresh_db, doris_standin, spark_session,
+                                         monkeypatch):
+    """A run over a database of small tables (one chunk each) reads and loads them all in one job
+    (one Spark job; without Spark, one submission of every chunk to the local workers), not one job
+    per table (issue 30: per-table cost); each chunk's outcome reaches its own table, and Doris
+    equals MySQL once committed."""
+    import cdc_core.pipeline.snapshot_estimate
     import jobs.snapshot_job
 
     tables = 7
@@ -149,14 +152,19 @@ def test_many_small_tables_share_one_spark_job(pipeline_factory, root_conn, fres
             cur.execute(f"CREATE TABLE `{fresh_db}`.s{i} (id INT PRIMARY KEY, v VARCHAR(20))")
             cur.execute(f"INSERT INTO `{fresh_db}`.s{i} SELECT seq, CONCAT('t{i}-', seq) FROM `{fresh_db}`.seq_1_to_{10 + i}")
     jobs_run: list[list[str]] = []
-    shared = jobs.snapshot_job.run_fused_many
+    name = "run_fused_many" if path == "spark" else "run_local_many"
+    shared = getattr(jobs.snapshot_job, name)
 
-    def counting(spark, tables_, *args, **kwargs):
-        jobs_run.append([read_spec.table_id for read_spec, _ in tables_])
-        return shared(spark, tables_, *args, **kwargs)
+    def counting(*args, **kwargs):
+        specs = args[1] if path == "spark" else args[0]
+        jobs_run.append([read_spec.table_id for read_spec, _ in specs])
+        return shared(*args, **kwargs)
 
-    monkeypatch.setattr(jobs.snapshot_job, "run_fused_many", counting)
-    runner = spark_service(pipeline_factory(f"{fresh_db}.s.*", pipeline={"tidemark.snapshot.in-process-rows": 0}))
+    monkeypatch.setattr(jobs.snapshot_job, name, counting)
+    if path == "local-workers":  # a run this small would be read in the driver itself
+        monkeypatch.setattr(cdc_core.pipeline.snapshot_estimate, "SERIAL_MAX_ROWS", 0)
+    in_process = 0 if path == "spark" else 1_000_000
+    runner = spark_service(pipeline_factory(f"{fresh_db}.s.*", pipeline={"tidemark.snapshot.in-process-rows": in_process}))
     keys = list(runner.plan_splits().chunk_keys)
     assert len(keys) == tables
     results = runner.run_chunks(keys)
