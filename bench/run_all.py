@@ -204,27 +204,45 @@ def run_pause(profile: Profile, mysql: MariaDBServer, doris: DorisStandIn, resul
 ESTATE_STREAM_RATE = 10_000
 
 
+def _part(figures: dict, name: str, say: Progress, measure) -> dict | None:
+    """``figures[name] = measure()``; a failure (SystemExit of a failed command included) is said and
+    recorded under ``failed``, and the phase goes on with its other parts."""
+    try:
+        figures[name] = measure()
+        return figures[name]
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one part's failure is reported, not fatal
+        text = str(exc)[-1500:]
+        figures.setdefault("failed", {})[name] = text
+        say(f"estate: {name} FAILED: {text}")
+        return None
+
+
 def run_estate(profile: Profile, mysql: MariaDBServer, doris: DorisStandIn, result: dict, say: Progress,
                keep: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="tidemark-estate-"))
     figures: dict = {}
     result["estate"] = figures
     try:
+        # each part on its own: a part that fails is recorded as such and the others still run
         say(f"estate: {profile.estate_tables} tables × {profile.estate_rows:,} rows beside the same rows in one table")
-        figures["tables"] = estate.measure(mysql, doris, work, profile.estate_tables, profile.estate_rows, log=say)
+        _part(figures, "tables", say, lambda: estate.measure(mysql, doris, work, profile.estate_tables,
+                                                             profile.estate_rows, log=say))
         say(f"estate: {profile.estate_text_rows:,} rows keyed by VARCHAR(32), with and without checks")
         args = argparse.Namespace(chunk_size=None, parallelism=2, no_daemon=True, profile=False, keep=keep,
                                   no_parity_ab=False, parity_ab=True, key="varchar")
-        text = snapshot_e2e.measure(profile.estate_text_rows, args, BENCH / "results", stack=(mysql, doris), log=say)
-        figures["text_key"] = text
-        p = text["parity_cost"]
-        say(f"estate: text key {text['tidemark_run_once']['wall_s']} s, without checks {p['without_checks_wall_s']} s; "
-            f"parity {p['cost_s']} s = {p['cost_share']:.1%} of the run")
-        figures["stream"] = estate.stream(mysql, doris, work, profile.estate_tables, ESTATE_STREAM_RATE,
-                                          profile.estate_stream_seconds, 15.0, log=say)
-        f = figures["stream"]["freshness_s"]
-        say(f"estate: stream over {profile.estate_tables} tables p50 {f['p50']} s, p99 {f['p99']} s, peak "
-            f"{figures['stream']['peak_running_txns']} Doris transactions running")
+        text = _part(figures, "text_key", say, lambda: snapshot_e2e.measure(
+            profile.estate_text_rows, args, BENCH / "results", stack=(mysql, doris), log=say))
+        if text:
+            p = text["parity_cost"]
+            say(f"estate: text key {text['tidemark_run_once']['wall_s']} s, without checks "
+                f"{p['without_checks_wall_s']} s; parity {p['cost_s']} s = {p['cost_share']:.1%} of the run")
+        stream = _part(figures, "stream", say, lambda: estate.stream(
+            mysql, doris, work, profile.estate_tables, ESTATE_STREAM_RATE, profile.estate_stream_seconds, 15.0,
+            log=say))
+        if stream:
+            f = stream["freshness_s"]
+            say(f"estate: stream over {profile.estate_tables} tables p50 {f['p50']} s, p99 {f['p99']} s, peak "
+                f"{stream['peak_running_txns']} Doris transactions running")
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)

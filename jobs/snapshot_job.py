@@ -10,6 +10,7 @@ transactions) comes back to the caller to record and commit.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -235,7 +236,9 @@ def run_snapshot(
     sink_password = definition.sink.password.get_secret_value()
 
     def shared_job() -> None:
-        specs = [(p.read_spec, p.write_spec) for p in fused]
+        # one token for the job: a worker keeps one Doris sink (its HTTP session) for every table
+        token = fused[0].write_spec.token
+        specs = [(p.read_spec, dataclasses.replace(p.write_spec, token=token)) for p in fused]
         if spark is None:
             out = run_local_many(specs, password, sink_password, sink, local_workers)
         else:
