@@ -164,7 +164,9 @@ def estate_rows(result: dict) -> list[str]:
         f = st["freshness_s"]
         lines.append(f"| stream {st['rate_rows_per_s']:,.0f} rows/s over {st['tables']} tables, freshness p50 / p99 "
                      f"({st['rows_measured']:,} rows of {st['sampled_tables']} tables) | {f['p50']:.1f} s / {f['p99']:.1f} s | "
-                     f"{st['binlog_runs']['runs']} binlog run(s) | {f['p99'] / st['target_p99_s']:.2f}× | p99 ≤ 5 s |")
+                     f"the writer reached {st['write_rate_rows_per_s']:,} rows/s; {st['binlog_runs']['runs']} binlog "
+                     f"run(s); {st['rows_not_seen_after_120s']:,} rows not seen 120 s after the load | "
+                     f"{f['p99'] / st['target_p99_s']:.2f}× | p99 ≤ 5 s |")
         lines.append(f"| Doris transactions running at once in the database, the stream (peak) | "
                      f"{st['peak_running_txns']} | | | ≤ 100 |")
     if many:
