@@ -28,7 +28,7 @@ from .sql import (
     parse,
 )
 from .sql_lexer import SqlError
-from .sql_query import translate_query
+from .sql_query import INFO_SCHEMA_STORE, translate_query
 from .storage import Storage
 from .types import DorisType
 
@@ -139,6 +139,8 @@ class QueryExecutor:
 
     def _select(self, sql: str, db: str, limit: int, start: float) -> dict[str, Any]:
         duck_sql, refs = translate_query(sql, db, self._resolve)
+        if INFO_SCHEMA_STORE in duck_sql:
+            self.st.fresh_information_schema(duck_sql)
         precisions: dict[str, int] = {}
         for rdb, rname in refs:
             t = self.st.table(rdb, rname)

@@ -78,6 +78,11 @@ class Storage:
         self._legacy_staging: set[int] = set()
         self.dbs: dict[str, int] = {}
         self.tables: dict[tuple[str, str], Table] = {}
+        # the materialised information_schema is rebuilt when a query next reads it, not at every DDL:
+        # a rebuild covers every table, so creating n tables cost n rebuilds of all of them (quadratic,
+        # seconds per hundred tables: a cost of the stand-in, not of Doris, in `bench/estate.py`);
+        # the names of its tables a DDL made stale
+        self._information_schema_stale: set[str] = set()
         # CRC32: Doris's (and MySQL's) CRC-32 of a string's bytes, as a BIGINT. DuckDB has none; a
         # function over whole Arrow arrays (devstack/doris/crc32.py).
         crc32.warm_up()
@@ -230,8 +235,9 @@ class Storage:
         cur.execute(f"DELETE FROM {data_ref(t.db, t.name)}")
 
     # ---- information_schema -----------------------------------------------------------------
-    def _refresh_information_schema(self, cur: duckdb.DuckDBPyConnection) -> None:
-        """Rebuild the materialised information_schema tables from the catalog."""
+    def _refresh_information_schema(self, cur: duckdb.DuckDBPyConnection,
+                                    only: frozenset[str] = frozenset({"SCHEMATA", "TABLES", "COLUMNS"})) -> None:
+        """Rebuild the materialised information_schema tables (``only`` these) from the catalog."""
         schemata = {
             "CATALOG_NAME": [], "SCHEMA_NAME": [], "DEFAULT_CHARACTER_SET_NAME": [],
             "DEFAULT_COLLATION_NAME": [], "SQL_PATH": [], "DEFAULT_ENCRYPTION": [],
@@ -250,7 +256,7 @@ class Storage:
             "COLUMN_SIZE", "DECIMAL_DIGITS", "GENERATION_EXPRESSION", "SRS_ID")}
         numeric_precision = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19, "LARGEINT": 39,
                              "FLOAT": 12, "DOUBLE": 22}
-        for (db, name), t in sorted(self.tables.items()):
+        for (db, name), t in sorted(self.tables.items()) if only & {"TABLES", "COLUMNS"} else ():
             for k, v in zip(tables, ["internal", db, name, "BASE TABLE", "Doris", None, None, 0,
                                      "utf-8", t.comment], strict=True):
                 tables[k].append(v)
@@ -276,6 +282,8 @@ class Storage:
                                   "NUMERIC_SCALE": pa.int64(), "DATETIME_PRECISION": pa.int64(),
                                   "COLUMN_SIZE": pa.int64(), "DECIMAL_DIGITS": pa.int64(), "SRS_ID": pa.int64()}),
         ):
+            if tname not in only:
+                continue
             fields = [pa.field(k, (types or {}).get(k, pa.utf8())) for k in data]
             arrow = pa.table({k: pa.array(v, type=f.type) for (k, v), f in zip(data.items(), fields, strict=True)})
             view = f"__is_{tname}_{threading.get_ident()}"
@@ -283,8 +291,21 @@ class Storage:
             cur.execute(f'CREATE OR REPLACE TABLE {IS_SCHEMA}."{tname}" AS SELECT * FROM {view}')
             cur.unregister(view)
 
-    def after_ddl(self, cur: duckdb.DuckDBPyConnection) -> None:
-        self._refresh_information_schema(cur)
+    def after_ddl(self, cur: duckdb.DuckDBPyConnection) -> None:  # noqa: ARG002 - the DDL's transaction
+        self._information_schema_stale = {"SCHEMATA", "TABLES", "COLUMNS"}
+
+    def fresh_information_schema(self, sql: str) -> None:
+        """Before a query (``sql``, as DuckDB runs it): rebuild the materialised information_schema
+        tables it reads that a DDL changed since their last rebuild (``SCHEMATA`` alone, which a
+        database check reads, costs nothing of the tables)."""
+        wanted = {n for n in self._information_schema_stale if f'"{n}"' in sql}
+        if not wanted:
+            return
+        with self.transaction() as cur:
+            wanted &= self._information_schema_stale
+            if wanted:
+                self._refresh_information_schema(cur, frozenset(wanted))
+                self._information_schema_stale -= wanted
 
     # ---- loads: staging and merge -----------------------------------------------------------
     def staging_path(self, txn_id: int) -> Path:
