@@ -184,6 +184,8 @@ def runs_in_process(definition: PipelineDefinition, work: list[TableWork]) -> bo
     """A run small enough to read and load without Spark (``tidemark.snapshot.in-process-rows``)."""
     if any(w.estimated_rows is None for w in work):
         return False
+    if any(not fits_in_process(definition, w.table_rows, [w.schema.table_id]) for w in work if w.table_rows):
+        return False  # a table too large for it: Spark in every run of its chunks (TableWork.table_rows)
     return fits_in_process(definition, sum(w.estimated_rows or 0 for w in work), [w.schema.table_id for w in work])
 
 

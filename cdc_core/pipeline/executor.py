@@ -57,6 +57,10 @@ class TableWork:
     # The pipeline's offset that decides the epoch of the chunks' watermarks (PipelineContext.
     # epoch_reference): after a failover the chunks' rows must outrank what the stream wrote there.
     epoch_reference: BinlogOffset | None = None
+    # The table's planned rows (the whole table, not only these chunks); None: unknown. A table
+    # larger than ``tidemark.snapshot.in-process-rows`` goes to Spark in every run of its chunks, as
+    # ``tidemark run``'s prestart decided from the whole snapshot (a run holds a slice of its chunks).
+    table_rows: int | None = None
 
 
 class PipelineExecutor(Protocol):

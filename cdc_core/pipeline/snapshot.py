@@ -125,7 +125,8 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                 estimate = len(tasks) * options.rows_per_chunk(schema.table_id)
                 if table_id in planned_rows:
                     estimate = min(estimate, int(planned_rows[table_id]))
-                work.append(TableWork(schema, (key.name,), tuple(tasks), estimate, reference))
+                work.append(TableWork(schema, (key.name,), tuple(tasks), estimate, reference,
+                                      int(planned_rows[table_id]) if table_id in planned_rows else None))
             skipped = _skip_gone_tables(ctx, gone) if gone else []
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
         outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []

@@ -154,3 +154,20 @@ def test_a_large_run_without_spark_uses_the_local_workers_a_small_one_the_driver
     assert local_workers_for(definition, SERIAL_MAX_ROWS, chunks=5) == 1
     assert local_workers_for(definition, SERIAL_MAX_ROWS + 1, chunks=1) == 1  # one chunk: nothing to share
     assert local_workers_for(definition, SERIAL_MAX_ROWS + 1, chunks=2) == 3
+
+
+def test_a_table_larger_than_the_limit_goes_to_spark_in_every_run_of_its_chunks(tmp_path):
+    """A run holds a slice of a big table's chunks, fewer rows than the limit; the table's planned rows decide, as
+    the prestart's estimate of the whole snapshot does, so the JVM started ahead is the one used."""
+    from types import SimpleNamespace
+
+    from jobs.snapshot_job import runs_in_process
+
+    path = write_pipeline(tmp_path / "p.yaml", host="127.0.0.1", port=3306, fe="127.0.0.1:1", tables="shop.t",
+                          name="p", state_dir=tmp_path / "state", pipeline={"tidemark.snapshot.in-process-rows": 1000})
+    definition = load_pipeline(path, env={})
+    schema = SimpleNamespace(table_id=TableId.parse("shop.t"))
+    assert runs_in_process(definition, [SimpleNamespace(schema=schema, estimated_rows=800, table_rows=1000)])
+    assert not runs_in_process(definition, [SimpleNamespace(schema=schema, estimated_rows=800, table_rows=5000)])
+    assert needs_spark(definition, {"shop.t": 5000})  # what the prestart decides for the same table
+    assert runs_in_process(definition, [SimpleNamespace(schema=schema, estimated_rows=800, table_rows=None)])
