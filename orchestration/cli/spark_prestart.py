@@ -112,10 +112,26 @@ def _rows_left(path: Path) -> tuple[PipelineDefinition, dict[str, int]]:
     # None: nothing run yet; the server's estimates decide, and no state is created here
     store = StateStore.open_existing(definition, url=url, state_dir=state_dir)
     try:
+        if store is not None and _held_by_a_live_run(store):
+            return definition, {}
         return definition, rows_left(definition, store)
     finally:
         if store is not None:
             store.close()
+
+
+def _held_by_a_live_run(store) -> bool:
+    """Whether another run holds a lease of this pipeline now: ``tidemark run`` would then decline
+    (``cdc_core/state/leases.py``), so starting a JVM or workers for it would only print their
+    start-up lines before its one line and register an application with a cluster for nothing.
+    Two runs started at the same moment can both read no holder; the loser then has started Spark
+    in vain, which costs time but nothing else."""
+    from cdc_core.state.leases import live_holders
+
+    holders = live_holders(store)
+    if holders:
+        logger.debug("a live run holds %s; nothing started ahead", ", ".join(r.scope for r in holders))
+    return bool(holders)
 
 
 def _local_workers_needed(path: Path) -> tuple[PipelineDefinition, int]:

@@ -13,6 +13,7 @@ from cdc_core.config import load_pipeline
 from cdc_core.model.schema import TableId
 from cdc_core.pipeline.snapshot_estimate import fits_in_process, needs_spark, rows_left
 from cdc_core.state import ChunkRecord, ChunkStatus, StateStore
+from cdc_core.state.leases import Scope, release, try_acquire
 from devstack.pipeline_file import write_pipeline
 from orchestration.cli.spark_prestart import SparkPrestart
 from orchestration.defs.env_overrides import state_location
@@ -90,6 +91,17 @@ def test_the_rest_of_a_planned_snapshot_decides(tmp_path, mysql_server, table, s
     store.close()
     assert prestart(path).started_for is None
     assert started == ["pre"]
+
+
+def test_nothing_is_started_ahead_while_another_run_holds_the_pipeline(tmp_path, mysql_server, table, started):
+    """That run would decline: a JVM started for it would print its lines before the one line."""
+    path = pipeline(tmp_path, mysql_server, table, in_process_rows=100)
+    store = StateStore.for_pipeline(load_pipeline(path))
+    try_acquire(store, [Scope.PIPELINE], owner="another-host:1:ab", purpose="tidemark run --once", ttl_s=60)
+    assert prestart(path).started_for is None and started == []
+    release(store, [Scope.PIPELINE], owner="another-host:1:ab")
+    store.close()
+    assert prestart(path).started_for == "pre" and started == ["pre"]
 
 
 def test_the_state_store_the_environment_names_is_the_one_read(tmp_path, mysql_server, table, started,
