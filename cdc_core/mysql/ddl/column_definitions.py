@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from cdc_core.model.schema import Column
-from cdc_core.mysql.ddl.column_types import STRING_TYPES, canonical_type
+from cdc_core.mysql.ddl.column_types import STRING_TYPES, canonical_type, converted_column
 from cdc_core.mysql.ddl.errors import DdlSyntaxError
 from cdc_core.mysql.ddl.tokens import Cursor, Tok
 from cdc_core.mysql.types.charsets import decoder_for
@@ -119,8 +119,11 @@ class ColumnParser:
                 default = self.default()
             elif cur.accept("COMMENT"):
                 comment = self.string()
+            elif cur.is_word("ASCII", "UNICODE", "BYTE"):
+                # CHAR(n) ASCII / UNICODE / BYTE: shorthands for CHARACTER SET latin1 / ucs2 / binary
+                charset = {"ASCII": "latin1", "UNICODE": "ucs2", "BYTE": "binary"}[cur.next().up]
             elif cur.accept("AUTO_INCREMENT", "VISIBLE", "INVISIBLE", "VIRTUAL", "STORED", "PERSISTENT",
-                            "COMPRESSED", "ASCII", "UNICODE", "BYTE", "BINARY"):
+                            "COMPRESSED", "BINARY"):
                 pass
             elif cur.accept("SERIAL"):  # SERIAL DEFAULT VALUE: NOT NULL AUTO_INCREMENT UNIQUE
                 cur.expect_word("DEFAULT")
@@ -192,6 +195,8 @@ class ColumnParser:
             comment=comment, charset=(charset or collation_charset or national) if data_type in STRING_TYPES else None,
             **facts,
         )
+        if charset == "binary" and data_type in STRING_TYPES:  # CHAR BYTE is BINARY, as the server makes it
+            column = converted_column(column, "binary", mariadb=self.mariadb)
         literal = None
         if members is not None and any(isinstance(m, bytes) for m in members):
             column = with_literal_members(column, raw_type, tuple(members), self.mariadb)
