@@ -233,3 +233,20 @@ def test_enum_and_set_members_written_as_hex_or_bit_literals_are_kept(row_metada
     assert _carry_all(runner) >= 3  # (the CREATEs may be carried at one stop)
     for table in ("s", "l", "t"):
         _equal(doris_standin, root_conn, db, table)
+
+
+def test_a_table_renamed_from_a_left_out_name_takes_the_schema_of_its_new_name(row_metadata, pipeline_factory,
+                                                                                 root_conn, fresh_db, doris_standin):
+    """Corpus ``mt_type_varchar_b``: ``x`` is left out, keyed, renamed to a captured name, and another ``x``
+    created before the stream gets there. The renamed table's schema is the server's of its new name: the
+    old name's is another table's by then ("source table ... has no columns", "lack its key column(s)")."""
+    db = fresh_db
+    sql(root_conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
+    runner = spark_service(pipeline_factory(f"{db}.\\.*", pipeline={"schema.change.behavior": "evolve"},
+                                            source={"tables.exclude": f"{db}.x"}))
+    _snapshot(runner)
+    sql(root_conn, f"CREATE TABLE `{db}`.x (v VARBINARY(20))", f"INSERT INTO `{db}`.x VALUES ('p'), ('q')",
+        f"ALTER TABLE `{db}`.x ADD PRIMARY KEY (v)", f"RENAME TABLE `{db}`.x TO `{db}`.y",
+        f"CREATE TABLE `{db}`.x (a INT, b VARCHAR(12))", f"INSERT INTO `{db}`.y VALUES ('r')")
+    _carry_all(runner)
+    _equal(doris_standin, root_conn, db, "y")

@@ -76,9 +76,9 @@ def _rename_one(stmt: Statement, old: TableId, new: TableId) -> list[SchemaChang
         stmt.emit(events, RenameTableEvent(old, new_table_id=new))
     elif stmt.captured(new):
         # Doris has none of its rows: the schema change reads them (cdc_core/pipeline/schema_change.py)
-        schema = stmt.schema(old)
-        if schema is None:  # not captured, so never in the history: the server's schema of the new name
-            schema = stmt.schema(new)
+        # Not captured, so never in the history: the server's schema of the new name (the old name's, which
+        # a lookup would answer from the server too, may be another table's by now: renamed away, created again)
+        schema = stmt.schema(new) or stmt.schema(old)
         if schema is None:
             raise DdlSyntaxError(f"table {old} is renamed into the captured name {new}, but its schema is unknown")
         stmt.emit(events, CreateTableEvent(new, schema=replace(schema, table_id=new), renamed_from=old))
