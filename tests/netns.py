@@ -42,6 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from devstack.procs import pid_alive
+
 logger = logging.getLogger(__name__)
 
 PREFIX = "tmns"  # namespaces tmns-<pid hex>-<n>-<host>, bridges tmb<pid hex><n>, veths tmv<pid hex><n><i>
@@ -67,16 +69,6 @@ def netns_usable() -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _kill_namespace_processes(netns: str) -> None:
     """SIGKILL what still runs in one of our namespaces (only processes the test started live there)."""
     done = _ip("netns", "pids", netns, check=False)
@@ -99,7 +91,7 @@ def sweep_stale() -> None:
     ``kill -9`` ran no clean-up)."""
     listed = _ip("netns", "list", check=False).stdout.split("\n")
     names = [line.split()[0] for line in listed if line.strip()]
-    stale = [n for n in names if (m := _NAME.match(n)) and not _pid_alive(int(m.group(1), 16))]
+    stale = [n for n in names if (m := _NAME.match(n)) and not pid_alive(int(m.group(1), 16))]
     tags = {f"{m.group(1)}{m.group(2)}" for n in stale if (m := _NAME.match(n))}
     links = [f"tmb{tag}" for tag in tags]
     if stale:
@@ -107,7 +99,7 @@ def sweep_stale() -> None:
     _remove(stale, links)
     if ETC_NETNS.is_dir():
         for entry in ETC_NETNS.iterdir():
-            if (m := _NAME.match(entry.name)) and not _pid_alive(int(m.group(1), 16)):
+            if (m := _NAME.match(entry.name)) and not pid_alive(int(m.group(1), 16)):
                 shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -213,8 +213,11 @@ def test_a_small_run_reads_and_loads_in_process_without_spark(pipeline_factory, 
     service.close()
 
 
-def test_an_in_process_run_that_fails_leaves_no_prepared_load(pipeline_factory, root_conn, fresh_db, doris_standin,
-                                                               monkeypatch):
+def _five_chunks_with_the_third_failing(pipeline_factory, root_conn, fresh_db, doris_standin, monkeypatch,
+                                        labels_checked: int):
+    """Run the first five chunks of ``pay`` with the third failing after its precommit; check that the
+    first ``labels_checked`` labels are aborted (or never begun) and nothing is recorded. Returns the
+    service and every chunk key, for the plain re-run."""
     from cdc_core.state import ChunkStatus
 
     service = _pay_service(pipeline_factory, root_conn, fresh_db)
@@ -225,9 +228,16 @@ def test_an_in_process_run_that_fails_leaves_no_prepared_load(pipeline_factory, 
     monkeypatch.delenv(faults.ENV)
     table = TableId(fresh_db, "pay")
     states = {doris_load_state(doris_standin, fresh_db, service.sink.label(table, snapshot_batch_id(str(table), i)))
-              for i in range(3)}
+              for i in range(labels_checked)}
     assert states <= {"ABORTED", "UNKNOWN"} and "ABORTED" in states, states
     assert set(service.chunk_statuses().values()) == {ChunkStatus.PENDING}
+    return service, keys
+
+
+def test_an_in_process_run_that_fails_leaves_no_prepared_load(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                               monkeypatch):
+    service, keys = _five_chunks_with_the_third_failing(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                        monkeypatch, labels_checked=3)
     service.run_chunks(keys)  # a plain re-run: everything, once
     service.commit_chunks(keys)
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), COUNT(DISTINCT id) FROM pay") == [[1000, 1000]]
@@ -270,19 +280,8 @@ def test_a_local_worker_run_that_fails_leaves_no_prepared_load(pipeline_factory,
                                                                 monkeypatch, local_workers_on):
     """A chunk failing in a worker: the others end, every label of the table is aborted, nothing is
     recorded; a plain re-run loads every row once."""
-    from cdc_core.state import ChunkStatus
-
-    service = _pay_service(pipeline_factory, root_conn, fresh_db)
-    keys = list(service.plan_splits().chunk_keys)
-    monkeypatch.setenv(faults.ENV, json.dumps({"snapshot.after_precommit": {"action": "raise", "when": {"chunk": 2}}}))
-    with pytest.raises(Exception, match="injected failure at snapshot.after_precommit"):
-        service.run_chunks(keys[:5])
-    monkeypatch.delenv(faults.ENV)
-    table = TableId(fresh_db, "pay")
-    states = {doris_load_state(doris_standin, fresh_db, service.sink.label(table, snapshot_batch_id(str(table), i)))
-              for i in range(5)}
-    assert states <= {"ABORTED", "UNKNOWN"} and "ABORTED" in states, states
-    assert set(service.chunk_statuses().values()) == {ChunkStatus.PENDING}
+    service, keys = _five_chunks_with_the_third_failing(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                        monkeypatch, labels_checked=5)
     service.run_chunks(keys)
     service.commit_chunks(keys)
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), COUNT(DISTINCT id) FROM pay") == [[1000, 1000]]
