@@ -5,12 +5,15 @@ The sink is created on first use (a service that only answers a sensor's questio
 Doris connection). MySQL connections are short: ``connection()`` opens one for a step and hands
 the same one to nested helpers, so a step that looks up several schemas opens one connection,
 and no connection outlives the step (a server-side timeout cannot break a long-lived one).
+The sharing is per thread: a snapshot prepares several tables on threads at once, and a pymysql
+connection is not safe to share between threads (nor to close under another thread's step).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -40,7 +43,7 @@ class PipelineContext:
         self.store = store or StateStore.for_pipeline(definition)
         self.settings = MySqlConnectionSettings.from_options(definition.source)
         self._sink: DorisSink | None = None
-        self._conn: Any = None
+        self._local = threading.local()  # .conn: this thread's step connection, if one is open
 
     @property
     def label_epoch(self) -> str:
@@ -71,15 +74,17 @@ class PipelineContext:
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
-        """A MySQL connection for one step; nested uses share it, the outermost closes it."""
-        if self._conn is not None:
-            yield self._conn
+        """A MySQL connection for one step; nested uses on the same thread share it, the outermost
+        closes it."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
             return
-        self._conn = connect(self.settings, text_values=True)
+        conn = self._local.conn = connect(self.settings, text_values=True)
         try:
-            yield self._conn
+            yield conn
         finally:
-            conn, self._conn = self._conn, None
+            self._local.conn = None
             conn.close()
 
     def server_offset(self) -> BinlogOffset:

@@ -189,5 +189,6 @@ def done_name(offset: BinlogOffset) -> str:
 
 
 NAMESPACES: tuple[str, ...] = ("meta", "snapshot", "binlog", "flags", "schema_registry", "schema_registry.evolved",
-                               "reload", "spark_results", "orchestration.steps", "parity_mysql_side", "repair", "lease")
+                               "reload", "stale_identities", "spark_results", "orchestration.steps",
+                               "parity_mysql_side", "repair", "lease")
 """Every namespace of the ``kv`` records."""

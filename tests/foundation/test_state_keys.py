@@ -67,6 +67,7 @@ MAPS = [
     (keys.SCHEMA_CHANGES_DONE, keys.done_name(OFFSET), ("schema_registry", f"done:{OFFSET.sequence:020d}")),
     (keys.EVOLVED_SCHEMAS, "ods.orders", ("schema_registry.evolved", "ods.orders")),
     (keys.RELOAD_REQUESTS, "db.t", ("reload", "db.t")),
+    (keys.STALE_IDENTITIES, "db.t", ("stale_identities", "db.t")),
     (keys.SPARK_RESULTS, "snapshot-abc", ("spark_results", "snapshot-abc")),
     (keys.STEP_LEDGER, "run/step", ("orchestration.steps", "run/step")),
     (keys.PARITY_MYSQL_SIDE, "db.t#00001", ("parity_mysql_side", "db.t#00001")),

@@ -16,15 +16,15 @@ import signal
 import psycopg2
 import pytest
 
-from tests.orchestration.test_e2e_dagster import _doris_count, doris_standin  # noqa: F401
-from tests.orchestration.test_run_guard import Hosts, _finish
+from tests.orchestration.test_e2e_dagster import _doris_count
+from tests.orchestration.test_run_guard import Hosts, _finish, doris_standin, lan, mysql_server  # noqa: F401
 
 ROWS = 1500
 CHUNK = 100  # 16 chunks
 
 
 @pytest.fixture
-def host(mysql_server, root_conn, fresh_db, doris_standin, postgres_databases, tmp_path):  # noqa: F811
+def host(lan, mysql_server, root_conn, fresh_db, doris_standin, postgres_databases, tmp_path):  # noqa: F811
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.big (k VARCHAR(20) PRIMARY KEY, n INT NOT NULL)")
         cur.executemany(f"INSERT INTO `{fresh_db}`.big VALUES (%s,%s)", [(f"key{i:06d}", i) for i in range(ROWS)])
@@ -34,7 +34,7 @@ def host(mysql_server, root_conn, fresh_db, doris_standin, postgres_databases, t
                     source={"scan.incremental.snapshot.chunk.size": CHUNK},
                     pipeline={"tidemark.state.url": state_url, "tidemark.snapshot.split-steps-per-run": 5,
                               "tidemark.snapshot.split-pause-ms": 0})
-    return Hosts(tmp_path, postgres_databases(), state_url, pipeline)
+    return Hosts(tmp_path, lan, postgres_databases(), state_url, pipeline)
 
 
 def _state(url: str) -> tuple[dict, dict[int, tuple[str, str, str]]]:
