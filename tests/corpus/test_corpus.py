@@ -32,6 +32,7 @@ def test_the_corpus_sample_arrives_equal(mysql_server, doris_standin, tmp_path):
                                                                              if db.startswith("mt_"))}
 
 
+@pytest.mark.slow  # ~100 s; MINIMAL is in the default suite through tests/snapshot/test_charsets.py and the keyless and DDL tests
 def test_the_corpus_sample_under_minimal_row_metadata(mysql_server, root_conn, doris_standin, tmp_path):  # noqa: F811
     """The session's server under MINIMAL (column names from the schema history), restored after."""
     with root_conn.cursor() as cur:

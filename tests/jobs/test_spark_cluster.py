@@ -9,6 +9,8 @@ import sys
 import textwrap
 from typing import Any
 
+import pytest
+
 from tests.jobs.conftest import doris_query
 
 SCRIPT = textwrap.dedent("""
@@ -52,6 +54,7 @@ def _snapshot(mysql_server, root_conn, fresh_db, tmp_path, doris_standin, name: 
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a standalone cluster runs in the default suite in tests/orchestration/test_run_guard.py
 def test_snapshot_job_runs_on_a_standalone_cluster(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):
     from devstack.spark_cluster import SparkStandaloneCluster
 

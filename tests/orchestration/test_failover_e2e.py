@@ -100,7 +100,8 @@ def _primary(tmp_path: Path, mariadb_servers, flushes: int, db: str) -> MariaDBS
 
 @pytest.mark.parametrize(("numbering", "flushes", "basename", "min_index"), [
     ("lower", 5, "replica-bin", 1),  # primary at binlog.000006+, the replica at replica-bin.000001
-    ("higher", 0, "binlog", 9),  # the same base name, numbered past the primary's: its files 1..9 exist too
+    # the same base name, numbered past the primary's: its files 1..9 exist too (slow: ~30 s more)
+    pytest.param("higher", 0, "binlog", 9, marks=pytest.mark.slow),
 ])
 def test_failover_to_a_promoted_replica_applies_every_change_once(numbering, flushes, basename, min_index, tmp_path,
                                                                   mariadb_servers, doris_standin):  # noqa: F811
@@ -290,7 +291,8 @@ def _purge_to_current(server: MariaDBServer, gone: str) -> None:
 
 
 @pytest.mark.parametrize(("on_purged", "batch_on_primary"), [
-    ("resnapshot", False),  # the stream would start at the snapshot's high watermarks (old server)
+    # the stream would start at the snapshot's high watermarks (old server); slow: ~20 s more
+    pytest.param("resnapshot", False, marks=pytest.mark.slow),
     ("fail", True),  # it resumes after a batch committed on the old server
 ])
 def test_a_purge_right_after_a_failover_heals_by_resnapshot(on_purged, batch_on_primary, tmp_path, mariadb_servers,

@@ -238,6 +238,7 @@ def test_an_unfinished_schema_change_before_the_purge_is_superseded(purge_server
     _assert_equal(purge_conn, doris_standin, path, db)
 
 
+@pytest.mark.slow  # ~30 s of waiting for the binlog; the RELOAD checks stay in tests/snapshot/test_server_check.py
 def test_a_resnapshot_without_reload_needs_the_binlog_to_move(purge_server, purge_conn, doris_standin, tmp_path):
     """A CDC user without RELOAD cannot rotate the binlog. On an idle server the resnapshot then
     refuses, with the grant to give and nothing marked (its re-read rows could tie with the stale

@@ -85,6 +85,7 @@ def _assert_status_matches(pipeline: Path, plan: list[dict], env: dict[str, str]
     assert {t["table"]: t["chunks"] for t in snapshot["tables"]} == per_table
 
 
+@pytest.mark.slow  # the demo shop's case stays in the default suite
 def test_splits_prints_the_plan_the_run_makes_when_the_partition_cap_grows_the_chunks(
         mysql_server, root_conn, fresh_db, doris_standin, tmp_path):  # noqa: F811
     with root_conn.cursor() as cur:

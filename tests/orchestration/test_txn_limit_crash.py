@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import uuid
 
+import pytest
 import yaml
 
 from tests.orchestration.crash_trials import CrashPipeline
@@ -18,6 +19,7 @@ from tests.orchestration.test_e2e_dagster import doris_standin  # noqa: F401
 BOUND = 1
 
 
+@pytest.mark.slow  # the bound itself is tests/jobs/test_doris_txn_limit.py, in the default suite
 def test_killed_between_groups_heals_within_the_bound(mysql_server, root_conn, doris_standin, doris_txn_limit,  # noqa: F811
                                                      tmp_path):
     doris_txn_limit(BOUND)

@@ -78,7 +78,8 @@ def str_or_none(v):
     return None if v is None else str(v)
 
 
-@pytest.mark.parametrize("behavior", ["evolve", "try_evolve", "lenient", "ignore"])
+@pytest.mark.parametrize("behavior", ["evolve", "ignore",  # the other two differ in a few branches: slow
+                                      *(pytest.param(b, marks=pytest.mark.slow) for b in ("try_evolve", "lenient"))])
 def test_every_ddl_type(behavior, pipeline_factory, root_conn, fresh_db, doris_standin):
     db, standin = fresh_db, doris_standin
     runner = start(pipeline_factory, root_conn, db, behavior)
