@@ -85,16 +85,12 @@ class LocalWorkers:
         pids = {f.result() for f in [self._executor.submit(_ready) for _ in range(self.size * 2)]}
         logger.debug("%d local snapshot worker(s) ready: %s", len(pids), sorted(pids))
 
-    def run_chunks(self, read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
-                   sink_password: str) -> list[str]:
-        """Every chunk of ``read_spec``, one submission each; their messages in chunk order. On a
-        failure the chunks not started are cancelled and the running ones waited for, then it raises."""
-        return self.run_many([(read_spec, write_spec)], source_password, sink_password)[0]
-
     def run_many(self, tables: list[tuple[ReadSpec, WriterSpec]], source_password: str,
                  sink_password: str) -> list[list[str]]:
-        """:meth:`run_chunks` over the chunks of many tables at once (a database of small tables keeps
-        every worker busy, rather than one table at a time); each table's messages in chunk order."""
+        """Every chunk of every table, one submission each, all at once (a database of small tables
+        keeps every worker busy, rather than one table at a time); each table's messages in chunk
+        order. On a failure the chunks not started are cancelled and the running ones waited for,
+        then it raises."""
         places = [(t, p) for t, (read_spec, _) in enumerate(tables) for p in range(len(read_spec.chunks))]
         futures: list[Future[str]] = [
             self._executor.submit(_one_chunk, tables[t][0], source_password, tables[t][1], sink_password, position)
@@ -172,18 +168,4 @@ def run_local(read_spec: ReadSpec, source_password: str, write_spec: WriterSpec,
               driver_sink: Any, parallelism: int) -> list[dict[str, Any]]:
     """The same work as :func:`jobs.fused_chunks.run_fused`, by the local workers; on failure every
     chunk label of the table is aborted once no chunk of it runs any more."""
-    import json
-
-    from jobs.fused_chunks import abort_chunk_labels
-
-    if not read_spec.chunks:
-        return []
-    try:
-        messages = local_workers(max(1, parallelism)).run_chunks(read_spec, source_password, write_spec,
-                                                                 sink_password)
-    except BaseException as exc:
-        if isinstance(exc, BrokenProcessPool | KeyboardInterrupt):
-            discard_local_workers()
-        abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
-        raise
-    return [json.loads(m) for m in messages]
+    return run_local_many([(read_spec, write_spec)], source_password, sink_password, driver_sink, parallelism)[0]
