@@ -90,13 +90,18 @@ def _contiguous(copies: list[tuple]) -> bool:
     return all(sorted(c) == list(range(len(c))) for c in by_hash.values())
 
 
-@pytest.fixture(params=["FULL", "MINIMAL"])
-def row_metadata(request, root_conn):
-    sql(root_conn, f"SET GLOBAL binlog_row_metadata = '{request.param}'")
+def _server_row_metadata(root_conn, value: str):
+    """The server's ``binlog_row_metadata`` set to ``value`` for a test, FULL again after it."""
+    sql(root_conn, f"SET GLOBAL binlog_row_metadata = '{value}'")
     try:
-        yield request.param
+        yield value
     finally:
         sql(root_conn, "SET GLOBAL binlog_row_metadata = 'FULL'")
+
+
+@pytest.fixture(params=["FULL", "MINIMAL"])
+def row_metadata(request, root_conn):
+    yield from _server_row_metadata(root_conn, request.param)
 
 
 def test_keyless_rows_update_and_delete_exactly_on_both_paths(service, root_conn, fresh_db, doris_standin,
@@ -348,11 +353,7 @@ def test_keyless_rows_of_every_shape_update_and_delete_exactly(service, root_con
 
 @pytest.fixture(params=["FULL", pytest.param("MINIMAL", marks=pytest.mark.slow)])  # MINIMAL: -m slow (suite time)
 def row_metadata_full_first(request, root_conn):
-    sql(root_conn, f"SET GLOBAL binlog_row_metadata = '{request.param}'")
-    try:
-        yield request.param
-    finally:
-        sql(root_conn, "SET GLOBAL binlog_row_metadata = 'FULL'")
+    yield from _server_row_metadata(root_conn, request.param)
 
 
 @pytest.mark.parametrize("created", ["snapshot", "stream"])
