@@ -111,6 +111,7 @@ def test_a_be_restart_mid_load_fails_the_run_and_a_rerun_loads_again(phase, pipe
     pipeline.verify()
 
 
+@pytest.mark.slow  # suite time; the FE restart at a commit and the BE restart mid-load stay in the default suite
 def test_a_be_restart_between_precommit_and_commit_leaves_the_loads_for_the_rerun(pipeline,
                                                                                    doris_standin):  # noqa: F811
     failed = pipeline.run_once(faults=_restart_at("snapshot.after_state_write", doris_standin, "be"))

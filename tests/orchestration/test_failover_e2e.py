@@ -179,6 +179,7 @@ def test_failover_to_a_promoted_replica_applies_every_change_once(numbering, flu
     assert extra == [(str(i), str(i) if int(i) < 50 else None) for i, *_ in _mysql_rows(replica, db)]
 
 
+@pytest.mark.slow  # suite time; the divergence check itself is unit-tested in tests/foundation/test_gtid_positions.py
 def test_failover_to_a_replica_missing_committed_transactions_is_refused(tmp_path, mariadb_servers, doris_standin):  # noqa: F811
     db = "failover_refused"
     primary = _primary(tmp_path, mariadb_servers, 0, db)

@@ -322,7 +322,8 @@ KILLS = {
 
 
 @pytest.mark.parametrize("point, on_spark", [
-    ("binlog.after_state_write", frozenset()),
+    # slow (suite time): the default suite's two-host test is the short one above
+    pytest.param("binlog.after_state_write", frozenset(), marks=pytest.mark.slow),
     # slow: every load of both hosts on the cluster, the killed run's driver too
     *(pytest.param(p, ALL_ON_SPARK, marks=pytest.mark.slow, id=f"{p}-all-on-spark") for p in KILLS)])
 def test_a_run_killed_on_one_host_is_finished_by_the_other(point, on_spark, hosts, root_conn, fresh_db,
