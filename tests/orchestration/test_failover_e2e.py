@@ -258,13 +258,7 @@ def test_a_resnapshot_after_a_failover_outranks_what_the_stream_wrote_there(tmp_
     # restarts at their watermarks) epoch 1.
     _sql(replica, db, "UPDATE items SET note = 'in the purged range' WHERE id BETWEEN 100 AND 140",
          "DELETE FROM items WHERE id BETWEEN 270 AND 280")
-    gone, current = pipeline.committed().file, replica.flush_binary_logs(1)
-    for _ in range(100):  # MariaDB keeps a log until its binlog checkpoint is written: retry briefly
-        replica.root_sql(f"PURGE BINARY LOGS TO '{current}';")
-        if gone not in replica.binlog_files():
-            break
-        time.sleep(0.1)
-    assert gone not in replica.binlog_files()
+    _purge_to_current(replica, pipeline.committed().file)
     stopped = pipeline.run_once()
     assert stopped.returncode == 1 and "tidemark resnapshot" in stopped.stderr, stopped.stderr[-3000:]
     healed = subprocess.run([sys.executable, "-m", "orchestration.cli", "resnapshot", str(pipeline.path)], cwd=ROOT,
