@@ -74,6 +74,50 @@ def test_a_run_right_after_the_snapshot_materializes_binlog_stream_and_evaluates
     assert evaluation.status.value == "SUCCEEDED"
 
 
+def _table_parity(harness):
+    check = harness.instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [harness.handle.check_key(harness.handle.binlog_key, "table_parity")])
+    return next(iter(check.values()))
+
+
+def test_a_snapshot_whose_every_chunk_passed_with_nothing_after_it_is_not_compared_twice(harness):
+    """issue 30: every chunk of this run compared equal and the binlog brought nothing since: the
+    tables are known equal, table_parity is recorded as implied (passed, why in its metadata) and
+    neither database is read again."""
+    run = once(harness)
+    run.service.script.committed_offset = None
+    run.service.script.server_offset = {"file": "binlog.000001", "position": 100}
+    summary = run.run()
+    assert summary.table_parity == "implied" and summary.chunks_checked == summary.chunks_total == 5
+    assert "verify" not in run.service.names()
+    evaluation = _table_parity(harness)
+    assert evaluation.status.value == "SUCCEEDED"
+    metadata = evaluation.event.dagster_event.event_specific_data.metadata
+    assert metadata["implied_by"].value == "chunk_parity" and metadata["chunks"].value == 5
+    assert "not compared a second time" in str(summary_table(harness.handle, summary).columns[1]._cells)
+
+
+def test_the_tables_are_compared_when_the_binlog_changed_them_or_a_chunk_differed_or_the_snapshot_was_earlier(harness):
+    """Anything the chunk checks did not see makes the end-of-run table_parity compare the tables."""
+    run = once(harness)
+    run.service.script.server_offset = {"file": "binlog.000001", "position": 400}  # the binlog brings 5 events
+    summary = run.run()
+    assert summary.events == 5 and summary.table_parity == "compared" and "verify" in run.service.names()
+    run.service.calls.clear()
+    again = once(harness).run()  # the snapshot was an earlier run's
+    assert again.snapshot_done_before and again.table_parity == "compared"
+
+
+def test_a_chunk_that_differed_makes_the_tables_compared(harness):
+    run = once(harness)
+    run.service.script.committed_offset = None
+    run.service.script.server_offset = {"file": "binlog.000001", "position": 100}
+    run.service.script.parity_ok = False
+    summary = run.run()
+    assert summary.chunk_parity_failed and summary.table_parity == "compared"
+    assert "verify" in run.service.names()
+
+
 def test_the_commit_computes_mysqls_side_of_parity_only_for_a_run_that_checks_it(harness):
     """The commit hook hands the run's id to the commit (MySQL's side of the parity check is computed
     meanwhile) and the check asks with the same id; without the check, the commit computes nothing."""
