@@ -327,16 +327,26 @@ class OnceRun:
         """Record binlog_stream's table_parity as passed by this run's chunk checks (a run-less check
         evaluation, so the UI shows it evaluated, with why in its description and metadata)."""
         from dagster import AssetCheckEvaluation, MetadataValue
+        from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+            AssetCheckEvaluationTargetMaterializationData,
+        )
 
         s = self.summary
         key = self.handle.check_key(self.handle.binlog_key, "table_parity")
+        # the evaluation is of binlog_stream's latest materialization (this run's), as a run's would be:
+        # the UI counts a check against the materialization it targets
+        latest = self.instance.fetch_materializations(self.handle.binlog_key, limit=1).records
+        target = (AssetCheckEvaluationTargetMaterializationData(
+            storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp)
+            if latest else None)
         description = (f"{s.chunks_total} chunk(s) compared by chunk_parity in this run, all equal, and no change "
                        "came through the binlog since: every table is equal, not compared a second time "
                        "(`tidemark verify` compares them again)")
         self.instance.report_runless_asset_event(AssetCheckEvaluation(
             asset_key=key.asset_key, check_name=key.name, passed=True, description=description,
             metadata={"implied_by": "chunk_parity", "chunks": s.chunks_total,
-                      "binlog_events_since_snapshot": 0, "compared": MetadataValue.bool(False)}))
+                      "binlog_events_since_snapshot": 0, "compared": MetadataValue.bool(False)},
+            target_materialization_data=target))
         s.table_parity = "implied"
 
     def _table_parity(self) -> None:
