@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from cdc_core.config.selectors import TableSelector
@@ -184,6 +185,22 @@ class DorisSink:
             self._tables[target] = table
         return table
 
+    def ensure_table(self, schema: TableSchema, target: TableId) -> None:
+        """``target`` exists afterwards. A table this sink created or read is known to exist (its
+        cached layout, which every change that drops or re-creates the table forgets); any other is
+        asked of Doris once, and created (for ``schema``) when it is missing. A binlog batch touches
+        every table written since the last one: asking Doris about each at every batch cost a
+        request per table per batch."""
+        with self._lock:
+            if target in self._tables:
+                return
+        info = self.catalog.table_info(target.database, target.table)
+        if info is None:
+            self.create_table(schema, target)
+            return
+        with self._lock:
+            self._tables.setdefault(target, DorisTable.from_info(info))
+
     def forget(self, target: TableId) -> None:
         """Drop the cached layout of ``target`` (the table was dropped or re-created)."""
         with self._lock:
@@ -270,18 +287,42 @@ class DorisSink:
         for c in committables:
             self.committer.commit(c if isinstance(c, Committable) else Committable.from_dict(c))
 
-    def commit_surviving(self, committables: Iterable[Committable | Mapping[str, Any]]) -> list[Committable]:
+    def commit_surviving(self, committables: Iterable[Committable | Mapping[str, Any]], *,
+                         streams: int = 1) -> list[Committable]:
         """Commit every committable Doris still holds and return those it lost (aborted on its own
         or forgotten): their rows must be loaded again. Every other one ends committed, so nothing
-        is left precommitted behind a lost one."""
-        lost: list[Committable] = []
-        for c in committables:
-            committable = c if isinstance(c, Committable) else Committable.from_dict(c)
+        is left precommitted behind a lost one.
+
+        ``streams``: commits in flight at once (each is a round trip to the FE; the loads of one
+        binlog batch are of distinct tables, so their order does not matter). With more than one,
+        every commit is tried and the first other failure is raised once all have ended; what
+        failed stays precommitted for the next run's ``resolve_pending``."""
+        items = [c if isinstance(c, Committable) else Committable.from_dict(c) for c in committables]
+
+        def one(committable: Committable) -> Committable | None:
             try:
                 self.committer.commit(committable)
             except TransactionLostError as exc:
                 log.warning("%s", exc)
-                lost.append(committable)
+                return committable
+            return None
+
+        if streams <= 1 or len(items) <= 1:
+            return [c for c in map(one, items) if c is not None]
+        with ThreadPoolExecutor(max_workers=min(streams, len(items)), thread_name_prefix="tidemark-commit") as pool:
+            futures = [pool.submit(one, c) for c in items]
+        lost: list[Committable] = []
+        errors: list[BaseException] = []
+        for future in futures:
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 - every commit is tried; the first failure is raised
+                errors.append(exc)
+                continue
+            if result is not None:
+                lost.append(result)
+        if errors:
+            raise errors[0]
         return lost
 
     def abort(self, committables: Iterable[Committable | Mapping[str, Any]]) -> None:

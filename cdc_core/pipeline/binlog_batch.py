@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from cdc_core.doris.labels import binlog_batch_id
@@ -60,6 +61,11 @@ from cdc_core.state.keys import (
 )
 
 logger = logging.getLogger(__name__)
+
+# Loads and commits of one batch in flight at once (each is an HTTP round trip to Doris that waits;
+# bounded besides by tidemark.doris.max-running-txns-per-db through the groups of txn_groups).
+LOAD_STREAMS = 8
+COMMIT_STREAMS = 8
 
 
 def startup(ctx: PipelineContext) -> StartupPlan:
@@ -224,10 +230,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     copies = CopyCounts(ctx.sink.catalog)  # the keyless tables' copies of the images this batch touches
     try:
         for n, group in enumerate(groups):
-            loaded: list[dict[str, Any]] = []
-            for table_id in group:
-                loaded += _load_table(ctx, executor, table_id, by_table[table_id], schemas(table_id),
-                                      targets[table_id], batch_id, start, copies)
+            loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies)
             if n == len(groups) - 1:
                 committables = loaded
             else:
@@ -309,7 +312,7 @@ def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[
     again (``_partly_committed``): the same labels, which Doris answers as already committed for
     the groups done, so nothing is lost or loaded twice, and the offset moves only when the whole
     batch is committed."""
-    lost = ctx.sink.commit_surviving(loaded)
+    lost = ctx.sink.commit_surviving(loaded, streams=COMMIT_STREAMS)
     if lost:
         raise RuntimeError(f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
                            f"({', '.join(c.label for c in lost)}) before the commit; the batch is read again")
@@ -324,6 +327,47 @@ def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[
     return running
 
 
+def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[TableId],
+                by_table: dict[TableId, list[Any]], schemas: Any, targets: dict[TableId, tuple[TableId, ...]],
+                batch_id: str, start: BinlogOffset, copies: CopyCounts) -> list[dict[str, Any]]:
+    """Precommit the loads of one group of a batch's tables; their committables in the group's order.
+
+    The small ones (loaded in this process) go ``LOAD_STREAMS`` at a time: each is a round trip to
+    Doris (FE, redirect, BE) that waits, and a batch of a steady stream over a whole database
+    touches hundreds of tables. A table loaded with Spark (many changes, or a transform) is loaded
+    after them on this thread. Should a load fail, the others still end (what they prepared is
+    aborted with the batch, by label) and the first failure is raised."""
+    min_events = ctx.definition.pipeline.binlog_spark_min_events
+    # (a keyless table's identity rows can be two per event: counted so, a table that may reach
+    # Spark is never loaded on a pool thread)
+    on_spark = {t for t in group if 2 * len(by_table[t]) >= min_events or ctx.has_transform(t)}
+    schema_of = {t: schemas(t) for t in group}
+
+    def load(table_id: TableId) -> list[dict[str, Any]]:
+        return _load_table(ctx, executor, table_id, by_table[table_id], schema_of[table_id], targets[table_id],
+                           batch_id, start, copies)
+
+    small = [t for t in group if t not in on_spark]
+    results: dict[TableId, list[dict[str, Any]]] = {}
+    errors: list[BaseException] = []
+    if len(small) > 1:
+        with ThreadPoolExecutor(max_workers=min(LOAD_STREAMS, len(small)), thread_name_prefix="tidemark-load") as pool:
+            futures = {t: pool.submit(load, t) for t in small}
+        for table_id, future in futures.items():
+            try:
+                results[table_id] = future.result()
+            except BaseException as exc:  # noqa: BLE001 - every load ends; the first failure is raised
+                errors.append(exc)
+    else:
+        results.update({t: load(t) for t in small})
+    if errors:
+        raise errors[0]
+    for table_id in group:
+        if table_id in on_spark:
+            results[table_id] = load(table_id)
+    return [c for t in group for c in results[t]]
+
+
 def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: TableId, events: list[Any],
                 schema: TableSchema | None, targets: tuple[TableId, ...], batch_id: str,
                 start: BinlogOffset, copies: CopyCounts) -> list[dict[str, Any]]:
@@ -334,8 +378,7 @@ def _load_table(ctx: PipelineContext, executor: PipelineExecutor, table_id: Tabl
     if schema is None:
         raise RuntimeError(f"no schema known for {table_id} at {start}; re-plan the pipeline")
     for target in targets:
-        if not ctx.sink.catalog.table_exists(target.database, target.table):
-            ctx.sink.create_table(schema, target)
+        ctx.sink.ensure_table(schema, target)
     # the exact form of a keyless table (the source may even have gained a key since, with
     # alter.primary.key excluded): rows keyed by their identity, one target at a time
     exact = tuple(t for t in targets if ctx.sink.table(t).row_identity)
@@ -410,7 +453,7 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
         return True
     if batch.status is not BatchStatus.PREPARED:
         raise RuntimeError(f"binlog batch {batch_id} is {batch.status}, not PREPARED; it cannot be committed")
-    lost = ctx.sink.commit_surviving(batch.transactions or [])
+    lost = ctx.sink.commit_surviving(batch.transactions or [], streams=COMMIT_STREAMS)
     if lost:
         # The loads Doris kept are committed: the batch is read again over exactly its range, under
         # the same labels (_partly_committed), so those are answered as committed and only the lost
