@@ -130,6 +130,20 @@ def warm_local_workers(size: int) -> None:
     local_workers(size).warm()
 
 
+def end_local_workers() -> None:
+    """Stop the process's workers at once: the process is ending and no chunk is running (every
+    run waited for its chunks). Terminated rather than asked to finish, so that an ending
+    ``tidemark`` command does not wait for each to wind down; a worker holds nothing to flush."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is None:
+        return
+    for process in list((getattr(pool._executor, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown()
+
+
 def discard_local_workers() -> None:
     """Drop the pool after a failure that may have left a worker dead or stuck (the next use spawns anew)."""
     global _pool

@@ -1,8 +1,6 @@
 """``python -m orchestration.cli``: the ``tidemark`` command, for subprocesses and tests that run it
-without the console script."""
+without the console script (ending as the script does: ``orchestration/cli/tidemark.py:cli``)."""
 
-import sys
+from orchestration.cli.tidemark import cli
 
-from orchestration.cli.tidemark import main
-
-sys.exit(main())
+cli()
