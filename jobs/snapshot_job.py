@@ -45,7 +45,8 @@ def target_schema(schema: TableSchema, transform: TableTransform | None, df: Any
     return transformed_schema(schema, transform, list(df.schema.fields))
 
 
-def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...] | list[TableId]) -> TableSchema:
+def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...] | list[TableId],
+                    absent: frozenset[TableId] = frozenset()) -> TableSchema:
     """The source columns every existing target table can receive.
 
     A column added at the source while the snapshot runs reaches Doris only when the
@@ -55,6 +56,8 @@ def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...]
     """
     names: set[str] | None = None
     for target in targets:
+        if target in absent:
+            continue  # just seen missing (``DorisSink.absent_tables``): created from the whole schema
         try:
             table = sink.table(target, refresh=True)
         except TableMismatchError:
@@ -93,13 +96,13 @@ class _Prepared:
 
 def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: TableSchema,
              key_columns: tuple[str, ...], tasks: list[ChunkTask] | tuple[ChunkTask, ...],
-             epoch_reference: BinlogOffset | None) -> _Prepared:
+             epoch_reference: BinlogOffset | None, absent: frozenset[TableId] = frozenset()) -> _Prepared:
     """The driver's part before a table's chunks are read: the columns Doris can take and the
-    specs; on the fused path, its Doris tables created."""
+    specs; on the fused path, its Doris tables created (``absent``: the targets just seen missing)."""
     transform = transform_for(definition, schema.table_id)
     targets = tuple(sink.route(schema.table_id))
     if transform is None:
-        schema = loadable_schema(sink, schema, targets)
+        schema = loadable_schema(sink, schema, targets, absent)
     read_spec = ReadSpec(
         table_id=str(schema.table_id), schema=schema, source=SourceSpec.from_options(definition.source),
         chunks=tuple(ChunkSpec.from_task(t, key_columns) for t in tasks),
@@ -111,7 +114,7 @@ def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: Tabl
     fused = transform is None and definition.pipeline.spark_fused_chunk_tasks
     if fused:
         for target in targets:
-            sink.create_table(schema, target)
+            sink.create_table(schema, target, absent=target in absent)
     return _Prepared(schema, tuple(tasks), transform, targets, read_spec, write_spec, fused)
 
 
@@ -225,8 +228,12 @@ def run_snapshot(
     def prepare(item: TableWork) -> _Prepared:
         if spark is not None:
             activate_in_thread(spark)
-        return _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference)
+        return _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
+                        absent)
 
+    # which Doris tables are missing, one statement per database rather than two requests per table
+    absent = sink.absent_tables(t for item in work for t in sink.route(item.schema.table_id)) if len(work) > 1 \
+        else frozenset()
     with ThreadPoolExecutor(max_workers=max(1, min(len(work), PREPARE_STREAMS)),
                             thread_name_prefix="tidemark-prepare") as pool:
         prepared = list(pool.map(prepare, work))

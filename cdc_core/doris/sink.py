@@ -177,13 +177,35 @@ class DorisSink:
                                  f"transform[{index}].partition-keys")
         return auto_partition_spec(self.auto_partition_properties, target)
 
-    def create_table(self, schema: TableSchema, target: TableId | None = None) -> DorisTable:
-        """Create the Doris table for ``schema`` (or check the existing one) and remember its layout."""
+    def create_table(self, schema: TableSchema, target: TableId | None = None, *,
+                     absent: bool = False) -> DorisTable:
+        """Create the Doris table for ``schema`` (or check the existing one) and remember its layout
+        (``absent``: just seen missing, in a database that exists: ``absent_tables``)."""
         target = target or self.route(schema.table_id)[0]
-        table = self.creator_for(schema.table_id).ensure(schema, target)
+        table = self.creator_for(schema.table_id).ensure(schema, target, absent=absent)
         with self._lock:
             self._tables[target] = table
         return table
+
+    def absent_tables(self, targets: Iterable[TableId]) -> frozenset[TableId]:
+        """Which of ``targets`` Doris does not have, asked in one statement per database (a database
+        that does not exist is created here, once). A snapshot of a whole database prepares hundreds
+        of tables; asking about each, and about its database, was two requests per table before
+        its ``CREATE TABLE``. A database too large to list leaves its targets unknown (not absent):
+        they are asked table by table as before."""
+        by_database: dict[str, list[TableId]] = {}
+        for target in targets:
+            by_database.setdefault(target.database, []).append(target)
+        absent: set[TableId] = set()
+        for database, wanted in by_database.items():
+            names = self.catalog.table_names(database)
+            if names is None:
+                continue
+            if not names and not self.catalog.database_exists(database):
+                self.catalog.create_database(database)
+            lowered = {n.lower() for n in names}
+            absent.update(t for t in wanted if t.table.lower() not in lowered)
+        return frozenset(absent)
 
     def ensure_table(self, schema: TableSchema, target: TableId) -> None:
         """``target`` exists afterwards. A table this sink created or read is known to exist (its

@@ -254,18 +254,23 @@ class TableCreator:
 
     # -- ensure ---------------------------------------------------------------------------------
 
-    def ensure(self, schema: TableSchema, target: TableId | None = None) -> DorisTable:
-        """The Doris table for ``schema`` (at ``target``, default the same name), created if missing."""
+    def ensure(self, schema: TableSchema, target: TableId | None = None, *, absent: bool = False) -> DorisTable:
+        """The Doris table for ``schema`` (at ``target``, default the same name), created if missing.
+
+        ``absent``: the caller has just seen that the table does not exist and that its database
+        does (``DorisSink.absent_tables``, one statement for a whole database), so neither is asked
+        again: a database of hundreds of new tables costs a CREATE and a read of each, not also two
+        questions per table. ``CREATE TABLE IF NOT EXISTS`` keeps a table created meanwhile."""
         target = target or schema.table_id
         if not schema.columns:
             raise ValueError(f"source table {schema.table_id} has no columns")
-        info = self.catalog.table_info(target.database, target.table)
+        info = None if absent else self.catalog.table_info(target.database, target.table)
         if info is None:
             check_names(schema.table_id, target, [c.name for c in schema.columns])
             problems = self.key_problems(schema, target)
             if problems:
                 raise TableMismatchError("; ".join(problems))
-            if not self.catalog.database_exists(target.database):
+            if not absent and not self.catalog.database_exists(target.database):
                 self.catalog.create_database(target.database)
             ddl = self.create_table_ddl(schema, target)
             log.info("creating Doris table %s:\n%s", target, ddl)
