@@ -35,6 +35,7 @@ import requests
 from cdc_core.pipeline.service import PipelineService
 from orchestration.cli.dev_logs import LogRelay
 from orchestration.cli.dev_watchdog import group_alive
+from orchestration.cli.event_batches import enable_event_batches
 from orchestration.cli.instance import DagsterHome, dagster_home_for, prepare_home
 from orchestration.defs.pipelines import PIPELINES_ENV, PipelineHandle, load_handles
 
@@ -76,6 +77,7 @@ def dev_environment(pipeline_paths: list[Path], home: Path, base: dict[str, str]
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    enable_event_batches(env)  # the runs these processes execute write asset events in batches
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env

@@ -18,6 +18,7 @@ prints :meth:`DagsterHome.describe`, so which settings a run used is never a gue
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -106,11 +107,19 @@ def prepare_home(home: DagsterHome | Path) -> Path:
     marker = home.path / MARKER
     if not marker.is_file():
         marker.write_text(MARKER_TEXT)
-    config = TEMPLATE.read_text() if TEMPLATE.is_file() else FALLBACK_CONFIG
+    config = rendered_template(home.path)
     target = home.config_file
     if not target.is_file() or target.read_text() != config:
         target.write_text(config)
     return home.path
+
+
+def rendered_template(path: Path) -> str:
+    """The template's text for the home at ``path``: its event log's ``dagster_home`` written out
+    (``env: DAGSTER_HOME`` in the template, for a copy used with plain ``dagster dev``), so that no
+    process needs ``DAGSTER_HOME`` set to open it."""
+    config = TEMPLATE.read_text() if TEMPLATE.is_file() else FALLBACK_CONFIG
+    return config.replace("    dagster_home:\n      env: DAGSTER_HOME\n", f"    dagster_home: {json.dumps(str(path))}\n")
 
 
 def local_instance_note(home: Path, handles: list[PipelineHandle]) -> str | None:

@@ -694,8 +694,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from cdc_core.config import PipelineConfigError
     from orchestration.cli.cli_logging import configure_cli_logging
+    from orchestration.cli.event_batches import enable_event_batches
 
     args = build_parser().parse_args(argv)
+    enable_event_batches()  # the runs this command executes write asset events in batches
     configure_cli_logging()  # library logging to the log file; ours one line each (orchestration/cli/cli_logging.py)
     try:
         return args.handler(args)

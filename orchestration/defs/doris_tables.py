@@ -124,8 +124,27 @@ def doris_table_specs(handle: PipelineHandle, targets: Sequence[DorisTarget]) ->
 
 
 def report_written(instance: DagsterInstance, updates: Sequence[TargetUpdate], *, run_id: str, by: str) -> None:
-    """Record a materialization of each Doris table a commit made rows visible in."""
-    for update in updates:
+    """Record a materialization of each Doris table a commit made rows visible in: run-less events,
+    handed to Tidemark's SQLite event log as one batch (with ``DAGSTER_EVENT_BATCH_SIZE`` set, as
+    Tidemark's commands set it: one transaction for a whole database's tables,
+    ``orchestration/defs/event_storage.py``); to any other storage one by one."""
+    from dagster._core.events import (
+        DagsterEvent,
+        DagsterEventBatchMetadata,
+        DagsterEventType,
+        StepMaterializationData,
+        generate_event_batch_id,
+    )
+    from dagster._core.instance.utils import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
+
+    from orchestration.defs.event_storage import BatchingSqliteEventLogStorage
+
+    # One batch for every table only where the storage keeps each event's asset whole: Dagster's
+    # batches are of one asset's partitions, and dagster-postgres records only the batch's last
+    # event as its asset's latest — the other tables would read "never materialized".
+    batched = isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
+    batch_id = generate_event_batch_id()
+    for n, update in enumerate(updates):
         metadata: dict[str, object] = {
             "dagster/row_count": MetadataValue.int(update.rows),
             "committed_by": by,
@@ -133,11 +152,19 @@ def report_written(instance: DagsterInstance, updates: Sequence[TargetUpdate], *
         }
         if update.target.columns:
             metadata["dagster/column_schema"] = column_schema(update.target.columns)
-        instance.report_runless_asset_event(AssetMaterialization(
+        materialization = AssetMaterialization(
             asset_key=doris_table_key(update.target.table_id),
             description=f"{by} committed rows into {update.target.table_id}",
             metadata=metadata,
-        ))
+        )
+        # what report_runless_asset_event records, with the batch's mark
+        instance.report_dagster_event(
+            run_id=RUNLESS_RUN_ID,
+            dagster_event=DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
+                                       event_specific_data=StepMaterializationData(materialization),
+                                       job_name=RUNLESS_JOB_NAME),
+            batch_metadata=DagsterEventBatchMetadata(batch_id, n == len(updates) - 1) if batched else None,
+        )
     if updates:
         logger.info("reported %d Doris table materialization(s) after %s", len(updates), by)
 

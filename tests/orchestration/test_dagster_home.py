@@ -15,6 +15,7 @@ from orchestration.cli.instance import (
     dagster_home_for,
     local_instance_note,
     prepare_home,
+    rendered_template,
 )
 from orchestration.cli.status import instance_exists
 from orchestration.defs.pipelines import PipelineHandle
@@ -64,10 +65,11 @@ def test_a_home_tidemark_creates_is_marked_and_keeps_the_template(clean_env, tmp
     assert where.owner is HomeOwner.TIDEMARK and where.source is HomeSource.TIDEMARK_ENV
     home = prepare_home(where)
     assert (home / MARKER).is_file()
-    assert (home / "dagster.yaml").read_text() == TEMPLATE.read_text()
+    assert (home / "dagster.yaml").read_text() == rendered_template(home)
+    assert "BatchingSqliteEventLogStorage" in TEMPLATE.read_text() and str(home) in rendered_template(home)
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")
     prepare_home(dagster_home_for([]))  # Tidemark's own: the template again
-    assert (home / "dagster.yaml").read_text() == TEMPLATE.read_text()
+    assert (home / "dagster.yaml").read_text() == rendered_template(home)
     assert "Tidemark's own home, dagster.yaml from Tidemark's template" in dagster_home_for([]).describe()
 
 

@@ -1,0 +1,81 @@
+"""Dagster's event log on SQLite, written a batch at a time.
+
+A snapshot run over a database of small tables records, per table, a planned and a done
+materialization of its ``snapshot_chunks`` partition and, after its commit, a materialization of
+its Doris table; a binlog batch over the database records one per table it wrote. Dagster's
+SQLite storage opens a connection (a new engine: it keeps no pool) and commits twice, in the
+run's file and in the index, for every event: ~6 ms of CPU each, seconds for 300 tables, the
+largest per-table cost left in a run (docs/performance.md).
+
+Dagster can hand a storage a batch of asset events at once (``DAGSTER_EVENT_BATCH_SIZE``: a
+partitioned output's materializations, a run's planned events, and the run-less ones Tidemark
+reports together, ``orchestration/defs/doris_tables.py``). dagster-postgres writes such a batch
+with one statement; Dagster's SQLite storage only loops over it. ``BatchingSqliteEventLogStorage``
+writes it as the loop would, event by event and with Dagster's own index bookkeeping, but in one
+connection and one transaction per file. Tidemark's ``dagster.yaml`` template names it; a user's
+own ``dagster.yaml`` is never changed (``orchestration/cli/instance.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dagster import _check as check
+from dagster._config import StringSource
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.sqlalchemy_compat import db_result
+from dagster._serdes import ConfigurableClassData
+
+logger = logging.getLogger(__name__)
+
+class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
+    """``SqliteEventLogStorage`` whose ``store_event_batch`` shares one connection and transaction
+    per file (see the module docstring). ``dagster_home``: the instance's directory; the events
+    live where Dagster's default storage keeps them (``history/runs`` under it)."""
+
+    def __init__(self, dagster_home: str, inst_data: ConfigurableClassData | None = None):
+        self._dagster_home = check.str_param(dagster_home, "dagster_home")
+        super().__init__(str(Path(dagster_home) / "history" / "runs"), inst_data=inst_data)
+
+    @classmethod
+    def config_type(cls) -> Any:
+        return {"dagster_home": StringSource}
+
+    @classmethod
+    def from_config_value(cls, inst_data: ConfigurableClassData | None,  # type: ignore[override]
+                          config_value: Mapping[str, Any]) -> BatchingSqliteEventLogStorage:
+        return cls(inst_data=inst_data, **config_value)
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        plain = [e for e in events if not _batchable(e)]
+        if plain:  # (Dagster batches only asset events; anything else goes the usual way)
+            for event in events:
+                self.store_event(event)
+            return
+        by_run: dict[str, list[EventLogEntry]] = {}
+        for event in events:
+            by_run.setdefault(event.run_id, []).append(event)
+        for run_id, run_events in by_run.items():
+            with self.run_connection(run_id) as conn:
+                for event in run_events:
+                    conn.execute(self.prepare_insert_event(event))
+        # mirrored in the cross-run index, as store_event does for an asset event
+        with self.index_transaction() as conn:
+            for event in events:
+                with db_result(conn, self.prepare_insert_event(event)) as result:
+                    event_id = result.inserted_primary_key[0]
+                check.invariant(event_id is not None, "Cannot store asset event tags for null event id.")
+                self._store_asset_event_tags(conn, [event], [event_id])
+                self._store_asset_event(conn, event, event_id)
+
+
+def _batchable(event: EventLogEntry) -> bool:
+    """An asset event ``store_event`` would write to the run's file and the index only."""
+    kind = event.dagster_event_type if event.is_dagster_event else None
+    return (kind in ASSET_EVENTS and kind not in ASSET_CHECK_EVENTS
+            and kind not in EVENT_TYPE_TO_PIPELINE_RUN_STATUS)
