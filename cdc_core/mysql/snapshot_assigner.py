@@ -63,6 +63,8 @@ class SnapshotSplitAssigner:
         self._splitter = ChunkSplitter(conn, options, state.splitter)
         self._options = options
         self._planned = state.chunks_planned
+        # the estimated rows of every remaining table, kept as tables finish (linear in the tables)
+        self._rows_left = sum(options.approximate_rows(t) or 0 for t in self._remaining)
 
     def state(self) -> AssignerState:
         return AssignerState(tuple(self._remaining), self._splitter.state(), self._planned)
@@ -72,9 +74,9 @@ class SnapshotSplitAssigner:
         less one for each later table (each has at least one chunk); and the rows estimated after it."""
         if not self._options.max_partitions:
             return UNLIMITED
-        later = self._remaining[1:]
-        rows_after = sum(self._options.approximate_rows(t) or 0 for t in later)
-        return Budget(max(1, self._options.max_partitions - self._planned - len(later)), rows_after)
+        later = len(self._remaining) - 1
+        rows_after = self._rows_left - (self._options.approximate_rows(self._remaining[0]) or 0)
+        return Budget(max(1, self._options.max_partitions - self._planned - later), rows_after)
 
     def next_batch(self) -> list[SnapshotSplit] | None:
         """The next step's chunks (one table's even chunks, or one uneven chunk); None when done."""
@@ -84,7 +86,8 @@ class SnapshotSplitAssigner:
         self._splitter.budget = self._budget()
         splits = self._splitter.split_chunks(self._schemas(table_id))
         if not self._splitter.has_next_chunk():
-            self._remaining.pop(0)
+            done = self._remaining.pop(0)
+            self._rows_left -= self._options.approximate_rows(done) or 0
             self._planned += max(s.index for s in splits) + 1
         if self._unbounded_first:
             splits = [s for s in splits if s.end is None] + [s for s in splits if s.end is not None]

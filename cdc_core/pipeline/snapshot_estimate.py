@@ -120,10 +120,13 @@ def chunk_rows(store: StateStore) -> dict[str, int]:
 
 def _server_estimates(definition: PipelineDefinition) -> dict[str, int]:
     from cdc_core.mysql.connection import MySqlConnectionSettings, connect
-    from cdc_core.mysql.discovery import list_captured_tables, table_status
+    from cdc_core.mysql.discovery import list_captured_tables, table_statuses
 
     conn = connect(MySqlConnectionSettings.from_options(definition.source), text_values=True)
     try:
-        return {str(t): table_status(conn, t)[0] for t in list_captured_tables(conn, definition.source.selector)}
+        # one information_schema query for all tables (a SHOW TABLE STATUS each cost a database of
+        # 300 tables ~1.8 s beside planning, which reads the same figures the same way)
+        statuses = table_statuses(conn, list_captured_tables(conn, definition.source.selector))
+        return {str(t): rows for t, (rows, _avg) in statuses.items()}
     finally:
         conn.close()

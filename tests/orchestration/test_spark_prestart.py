@@ -183,3 +183,21 @@ def test_a_table_larger_than_the_limit_goes_to_spark_in_every_run_of_its_chunks(
     assert not runs_in_process(definition, [SimpleNamespace(schema=schema, estimated_rows=800, table_rows=5000)])
     assert needs_spark(definition, {"shop.t": 5000})  # what the prestart decides for the same table
     assert runs_in_process(definition, [SimpleNamespace(schema=schema, estimated_rows=800, table_rows=None)])
+
+
+def test_the_first_estimate_of_many_tables_is_one_query_not_one_per_table(tmp_path, mysql_server, root_conn, fresh_db,
+                                                                          monkeypatch):
+    """Before the first plan, the estimate reads every captured table's rows in one
+    information_schema query: a ``SHOW TABLE STATUS`` per table cost 300 tables ~1.8 s."""
+    import cdc_core.mysql.discovery as discovery
+
+    with root_conn.cursor() as cur:
+        for i in range(5):
+            cur.execute(f"CREATE TABLE `{fresh_db}`.m{i} (id INT PRIMARY KEY)")
+    asked: list[TableId] = []
+    real = discovery.table_status
+    monkeypatch.setattr(discovery, "table_status", lambda conn, t: asked.append(t) or real(conn, t))
+    path = pipeline(tmp_path, mysql_server, f"{fresh_db}.m.*")
+    left = rows_left(load_pipeline(path), None)
+    assert sorted(left) == [f"{fresh_db}.m{i}" for i in range(5)]
+    assert asked == []  # nothing asked table by table

@@ -136,3 +136,14 @@ def test_an_even_split_of_a_billion_dense_keys_stays_within_the_cap():
     splits = list(_assigner(model, {BIG: BILLION // 10, ids: BILLION}))
     counts = _check_plan(splits, model)
     assert sum(counts.values()) <= CAP and counts[ids] >= 1, counts
+
+
+def test_the_plans_row_estimates_are_a_dictionary_built_once():
+    """``approximate_rows`` is asked for every later table at every table of a plan: rebuilding the
+    dictionary at each call made 300 tables cost ~0.7 s of planning."""
+    options = SplitOptions(table_rows=tuple((f"d.t{i}", i) for i in range(300)),
+                           table_chunk_sizes=(("d.t1", 7),))
+    assert options.approximate_rows(TableId("d", "t299")) == 299
+    assert options.approximate_rows(TableId("d", "x")) is None
+    assert options.rows_per_chunk(TableId("d", "t1")) == 7 and options.rows_per_chunk(TableId("d", "t2")) == 8096
+    assert options.__dict__["_row_estimates"] is options._row_estimates  # kept, not rebuilt
