@@ -30,6 +30,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
@@ -85,30 +86,54 @@ class LocalWorkers:
         pids = {f.result() for f in [self._executor.submit(_ready) for _ in range(self.size * 2)]}
         logger.debug("%d local snapshot worker(s) ready: %s", len(pids), sorted(pids))
 
-    def run_many(self, tables: list[tuple[ReadSpec, WriterSpec]], source_password: str,
-                 sink_password: str) -> list[list[str]]:
-        """Every chunk of every table, one submission each, all at once (a database of small tables
-        keeps every worker busy, rather than one table at a time); each table's messages in chunk
-        order. On a failure the chunks not started are cancelled and the running ones waited for,
-        then it raises."""
-        places = [(t, p) for t, (read_spec, _) in enumerate(tables) for p in range(len(read_spec.chunks))]
-        futures: list[Future[str]] = [
-            self._executor.submit(_one_chunk, tables[t][0], source_password, tables[t][1], sink_password, position)
-            for t, position in places]
-        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
-        failed = next((f for f in futures if f.done() and not f.cancelled() and f.exception() is not None), None)
+    def run_many(self, tables: Iterable[tuple[ReadSpec, WriterSpec]], source_password: str,
+                 sink_password: str, taken: list[tuple[ReadSpec, WriterSpec]] | None = None) -> list[list[str]]:
+        """Every chunk of every table, one submission each (a database of small tables keeps every
+        worker busy, rather than one table at a time); each table's messages in chunk order.
+        ``tables`` is consumed as it comes: a table's chunks start as soon as it is there (the
+        driver prepares the next ones meanwhile), each table taken is appended to ``taken``. On a
+        failure (a chunk's, or ``tables``' own) nothing more is taken, the chunks not started are
+        cancelled and the running ones waited for, then it raises."""
+        taken = [] if taken is None else taken
+        failure = threading.Event()
+
+        def note(future: Future[str]) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                failure.set()
+
+        futures: list[tuple[int, Future[str]]] = []
+        try:
+            for read_spec, write_spec in tables:
+                if failure.is_set():
+                    break
+                taken.append((read_spec, write_spec))
+                for position in range(len(read_spec.chunks)):
+                    future = self._executor.submit(_one_chunk, read_spec, source_password, write_spec,
+                                                   sink_password, position)
+                    future.add_done_callback(note)
+                    futures.append((len(taken) - 1, future))
+        except BaseException:
+            _stop([f for _, f in futures])
+            raise
+        wait([f for _, f in futures], return_when=FIRST_EXCEPTION)
+        failed = next((f for _, f in futures if f.done() and not f.cancelled() and f.exception() is not None), None)
         if failed is not None:
-            for future in pending:
-                future.cancel()
-            wait(futures)  # the running ones end before their labels are aborted
+            _stop([f for _, f in futures])
             raise failed.exception()  # type: ignore[misc]
-        out: list[list[str]] = [[] for _ in tables]
-        for (t, _), future in zip(places, futures, strict=True):
+        out: list[list[str]] = [[] for _ in taken]
+        for t, future in futures:
             out[t].append(future.result())
         return out
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop(futures: list[Future[str]]) -> None:
+    """Cancel the chunks not started and wait for the running ones (their labels are aborted next)."""
+    for future in futures:
+        future.cancel()
+    wait(futures)
 
 
 def local_workers(size: int) -> LocalWorkers:
@@ -157,22 +182,22 @@ def _broken(pool: LocalWorkers) -> bool:
     return bool(getattr(pool._executor, "_broken", False))
 
 
-def run_local_many(tables: list[tuple[ReadSpec, WriterSpec]], source_password: str, sink_password: str,
+def run_local_many(tables: Iterable[tuple[ReadSpec, WriterSpec]], source_password: str, sink_password: str,
                    driver_sink: Any, parallelism: int) -> list[list[dict[str, Any]]]:
-    """:func:`run_local` of many tables' chunks at once, each table's messages in chunk order; on
-    failure every chunk label of every table is aborted once no chunk runs any more."""
+    """:func:`run_local` of many tables' chunks, each table's messages in chunk order, a table's
+    chunks submitted as soon as ``tables`` yields it (:meth:`LocalWorkers.run_many`); on failure
+    every chunk label of every table taken is aborted once no chunk runs any more."""
     import json
 
     from jobs.fused_chunks import abort_chunk_labels
 
-    if not any(read_spec.chunks for read_spec, _ in tables):
-        return [[] for _ in tables]
+    taken: list[tuple[ReadSpec, WriterSpec]] = []
     try:
-        messages = local_workers(max(1, parallelism)).run_many(tables, source_password, sink_password)
+        messages = local_workers(max(1, parallelism)).run_many(tables, source_password, sink_password, taken)
     except BaseException as exc:
         if isinstance(exc, BrokenProcessPool | KeyboardInterrupt):
             discard_local_workers()
-        for read_spec, write_spec in tables:
+        for read_spec, write_spec in taken:
             abort_chunk_labels(driver_sink, write_spec, [c.index for c in read_spec.chunks])
         raise
     return [[json.loads(m) for m in table] for table in messages]

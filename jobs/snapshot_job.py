@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -212,18 +214,26 @@ def run_snapshot(
 
     The tables read and loaded in fused tasks (every table without a transform, by default) share
     one job: on Spark one Spark job (``run_fused_many``), without Spark the local workers' pool
-    takes all their chunks at once (``run_local_many``): a whole database of small tables costs one
+    takes all their chunks (``run_local_many``): a whole database of small tables costs one
     job's scheduling, not one per table. A table with a transform (or all of them with
     ``tidemark.spark.fused-chunk-tasks: false``) has a Spark job of its own, ``pipeline.parallelism``
     of them at a time, beside the shared one. In this process (``spark`` None, one worker) one table
-    after another: the chunk reader keeps one connection per process. Either way the driver's part
-    of each table (the columns Doris has, ``CREATE TABLE``: requests to Doris's FE, the dearest
-    per-table cost of small tables) is done ``PREPARE_STREAMS`` tables at a time first."""
+    after another: the chunk reader keeps one connection per process.
+
+    The driver's part of each table (the columns Doris has, ``CREATE TABLE``: requests to Doris's
+    FE, the dearest per-table cost of small tables) starts from one read of which tables the run's
+    Doris databases lack (``DorisSink.absent_tables``), then runs ``PREPARE_STREAMS`` tables at a
+    time; without Spark a table's chunks start loading as soon as its table is prepared (the local
+    workers, or this process), so the FE's work on later tables overlaps the loads of earlier ones.
+    Spark's shared job needs all its chunks at once: it starts once every table is prepared."""
     if not work:
         return []
     started = time.monotonic()
     if spark is not None:
         activate_in_thread(spark)
+    # which Doris tables are missing, one statement per database rather than two requests per table
+    absent = sink.absent_tables(t for item in work for t in sink.route(item.schema.table_id)) if len(work) > 1 \
+        else frozenset()
 
     def prepare(item: TableWork) -> _Prepared:
         if spark is not None:
@@ -231,17 +241,46 @@ def run_snapshot(
         return _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
                         absent)
 
-    # which Doris tables are missing, one statement per database rather than two requests per table
-    absent = sink.absent_tables(t for item in work for t in sink.route(item.schema.table_id)) if len(work) > 1 \
-        else frozenset()
     with ThreadPoolExecutor(max_workers=max(1, min(len(work), PREPARE_STREAMS)),
-                            thread_name_prefix="tidemark-prepare") as pool:
-        prepared = list(pool.map(prepare, work))
-    if spark is None and local_workers <= 1:
-        # in this process, one table after another (the chunk reader keeps one connection per
-        # process); their Doris tables were prepared side by side above all the same
-        return [o for p in prepared for o in _outcomes(p, _run_prepared(None, definition, sink, p),
-                                                       time.monotonic() - started)]
+                            thread_name_prefix="tidemark-prepare") as prepare_pool:
+        ready = prepare_pool.map(prepare, work)  # in input order, each as soon as it (and those before) are done
+        try:
+            if spark is None:
+                return _run_without_spark(definition, sink, ready, local_workers, started)
+            return _run_on_spark(spark, definition, sink, list(ready), started)
+        except BaseException:
+            prepare_pool.shutdown(wait=True, cancel_futures=True)  # no table prepared for a failed run
+            raise
+
+
+def _run_without_spark(definition: PipelineDefinition, sink: Any, ready: Iterator[_Prepared], local_workers: int,
+                       started: float) -> list[ChunkOutcome]:
+    """Each table's chunks as soon as it is prepared: in this process one table after another (the
+    chunk reader keeps one connection per process), else all submitted to the local workers."""
+    if local_workers <= 1:
+        return [o for p in ready for o in _outcomes(p, _run_prepared(None, definition, sink, p),
+                                                    time.monotonic() - started)]
+    prepared: list[_Prepared] = []
+    token = f"{WriteMode.SNAPSHOT.value}-{uuid.uuid4().hex}"  # one for the job: a worker keeps one sink
+
+    def specs() -> Iterator[tuple[ReadSpec, WriterSpec]]:
+        for p in ready:  # a table that cannot be prepared raises here: the job stops, its loads aborted
+            if not p.fused:
+                raise RuntimeError(f"{p.schema.table_id} needs Spark (a transform, or fused chunk tasks off)")
+            prepared.append(p)
+            yield p.read_spec, dataclasses.replace(p.write_spec, token=token)
+
+    out = run_local_many(specs(), definition.source.password.get_secret_value(),
+                         definition.sink.password.get_secret_value(), sink, local_workers)
+    elapsed = time.monotonic() - started
+    outcomes = [o for p, messages in zip(prepared, out, strict=True) for o in _outcomes(p, messages, elapsed)]
+    logger.debug("%d table(s), %d chunk(s) read and precommitted by the local workers", len(prepared), len(outcomes))
+    return outcomes
+
+
+def _run_on_spark(spark: Any, definition: PipelineDefinition, sink: Any, prepared: list[_Prepared],
+                  started: float) -> list[ChunkOutcome]:
+    """The shared Spark job of the fused tables, and a job of its own for each other table beside it."""
     fused = [p for p in prepared if p.fused]
     alone = [p for p in prepared if not p.fused]
     messages: dict[int, list[dict[str, Any]]] = {}
@@ -252,11 +291,8 @@ def run_snapshot(
         # one token for the job: a worker keeps one Doris sink (its HTTP session) for every table
         token = fused[0].write_spec.token
         specs = [(p.read_spec, dataclasses.replace(p.write_spec, token=token)) for p in fused]
-        if spark is None:
-            out = run_local_many(specs, password, sink_password, sink, local_workers)
-        else:
-            activate_in_thread(spark)
-            out = run_fused_many(spark, specs, password, sink_password, sink, definition.pipeline.parallelism)
+        activate_in_thread(spark)
+        out = run_fused_many(spark, specs, password, sink_password, sink, definition.pipeline.parallelism)
         messages.update({id(p): m for p, m in zip(fused, out, strict=True)})
 
     def one(p: _Prepared) -> None:

@@ -156,9 +156,18 @@ def test_many_small_tables_share_one_job(path, pipeline_factory, root_conn, fres
     shared = getattr(jobs.snapshot_job, name)
 
     def counting(*args, **kwargs):
-        specs = args[1] if path == "spark" else args[0]
-        jobs_run.append([read_spec.table_id for read_spec, _ in specs])
-        return shared(*args, **kwargs)
+        if path == "spark":
+            jobs_run.append([read_spec.table_id for read_spec, _ in args[1]])
+            return shared(*args, **kwargs)
+        seen: list[str] = []
+        jobs_run.append(seen)
+
+        def passing(specs):  # the local workers take the tables as they are prepared
+            for read_spec, write_spec in specs:
+                seen.append(read_spec.table_id)
+                yield read_spec, write_spec
+
+        return shared(passing(args[0]), *args[1:], **kwargs)
 
     monkeypatch.setattr(jobs.snapshot_job, name, counting)
     if path == "local-workers":  # a run this small would be read in the driver itself
@@ -313,3 +322,109 @@ def test_a_local_worker_ends_itself_when_its_parent_is_gone(tmp_path):
                                               for p in workers):
         time.sleep(0.2)
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in workers)
+
+
+def _small_tables(root_conn, db: str, count: int, prefix: str = "m") -> None:
+    with root_conn.cursor() as cur:
+        for i in range(count):
+            cur.execute(f"CREATE TABLE `{db}`.{prefix}{i} (id INT PRIMARY KEY, v VARCHAR(20))")
+            cur.execute(f"INSERT INTO `{db}`.{prefix}{i} SELECT seq, CONCAT('r', seq) FROM `{db}`.seq_1_to_3")
+
+
+def test_a_snapshot_of_many_tables_asks_the_fe_little_per_table(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                                monkeypatch):
+    """Twenty one-chunk tables, read and loaded in this process (every request to Doris leaves
+    from here): per table its CREATE TABLE, the read of what Doris made and the worker's read of
+    the layout, its stream load (FE, then BE); what Doris already holds is read once for the run
+    and the database's existence asked once, not per table (issue 30: per-table cost)."""
+    from cdc_core.doris.client import DorisHttpClient
+    from cdc_core.pipeline.service import PipelineService
+    from jobs.spark_executor import SparkExecutor
+
+    tables = 20
+    _small_tables(root_conn, fresh_db, tables)
+    seen: list[str] = []
+    real = DorisHttpClient.request
+
+    def request(self, method, path, **kwargs):
+        stmt = (kwargs.get("json_body") or {}).get("stmt", "")
+        seen.append(f"{method} {path.split('?')[0]} {stmt[:100]}")
+        return real(self, method, path, **kwargs)
+
+    monkeypatch.setattr(DorisHttpClient, "request", request)
+    service = PipelineService(pipeline_factory(f"{fresh_db}.m.*", pipeline={"tidemark.snapshot.in-process-rows": 10_000}),
+                              executor=SparkExecutor(_no_spark))
+    keys = list(service.plan_splits().chunk_keys)
+    assert len(keys) == tables
+    before = len(seen)
+    service.run_chunks(keys)
+    run = seen[before:]
+    assert sum("SCHEMATA" in s for s in run) <= 1, run  # the database, once
+    assert sum("CREATE DATABASE" in s for s in run) <= 1
+    assert sum("CREATE TABLE" in s for s in run) == tables
+    assert sum(s.endswith("/_schema ") for s in run) <= 2 * tables, run  # after CREATE, and the loading sink's
+    assert len(run) <= 3 * tables + 3, run  # (the stream loads and commits go by the loader's own requests)
+    service.commit_chunks(keys)
+    for i in (0, tables - 1):
+        assert doris_query(doris_standin, fresh_db, f"SELECT COUNT(*) FROM m{i}") == [[3]]
+    service.close()
+
+
+@pytest.mark.parametrize("path", ["in-process", "local-workers"])
+def test_a_tables_chunks_load_while_later_tables_are_prepared(path, pipeline_factory, root_conn, fresh_db,
+                                                              doris_standin, monkeypatch, request):
+    """Without Spark, the first table's chunks are loading before the last table is prepared
+    (its Doris table created): the FE's per-table work overlaps the loads. The last table's
+    preparation waits (up to 60 s) for the first load to start; it records what came first."""
+    import threading
+
+    import jobs.snapshot_job as snapshot_job
+    from cdc_core.pipeline.service import PipelineService
+    from jobs.spark_executor import SparkExecutor
+
+    if path == "local-workers":
+        request.getfixturevalue("local_workers_on")
+    tables = 8
+    _small_tables(root_conn, fresh_db, tables, prefix="o")
+    events: list[str] = []
+    loading = threading.Event()
+    real_prepare = snapshot_job._prepare
+
+    def prepare(spark, definition, sink, schema, *args, **kwargs):
+        if schema.table_id.table == f"o{tables - 1}":
+            loading.wait(60)
+        events.append(f"prepared {schema.table_id.table}")
+        return real_prepare(spark, definition, sink, schema, *args, **kwargs)
+
+    monkeypatch.setattr(snapshot_job, "_prepare", prepare)
+    if path == "in-process":
+        real_run = snapshot_job._run_prepared
+
+        def run_prepared(spark, definition, sink, prepared, *args, **kwargs):
+            events.append(f"loading {prepared.schema.table_id.table}")
+            loading.set()
+            return real_run(spark, definition, sink, prepared, *args, **kwargs)
+
+        monkeypatch.setattr(snapshot_job, "_run_prepared", run_prepared)
+    else:
+        real_many = snapshot_job.run_local_many
+
+        def run_local_many(specs, *args, **kwargs):
+            def passing():
+                for read_spec, write_spec in specs:
+                    events.append(f"loading {TableId.parse(read_spec.table_id).table}")
+                    loading.set()
+                    yield read_spec, write_spec
+
+            return real_many(passing(), *args, **kwargs)
+
+        monkeypatch.setattr(snapshot_job, "run_local_many", run_local_many)
+    service = PipelineService(pipeline_factory(f"{fresh_db}.o.*", pipeline={"tidemark.snapshot.in-process-rows": 10_000}),
+                              executor=SparkExecutor(_no_spark))
+    keys = list(service.plan_splits().chunk_keys)
+    results = service.run_chunks(keys)
+    assert events.index("loading o0") < events.index(f"prepared o{tables - 1}"), events
+    assert sorted(r.table_id for r in results) == sorted(f"{fresh_db}.o{i}" for i in range(tables))
+    service.commit_chunks(keys)
+    assert doris_query(doris_standin, fresh_db, f"SELECT COUNT(*) FROM o{tables - 1}") == [[3]]
+    service.close()
