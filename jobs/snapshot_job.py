@@ -21,6 +21,7 @@ from typing import Any
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.errors import TableMismatchError
+from cdc_core.doris.sink import DorisTables
 from cdc_core.instrumentation import faults
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
@@ -48,8 +49,10 @@ def target_schema(schema: TableSchema, transform: TableTransform | None, df: Any
 
 
 def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...] | list[TableId],
-                    absent: frozenset[TableId] = frozenset()) -> TableSchema:
-    """The source columns every existing target table can receive.
+                    known: DorisTables | None = None) -> TableSchema:
+    """The source columns every existing target table can receive (``known``: the tables and
+    columns one read of the run's databases found, ``DorisSink.doris_tables``; a target it does not
+    cover is asked of Doris).
 
     A column added at the source while the snapshot runs reaches Doris only when the
     schema-change job carries its DDL over — which waits for the snapshot to finish. Chunks read
@@ -58,13 +61,16 @@ def loadable_schema(sink: Any, schema: TableSchema, targets: tuple[TableId, ...]
     """
     names: set[str] | None = None
     for target in targets:
-        if target in absent:
-            continue  # just seen missing (``DorisSink.absent_tables``): created from the whole schema
-        try:
-            table = sink.table(target, refresh=True)
-        except TableMismatchError:
-            continue  # not there yet: it is created from the whole schema
-        have = {c.lower() for c in table.columns}
+        if known is not None and target in known.absent:
+            continue  # just seen missing: created from the whole schema
+        if known is not None and target in known.columns:
+            have = {c.lower() for c in known.columns[target]}
+        else:
+            try:
+                table = sink.table(target, refresh=True)
+            except TableMismatchError:
+                continue  # not there yet: it is created from the whole schema
+            have = {c.lower() for c in table.columns}
         names = have if names is None else names & have
     if names is None:
         return schema
@@ -98,13 +104,14 @@ class _Prepared:
 
 def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: TableSchema,
              key_columns: tuple[str, ...], tasks: list[ChunkTask] | tuple[ChunkTask, ...],
-             epoch_reference: BinlogOffset | None, absent: frozenset[TableId] = frozenset()) -> _Prepared:
+             epoch_reference: BinlogOffset | None, known: DorisTables | None = None) -> _Prepared:
     """The driver's part before a table's chunks are read: the columns Doris can take and the
-    specs; on the fused path, its Doris tables created (``absent``: the targets just seen missing)."""
+    specs; on the fused path, its Doris tables created (``known``: what one read of the run's
+    databases found, ``DorisSink.doris_tables``)."""
     transform = transform_for(definition, schema.table_id)
     targets = tuple(sink.route(schema.table_id))
     if transform is None:
-        schema = loadable_schema(sink, schema, targets, absent)
+        schema = loadable_schema(sink, schema, targets, known)
     read_spec = ReadSpec(
         table_id=str(schema.table_id), schema=schema, source=SourceSpec.from_options(definition.source),
         chunks=tuple(ChunkSpec.from_task(t, key_columns) for t in tasks),
@@ -116,7 +123,7 @@ def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: Tabl
     fused = transform is None and definition.pipeline.spark_fused_chunk_tasks
     if fused:
         for target in targets:
-            sink.create_table(schema, target, absent=target in absent)
+            sink.create_table(schema, target, absent=known is not None and target in known.absent)
     return _Prepared(schema, tuple(tasks), transform, targets, read_spec, write_spec, fused)
 
 
@@ -221,8 +228,8 @@ def run_snapshot(
     after another: the chunk reader keeps one connection per process.
 
     The driver's part of each table (the columns Doris has, ``CREATE TABLE``: requests to Doris's
-    FE, the dearest per-table cost of small tables) starts from one read of which tables the run's
-    Doris databases lack (``DorisSink.absent_tables``), then runs ``PREPARE_STREAMS`` tables at a
+    FE, the dearest per-table cost of small tables) starts from one read of the tables and columns
+    of the run's Doris databases (``DorisSink.doris_tables``), then runs ``PREPARE_STREAMS`` tables at a
     time; without Spark a table's chunks start loading as soon as its table is prepared (the local
     workers, or this process), so the FE's work on later tables overlaps the loads of earlier ones.
     Spark's shared job needs all its chunks at once: it starts once every table is prepared."""
@@ -231,15 +238,16 @@ def run_snapshot(
     started = time.monotonic()
     if spark is not None:
         activate_in_thread(spark)
-    # which Doris tables are missing, one statement per database rather than two requests per table
-    absent = sink.absent_tables(t for item in work for t in sink.route(item.schema.table_id)) if len(work) > 1 \
-        else frozenset()
+    # which Doris tables are missing, and the others' columns: one statement per database rather
+    # than two or three requests per table
+    known = sink.doris_tables(t for item in work for t in sink.route(item.schema.table_id)) if len(work) > 1 \
+        else None
 
     def prepare(item: TableWork) -> _Prepared:
         if spark is not None:
             activate_in_thread(spark)
         return _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
-                        absent)
+                        known)
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(work), PREPARE_STREAMS)),
                             thread_name_prefix="tidemark-prepare") as prepare_pool:

@@ -122,6 +122,24 @@ class DorisCatalog:
             return None
         return {str(row[0]) for row in res.rows}
 
+    def table_columns(self, database: str, *, at_most: int = 10_000) -> dict[str, tuple[str, ...]] | None:
+        """Each table of ``database`` with its column names in order, in one statement
+        (``information_schema.COLUMNS``); empty when the database does not exist or holds no table,
+        None when its columns are more than ``at_most`` (the FE's query API returns at most 10,000
+        rows: the caller then asks table by table)."""
+        res = self.execute(
+            "information_schema",
+            "SELECT `TABLE_NAME`, `COLUMN_NAME` FROM `INFORMATION_SCHEMA`.`COLUMNS` WHERE TABLE_SCHEMA = "
+            + quote_string(database) + " ORDER BY `TABLE_NAME`, `ORDINAL_POSITION`",
+            limit=at_most,
+        )
+        if len(res.rows) >= at_most:
+            return None
+        columns: dict[str, list[str]] = {}
+        for table, column in res.rows:
+            columns.setdefault(str(table), []).append(str(column))
+        return {table: tuple(names) for table, names in columns.items()}
+
     def create_database(self, database: str) -> None:
         self.execute("information_schema", f"CREATE DATABASE IF NOT EXISTS {quote_ident(database)}")
 

@@ -21,6 +21,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.config.selectors import TableSelector
@@ -50,6 +51,16 @@ from cdc_core.model.events import SchemaChangeEvent
 from cdc_core.model.schema import TableId, TableSchema
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DorisTables:
+    """What one read of the run's Doris databases found (:meth:`DorisSink.doris_tables`): the
+    targets that do not exist, and the column names (in order) of those that do; a target in
+    neither was not read (asked table by table)."""
+
+    absent: frozenset[TableId] = frozenset()
+    columns: Mapping[TableId, tuple[str, ...]] = field(default_factory=dict)
 
 
 class DorisSink:
@@ -188,24 +199,34 @@ class DorisSink:
         return table
 
     def absent_tables(self, targets: Iterable[TableId]) -> frozenset[TableId]:
-        """Which of ``targets`` Doris does not have, asked in one statement per database (a database
-        that does not exist is created here, once). A snapshot of a whole database prepares hundreds
-        of tables; asking about each, and about its database, was two requests per table before
-        its ``CREATE TABLE``. A database too large to list leaves its targets unknown (not absent):
-        they are asked table by table as before."""
+        """Which of ``targets`` Doris does not have (:meth:`doris_tables`)."""
+        return self.doris_tables(targets).absent
+
+    def doris_tables(self, targets: Iterable[TableId]) -> DorisTables:
+        """Which of ``targets`` Doris does not have, and the columns of those it has, asked in one
+        statement per database (a database that does not exist is created here, once). A snapshot
+        of a whole database prepares hundreds of tables; asking about each, and about its database,
+        was two or three requests per table before its ``CREATE TABLE``. A database too large to
+        list leaves its targets unknown (neither absent nor listed): they are asked table by table
+        as before."""
         by_database: dict[str, list[TableId]] = {}
         for target in targets:
             by_database.setdefault(target.database, []).append(target)
         absent: set[TableId] = set()
+        columns: dict[TableId, tuple[str, ...]] = {}
         for database, wanted in by_database.items():
-            names = self.catalog.table_names(database)
-            if names is None:
+            found = self.catalog.table_columns(database)
+            if found is None:
                 continue
-            if not names and not self.catalog.database_exists(database):
+            if not found and not self.catalog.database_exists(database):
                 self.catalog.create_database(database)
-            lowered = {n.lower() for n in names}
-            absent.update(t for t in wanted if t.table.lower() not in lowered)
-        return frozenset(absent)
+            lowered = {n.lower(): c for n, c in found.items()}
+            for target in wanted:
+                if target.table.lower() in lowered:
+                    columns[target] = lowered[target.table.lower()]
+                else:
+                    absent.add(target)
+        return DorisTables(frozenset(absent), columns)
 
     def ensure_table(self, schema: TableSchema, target: TableId) -> None:
         """``target`` exists afterwards. A table this sink created or read is known to exist (its

@@ -428,3 +428,30 @@ def test_a_tables_chunks_load_while_later_tables_are_prepared(path, pipeline_fac
     service.commit_chunks(keys)
     assert doris_query(doris_standin, fresh_db, f"SELECT COUNT(*) FROM o{tables - 1}") == [[3]]
     service.close()
+
+
+def test_a_table_doris_has_with_fewer_columns_is_loaded_without_them_from_the_runs_one_read(
+        pipeline_factory, root_conn, fresh_db, doris_standin, monkeypatch):
+    """A Doris table that lacks a source column (a column added at the source meanwhile): its chunks
+    leave the column out, as before, from the columns the run read for all its tables at once (no
+    read of that table's schema for it; ``ensure`` still reads and checks the table)."""
+    from cdc_core.doris.client import DorisHttpClient
+    from cdc_core.pipeline.service import PipelineService
+    from jobs.spark_executor import SparkExecutor
+
+    _small_tables(root_conn, fresh_db, 3, prefix="f")
+    service = PipelineService(pipeline_factory(f"{fresh_db}.f.*", pipeline={"tidemark.snapshot.in-process-rows": 10_000}),
+                              executor=SparkExecutor(_no_spark))
+    schema = read_table_schema(root_conn, TableId(fresh_db, "f0"))
+    service.sink.create_table(schema.with_columns([c for c in schema.columns if c.name != "v"]), TableId(fresh_db, "f0"))
+    seen: list[str] = []
+    real = DorisHttpClient.request
+    monkeypatch.setattr(DorisHttpClient, "request",
+                        lambda self, method, path, **kw: seen.append(f"{method} {path}") or real(self, method, path, **kw))
+    keys = list(service.plan_splits().chunk_keys)
+    service.run_chunks(keys)
+    service.commit_chunks(keys)
+    assert sum(s.endswith(f"/{fresh_db}/f0/_schema") for s in seen) <= 2, seen  # ensure's, the loading sink's
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM f0") == [[3]]
+    assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*), MIN(v) FROM f2") == [[3, "r1"]]
+    service.close()

@@ -234,3 +234,34 @@ def test_a_primary_key_change_is_refused_with_the_table_and_the_fix(sink, doris_
         assert f"{doris_db}.users" in message and "keyed on (id)" in message
         assert "tidemark resnapshot" in message and "--table" in message and "exclude.schema.changes" in message
     assert sink.catalog.table_info(doris_db, "users").key_columns == ("id",)
+
+
+def test_one_read_finds_the_missing_tables_and_the_columns_of_the_others(sink, doris_db, monkeypatch):
+    """``doris_tables``: one statement for a database's tables and columns; a table it lists, here
+    one with other columns than the source's, is still read and checked by ``create_table`` as
+    before: refused with every reason."""
+    import cdc_core.doris.catalog as catalog_module
+
+    sink.catalog.create_database(doris_db)
+    sink.catalog.execute(doris_db, f"CREATE TABLE `{doris_db}`.`users` (`k` INT, `name` VARCHAR(10)) "
+                                   "DUPLICATE KEY(`k`) DISTRIBUTED BY HASH(`k`) BUCKETS 1 PROPERTIES ('replication_num'='1')")
+    users, other = TableId(doris_db, "users"), TableId(doris_db, "other")
+    statements: list[str] = []
+    real = catalog_module.DorisCatalog.execute
+    monkeypatch.setattr(catalog_module.DorisCatalog, "execute",
+                        lambda self, db, stmt, **kw: statements.append(stmt) or real(self, db, stmt, **kw))
+    known = sink.doris_tables([users, other])
+    assert len(statements) == 1  # one statement for the whole database
+    assert known.absent == {other} and dict(known.columns) == {users: ("k", "name")}
+    with pytest.raises(TableMismatchError) as info:
+        sink.create_table(users_schema(doris_db), users, absent=users in known.absent)
+    text = str(info.value)
+    assert "no column(s) id, score" in text and "UNIQUE model" in text and "Drop it" in text
+    assert sink.create_table(users_schema(doris_db, "other"), other, absent=True).unique
+
+
+def test_a_database_with_more_columns_than_one_answer_is_asked_table_by_table(sink, doris_db):
+    sink.create_table(users_schema(doris_db, "a"))
+    assert sink.catalog.table_columns(doris_db, at_most=2) is None
+    known = sink.doris_tables([TableId(doris_db, "a")])
+    assert known.columns == {TableId(doris_db, "a"): ("id", "name", "score", SEQUENCE_COLUMN)}
