@@ -31,6 +31,7 @@ from pyspark.sql.types import StructType
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.doris.sink import DorisSink
+from cdc_core.doris.table_creation import DorisTable
 from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId
 from cdc_core.state import StateStore
@@ -160,6 +161,9 @@ def load_chunk(sink: DorisSink, spec: WriterSpec, chunk: dict[str, Any], table: 
     committables = []
     for target_text in spec.targets:
         target = TableId.parse(target_text)
+        layout = spec.layouts.get(target_text)
+        if layout is not None:
+            sink.remember(target, DorisTable(**{k: tuple(v) if isinstance(v, list) else v for k, v in layout.items()}))
         if table.num_rows:
             committables.append(sink.load(target, batch_id, table, fresh=True,
                                           source=TableId.parse(spec.source_table)).to_dict())

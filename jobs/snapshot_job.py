@@ -122,8 +122,10 @@ def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: Tabl
                                    [str(t) for t in targets], generations={t.index: t.generation for t in tasks})
     fused = transform is None and definition.pipeline.spark_fused_chunk_tasks
     if fused:
-        for target in targets:
-            sink.create_table(schema, target, absent=known is not None and target in known.absent)
+        layouts = {str(target): dataclasses.asdict(
+            sink.create_table(schema, target, absent=known is not None and target in known.absent))
+            for target in targets}
+        write_spec = dataclasses.replace(write_spec, layouts=layouts)  # the tasks' sinks need not ask again
     return _Prepared(schema, tuple(tasks), transform, targets, read_spec, write_spec, fused)
 
 

@@ -194,6 +194,9 @@ class WriterSpec:
     faults: Mapping[str, str] | None = None  # a test's fault points (cdc_core/faults.py); None: not forwarded
     generations: Mapping[int, int] = field(default_factory=dict)
     batch_id: str | None = None
+    # the driver's layout of each target (``DorisTable``'s fields, by "db.table"), read or created
+    # just before the job: a task's sink takes it rather than asking Doris again for every table
+    layouts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def create(cls, sink: DorisSink, definition: PipelineDefinition, mode: WriteMode, source_table: str,
@@ -217,7 +220,7 @@ class WriterSpec:
             "mode": self.mode.value, "source_table": self.source_table, "targets": list(self.targets),
             "sink": self.sink.to_dict(), "results": {"state_dir": self.results.state_dir}, "token": self.token,
             "faults": _faults_json(self.faults), "generations": {str(i): g for i, g in self.generations.items()},
-            "batch_id": self.batch_id,
+            "batch_id": self.batch_id, "layouts": {t: dict(v) for t, v in self.layouts.items()},
         })
 
     @classmethod
@@ -228,5 +231,5 @@ class WriterSpec:
             SinkSpec(data["sink"]["options"], data["sink"]["label_prefix"]),
             ResultsSpec(data["results"].get("state_dir"), state_url or None), data["token"],
             data.get("faults"), {int(i): int(g) for i, g in (data.get("generations") or {}).items()},
-            data.get("batch_id"),
+            data.get("batch_id"), dict(data.get("layouts") or {}),
         )

@@ -244,6 +244,13 @@ class DorisSink:
         with self._lock:
             self._tables.setdefault(target, DorisTable.from_info(info))
 
+    def remember(self, target: TableId, table: DorisTable) -> None:
+        """Take ``table`` as ``target``'s layout unless one is cached: the driver's, read or created
+        just before a snapshot job (``WriterSpec.layouts``), saves each task's sink a schema read
+        per table."""
+        with self._lock:
+            self._tables.setdefault(target, table)
+
     def forget(self, target: TableId) -> None:
         """Drop the cached layout of ``target`` (the table was dropped or re-created)."""
         with self._lock:

@@ -97,3 +97,27 @@ def test_the_label_prefix_is_the_one_it_always_was():
     assert label_prefix("tm_x", "shop", "abc123") == "tm_x_abc123"
     assert label_prefix("", "n" * 80, "e") == ("tidemark_" + "n" * 80)[:64] + "_e"
     assert label_prefix("", "shop", None) == "tidemark_shop"
+
+
+def test_a_writer_spec_carries_the_drivers_layouts_to_the_tasks_sink():
+    """The layout the driver read or created travels in the spec (JSON and pickled); a task's sink
+    takes it for the target (no schema read of its own) unless it has one cached."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from cdc_core.doris.table_creation import DorisTable
+    from jobs.doris_writer import load_chunk
+
+    definition = _definition()
+    driver = DorisSink.from_pipeline(definition, label_epoch="e1", type_mapper=str)
+    layout = DorisTable("ods", "orders", ("id", "v", "__tidemark_seq"), True, "__tidemark_seq")
+    spec = dataclasses.replace(
+        WriterSpec.create(driver, definition, WriteMode.SNAPSHOT, "app.orders", ["ods.orders"]),
+        layouts={"ods.orders": dataclasses.asdict(layout)})
+    for back in (WriterSpec.from_json(spec.to_json(), spec.results.state_url), pickle.loads(pickle.dumps(spec))):
+        worker = back.sink.build(DORIS_SECRET)
+        empty = pa.table({"id": []})
+        worker.committer.abort_label = lambda *a: None  # an empty chunk only aborts a leftover: nothing to reach
+        load_chunk(worker, back, {"index": 0}, empty)
+        assert worker.table(TableId("ods", "orders")) == layout  # from the spec, never asked of Doris
