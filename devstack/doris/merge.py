@@ -9,6 +9,9 @@ kept, so that a later load with a lower sequence value stays deleted (as Doris d
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 import duckdb
 
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
@@ -18,14 +21,66 @@ _ORDERED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "DECIMALV3
                   "CHAR", "VARCHAR", "STRING")
 
 
-def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, staged: set[str], work: str) -> int:
+@dataclass(frozen=True)
+class StagedKeys:
+    """What a merge asks of a load's own staged rows, computed once when the load stages them.
+
+    These depend on the staged rows alone, so :meth:`Storage.write_staging` computes them outside
+    the write lock (kept in the staged file's schema metadata) and a commit, which runs under the
+    lock, only asks what depends on the stored rows. ``keys`` and ``key_type`` are the table's key
+    columns and first key's DuckDB type when computed: a commit whose table no longer matches them
+    computes the facts afresh (:meth:`matches`).
+    """
+
+    keys: tuple[str, ...]
+    key_type: str
+    bounds: str  # ``key BETWEEN lo AND hi`` for the first key column, or "" (see _key_bounds)
+    distinct: bool  # no two staged rows share a key
+    rows: int
+
+    def to_json(self) -> str:
+        return json.dumps({"keys": list(self.keys), "key_type": self.key_type, "bounds": self.bounds,
+                           "distinct": self.distinct, "rows": self.rows})
+
+    @staticmethod
+    def from_json(text: str | bytes) -> StagedKeys:
+        d = json.loads(text)
+        return StagedKeys(tuple(d["keys"]), d["key_type"], d["bounds"], bool(d["distinct"]), int(d["rows"]))
+
+    def matches(self, t: Table) -> bool:
+        return self.keys == tuple(t.key_names) and self.key_type == _key_type(t)
+
+
+def _key_type(t: Table) -> str:
+    column = t.column(t.key_names[0]) if t.key_names else None
+    return column.dtype.duck() if column is not None else ""
+
+
+def staged_keys(cur: duckdb.DuckDBPyConnection, t: Table, stg: str) -> StagedKeys | None:
+    """The facts of :class:`StagedKeys` for the staged rows ``stg`` of a unique table (None for others)."""
+    if not t.is_unique or not t.key_names:
+        return None
+    keys = list(t.key_names)
+    part = ", ".join(quote_ident(k) for k in keys)
+    bounds = _key_bounds(cur, t, stg, keys[0])
+    distinct, total = cur.execute(  # type: ignore[misc]
+        f"SELECT (SELECT count(*) FROM (SELECT DISTINCT {part} FROM {stg})), (SELECT count(*) FROM {stg})").fetchall()[0]
+    return StagedKeys(tuple(keys), _key_type(t), bounds, distinct == total, total)
+
+
+def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, staged: set[str], work: str,
+               facts: StagedKeys | None = None) -> int:
     """Apply the staged rows ``stg`` (columns ``staged``, plus ``__ord``, ``__sign``, maybe ``__seq``) to
-    ``target`` inside the caller's transaction, through the scratch table ``work``; returns rows applied."""
+    ``target`` inside the caller's transaction, through the scratch table ``work``; returns rows applied.
+    ``facts``: the staged rows' keys as computed when they were staged (used when they still match ``t``)."""
     cols = [c.name for c in t.columns if c.name in staged]
     col_sql = ", ".join(quote_ident(c) for c in cols)
     if not t.is_unique:
         cur.execute(f"INSERT INTO {target} ({col_sql}) SELECT {col_sql} FROM {stg} ORDER BY __ord")
         return cur.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
+    if facts is None or not facts.matches(t):
+        facts = staged_keys(cur, t, stg)
+        assert facts is not None  # a unique table has keys
     keys = [k for k in t.key_names]
     nullable_key = any((t.column(k) or Column(k, "INT")).nullable for k in keys)
     eq = " IS NOT DISTINCT FROM " if nullable_key else " = "
@@ -39,11 +94,11 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
         hidden_src.append("__seq" if "__seq" in staged else "NULL")
     keep = "" if t.has_sequence else " WHERE __sign = 0"  # tombstones only matter with a sequence
     insert = f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} FROM "
-    if _appends_only(cur, t, target, stg, keys, part):
+    if _appends_only(cur, target, facts):
         # A load whose keys are distinct and meet no stored row (a snapshot chunk, new keys): the
         # general merge below would keep every row as it is, so the rows are appended directly.
         cur.execute(f"{insert}{stg}{keep}")
-        return cur.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
+        return facts.rows
     cur.execute(f"DROP TABLE IF EXISTS {work}")
     cur.execute(
         f"CREATE TABLE {work} AS SELECT * EXCLUDE (__rn) FROM (SELECT *, row_number() OVER "
@@ -52,7 +107,7 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
     # Aliases no Doris table name can clash with (a table called "w" or "d" made the names ambiguous).
     join = " AND ".join(f"__old.{quote_ident(k)}{eq}__new.{quote_ident(k)}" for k in keys)
     seqc = quote_ident(SEQUENCE_COL)
-    bounds = _key_bounds(cur, t, work, keys[0])
+    bounds = facts.bounds  # keeping one row per key keeps the first key's min, max and NULLs
 
     def within(alias: str) -> str:
         return f" AND {alias}.{bounds}" if bounds else ""
@@ -69,16 +124,11 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
     cur.execute(f"DROP TABLE {work}")
     return n
 
-def _appends_only(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, keys: list[str], part: str) -> bool:
+def _appends_only(cur: duckdb.DuckDBPyConnection, target: str, facts: StagedKeys) -> bool:
     """The load's keys are distinct and no stored row (tombstones included) lies within their bounds."""
-    bounds = _key_bounds(cur, t, stg, keys[0])
-    if not bounds:
+    if not facts.bounds or not facts.distinct:
         return False
-    distinct, total = cur.execute(  # type: ignore[misc]
-        f"SELECT (SELECT count(*) FROM (SELECT DISTINCT {part} FROM {stg})), (SELECT count(*) FROM {stg})").fetchone()
-    if distinct != total:
-        return False
-    return not cur.execute(f"SELECT EXISTS (SELECT 1 FROM {target} WHERE {bounds})").fetchone()[0]  # type: ignore[index]
+    return not cur.execute(f"SELECT EXISTS (SELECT 1 FROM {target} WHERE {facts.bounds})").fetchone()[0]  # type: ignore[index]
 
 
 def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -> str:
@@ -94,7 +144,7 @@ def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -
         return ""
     q = quote_ident(key)
     lo, hi, nulls = cur.execute(  # type: ignore[misc]
-        f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL) FROM {work}").fetchone()
+        f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL) FROM {work}").fetchall()[0]
     if lo is None or nulls:
         return ""
     duck = column.dtype.duck()

@@ -39,11 +39,15 @@ import pyarrow.ipc as ipc
 
 from . import crc32
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
-from .merge import merge_rows
+from .merge import StagedKeys, merge_rows, staged_keys
 from .types import DorisType, quote_ident, quote_str
 
 META = "__standin"
 IS_SCHEMA = "__standin_is"
+
+
+# The staged file's schema metadata key under which its rows' key facts are kept (merge.StagedKeys).
+_KEYS_META = b"standin.staged_keys"
 
 
 def data_schema(db: str) -> str:
@@ -311,8 +315,23 @@ class Storage:
     def staging_path(self, txn_id: int) -> Path:
         return self.staging_dir / f"{txn_id}.arrow"
 
-    def write_staging(self, txn_id: int, rows: pa.Table) -> None:
-        """Persist a load's converted rows (before its PRECOMMITTED record: see the module doc)."""
+    def write_staging(self, txn_id: int, rows: pa.Table, table: Table | None = None) -> None:
+        """Persist a load's converted rows (before its PRECOMMITTED record: see the module doc).
+
+        With ``table`` (a unique table), what its commit's merge asks of these rows alone — their
+        key bounds, whether their keys are distinct, how many — is computed here, while the load
+        holds no lock, and kept in the file's schema metadata (``merge.StagedKeys``): a commit
+        holds the write lock that every load's begin, precommit and commit waits for."""
+        if table is not None and table.is_unique:
+            view = f"stg_keys_{txn_id}"
+            with self.cursor() as cur:
+                cur.register(view, rows)
+                try:
+                    facts = staged_keys(cur, table, view)
+                finally:
+                    cur.unregister(view)
+            if facts is not None:
+                rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), _KEYS_META: facts.to_json()})
         path = self.staging_path(txn_id)
         tmp = path.with_suffix(".tmp")
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, rows.schema) as writer:
@@ -342,30 +361,39 @@ class Storage:
     @contextlib.contextmanager
     def staged_rows(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> Iterator[tuple[str, list[str]]]:
         """The staged rows as a relation name on ``cur``, and their columns (none: nothing staged)."""
+        with self._staged(cur, txn_id) as (view, columns, _facts):
+            yield view, columns
+
+    @contextlib.contextmanager
+    def _staged(self, cur: duckdb.DuckDBPyConnection,
+                txn_id: int) -> Iterator[tuple[str, list[str], StagedKeys | None]]:
+        """``staged_rows``, and the key facts computed at staging (None: staged without them)."""
         path = self.staging_path(txn_id)
         if not path.exists():
             if txn_id in self._legacy_staging:
                 rel = cur.execute(f"SELECT * FROM {legacy_staging_ref(txn_id)} LIMIT 0")
-                yield legacy_staging_ref(txn_id), [d[0] for d in rel.description or []]
+                yield legacy_staging_ref(txn_id), [d[0] for d in rel.description or []], None
             else:
-                yield "", []
+                yield "", [], None
             return
         rows = ipc.open_file(pa.memory_map(str(path))).read_all()  # the map closes with its last buffer
+        meta = (rows.schema.metadata or {}).get(_KEYS_META)
+        facts = StagedKeys.from_json(meta) if meta else None
         view = f"stg_{txn_id}"
         cur.register(view, rows)
         try:
-            yield view, rows.column_names
+            yield view, rows.column_names, facts
         finally:
             cur.unregister(view)  # (DuckDB refuses while a result is half-read: read results whole)
 
     def merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int) -> int:
         """Apply a staged load (one that staged rows) to its table inside the caller's transaction;
         returns rows applied."""
-        with self.staged_rows(cur, txn_id) as (stg, columns):
+        with self._staged(cur, txn_id) as (stg, columns, facts):
             if not columns:
                 return 0
             work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
-            return merge_rows(cur, t, data_ref(t.db, t.name), stg, set(columns), work)
+            return merge_rows(cur, t, data_ref(t.db, t.name), stg, set(columns), work, facts)
 
     # ---- transactions -----------------------------------------------------------------------
     def save_txn(self, cur: duckdb.DuckDBPyConnection, rec: dict[str, Any], *, new: bool = False) -> None:

@@ -348,7 +348,7 @@ class StreamLoader:
             res.status = "Fail"
             res.message = "[DATA_QUALITY_ERROR]too many filtered rows"
             return False
-        self.st.write_staging(txn_id, rows.drop_columns(["__err", "__unsel"]))
+        self.st.write_staging(txn_id, rows.drop_columns(["__err", "__unsel"]), table)
         return True
 
     def _write_error_log(self, ctx: LoadContext, errors: list[tuple[str, str]]) -> str:

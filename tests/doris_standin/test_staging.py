@@ -5,7 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from devstack.doris.storage import Storage
+from devstack.doris.catalog import Column, Table
+from devstack.doris.merge import StagedKeys, merge_rows
+from devstack.doris.storage import Storage, data_ref
 
 
 def test_a_staged_file_outlives_a_rolled_back_drop_and_goes_with_a_committed_one(tmp_path) -> None:
@@ -38,5 +40,78 @@ def test_orphan_staged_files_are_removed(tmp_path) -> None:
         (storage.staging_dir / "3.tmp").write_bytes(b"cut short")
         storage.remove_orphan_staging({2})
         assert sorted(p.name for p in storage.staging_dir.iterdir()) == ["2.arrow"]
+    finally:
+        storage.close()
+
+
+def _unique_table(storage: Storage) -> Table:
+    table = Table("d", "t", "UNIQUE_KEYS", [Column("id", "BIGINT", is_key=True), Column("v", "VARCHAR(8)")], ["id"])
+    with storage.transaction() as cur:
+        storage.create_database(cur, "d")
+        storage.create_table(cur, table)
+    return table
+
+
+def _staged(ids: list[int], values: list[str]) -> pa.Table:
+    return pa.table({"__ord": list(range(len(ids))), "id": ids, "v": values,
+                     "__sign": pa.array([0] * len(ids), pa.int8())})
+
+
+def _stored(storage: Storage) -> list[tuple]:
+    with storage.cursor() as cur:
+        return cur.execute(f"SELECT id, v FROM {data_ref('d', 't')} ORDER BY id").fetchall()
+
+
+def test_a_unique_loads_key_facts_are_computed_when_staged_and_used_by_its_merge(tmp_path) -> None:
+    """The commit's checks on a load's own rows (key bounds, distinct keys) are computed at staging,
+    outside the write lock, and kept in the staged file; the merge answers as when it computed them."""
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+        storage.write_staging(1, _staged([3, 1, 2], ["a", "b", "c"]), table)
+        with storage.transaction() as cur, storage._staged(cur, 1) as (_view, _columns, facts):
+            assert facts is not None and facts.matches(table)
+            assert (facts.keys, facts.distinct, facts.rows) == (("id",), True, 3)
+            assert facts.bounds == '"id" BETWEEN CAST(\'1\' AS BIGINT) AND CAST(\'3\' AS BIGINT)'
+        storage.write_staging(2, _staged([2, 4, 4], ["x", "y", "z"]), table)  # keys repeat; one meets a stored row
+        for txn_id, rows in ((1, 3), (2, 2)):
+            with storage.transaction() as cur:
+                assert storage.merge(cur, table, txn_id) == rows
+        assert _stored(storage) == [(1, "b"), (2, "x"), (3, "a"), (4, "z")]
+    finally:
+        storage.close()
+
+
+def test_key_facts_that_no_longer_match_the_table_are_computed_afresh(tmp_path) -> None:
+    """Facts staged for other keys (or another key type) are not trusted: the merge asks the rows."""
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+        with storage.transaction() as cur:
+            cur.execute(f"INSERT INTO {data_ref('d', 't')} VALUES (5, 'old', 0)")
+        stale = StagedKeys(("other",), "BIGINT", '"id" BETWEEN 100 AND 200', True, 2)
+        assert not stale.matches(table)
+        assert not StagedKeys(("id",), "VARCHAR", "", True, 2).matches(table)
+        with storage.transaction() as cur:
+            cur.register("stg", _staged([5, 5], ["new", "newer"]))
+            # trusted, these facts would append both rows beside the stored key 5
+            merge_rows(cur, table, data_ref("d", "t"), "stg", {"id", "v", "__ord", "__sign"}, "__standin.w", stale)
+            cur.unregister("stg")
+        assert _stored(storage) == [(5, "newer")]
+    finally:
+        storage.close()
+
+
+def test_a_file_staged_without_key_facts_still_merges(tmp_path) -> None:
+    """Files staged by earlier stand-in versions (or with no table given) carry no facts."""
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+        storage.write_staging(1, _staged([1, 1], ["a", "b"]))
+        with storage.transaction() as cur:
+            with storage._staged(cur, 1) as (_view, _columns, facts):
+                assert facts is None
+            assert storage.merge(cur, table, 1) == 1
+        assert _stored(storage) == [(1, "b")]
     finally:
         storage.close()
