@@ -61,6 +61,15 @@ def staged_keys(cur: duckdb.DuckDBPyConnection, t: Table, stg: str) -> StagedKey
     if not t.is_unique or not t.key_names:
         return None
     keys = list(t.key_names)
+    if len(keys) == 1:
+        # one scan: the distinct count (which skips NULLs) is asked only when the key holds none,
+        # and a key with a NULL has no bounds, so no merge asks whether its keys are distinct
+        q = quote_ident(keys[0])
+        lo, hi, nulls, distinct, total = cur.execute(  # type: ignore[misc]
+            f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL), count(DISTINCT {q}), count(*) "
+            f"FROM {stg}").fetchall()[0]
+        bounds = _bounds_sql(t, keys[0], lo, hi, nulls)
+        return StagedKeys(tuple(keys), _key_type(t), bounds, bool(bounds) and distinct == total, total)
     part = ", ".join(quote_ident(k) for k in keys)
     bounds = _key_bounds(cur, t, stg, keys[0])
     distinct, total = cur.execute(  # type: ignore[misc]
@@ -145,8 +154,15 @@ def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -
     q = quote_ident(key)
     lo, hi, nulls = cur.execute(  # type: ignore[misc]
         f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL) FROM {work}").fetchall()[0]
-    if lo is None or nulls:
+    return _bounds_sql(t, key, lo, hi, nulls)
+
+
+def _bounds_sql(t: Table, key: str, lo: object, hi: object, nulls: int) -> str:
+    """``_key_bounds``'s answer from the key's min, max and NULL count."""
+    column = t.column(key)
+    if column is None or column.dtype.name not in _ORDERED_TYPES or lo is None or nulls:
         return ""
+    q = quote_ident(key)
     duck = column.dtype.duck()
     lo_sql = f"CAST({quote_str(str(lo))} AS {duck})"
     hi_sql = f"CAST({quote_str(str(hi))} AS {duck})"

@@ -115,3 +115,18 @@ def test_a_file_staged_without_key_facts_still_merges(tmp_path) -> None:
         assert _stored(storage) == [(1, "b")]
     finally:
         storage.close()
+
+
+def test_a_load_with_a_null_key_has_no_bounds_and_replaces_the_stored_null(tmp_path) -> None:
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+        for txn_id, ids in ((1, [None, 1]), (2, [None, 2])):
+            storage.write_staging(txn_id, _staged(ids, [f"n{txn_id}", f"v{txn_id}"]), table)
+            with storage.transaction() as cur:
+                with storage._staged(cur, txn_id) as (_view, _columns, facts):
+                    assert facts is not None and (facts.bounds, facts.distinct, facts.rows) == ("", False, 2)
+                storage.merge(cur, table, txn_id)
+        assert _stored(storage) == [(1, "v1"), (2, "v2"), (None, "n2")]
+    finally:
+        storage.close()
