@@ -101,7 +101,10 @@ def _partitioned_run(home) -> list[int]:
                 "dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]})
         assert result.success
         assert set(instance.get_materialized_partitions(AssetKey("chunks"))) == set(keys)
-        assert instance.get_latest_materialization_event(AssetKey("chunks")) is not None
+        latest = instance.get_latest_materialization_event(AssetKey("chunks"))  # the asset's row
+        newest = instance.fetch_materializations(AssetKey("chunks"), limit=1).records[0]  # the events
+        assert latest is not None and latest.timestamp == newest.timestamp
+        assert latest.asset_materialization.partition == newest.partition_key
     return sizes
 
 
@@ -141,3 +144,58 @@ def test_without_the_batch_setting_each_event_is_written_alone_and_reads_the_sam
         _runless_reported(instance)
         assert sizes == []
 
+
+
+
+KILLED = """
+import os, sys
+from dagster import DagsterEventType, DagsterInstance
+sys.path.insert(0, {tests!r})
+import test_event_storage as t
+from orchestration.cli.event_batches import enable_event_batches
+from orchestration.defs.event_storage import BatchingSqliteEventLogStorage as Storage
+
+enable_event_batches()
+store = Storage.store_event_batch
+if {where!r} == "index":  # the run's file written, the process dies before the index's transaction
+    Storage.index_transaction = lambda self: os._exit(9)
+else:  # the planned events written, the process dies before the materializations' batch
+    def store_or_die(self, events):
+        if events[0].dagster_event_type is DagsterEventType.ASSET_MATERIALIZATION:
+            os._exit(9)
+        return store(self, events)
+    Storage.store_event_batch = store_or_die
+with DagsterInstance.from_config({home!r}) as instance:
+    exec({call!r}, vars(t) | {{"instance": instance}})
+"""
+
+
+def _killed(home, where: str, call: str) -> None:
+    """``call`` run in a process killed (``os._exit``) at ``where`` (a fault put into our own
+    storage class in that process only)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = KILLED.format(tests=str(Path(__file__).parent), home=str(home), where=where, call=call)
+    done = subprocess.run([sys.executable, "-c", script], env=os.environ, capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr[-2000:]
+
+
+def test_a_kill_inside_a_batch_leaves_the_index_whole_and_a_rerun_reports_every_table(tmp_path):
+    """Killed between the run's file and the index: the index holds none of the batch (one
+    transaction), the instance opens and reads as before, and the next report records every table."""
+    home = prepare_home(tmp_path / "home")
+    _killed(home, "index", "report_written(instance, _updates(), run_id='r' * 36, by='a killed commit')")
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert all(instance.get_latest_materialization_event(doris_table_key(f"db.t{i:03d}")) is None
+                   for i in range(TABLES))
+        _runless_reported(instance)  # the re-run's report: every table there and readable
+
+
+def test_a_run_killed_between_its_planned_and_done_events_heals_with_a_rerun(tmp_path):
+    home = prepare_home(tmp_path / "home")
+    _killed(home, "materializations", f"_partitioned_run({str(home)!r})")
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert not instance.get_materialized_partitions(AssetKey("chunks"))
+    _partitioned_run(home)  # the re-run: every partition materialized and readable
