@@ -125,9 +125,9 @@ def doris_table_specs(handle: PipelineHandle, targets: Sequence[DorisTarget]) ->
 
 def report_written(instance: DagsterInstance, updates: Sequence[TargetUpdate], *, run_id: str, by: str) -> None:
     """Record a materialization of each Doris table a commit made rows visible in: run-less events,
-    handed to Tidemark's SQLite event log as one batch (with ``DAGSTER_EVENT_BATCH_SIZE`` set, as
-    Tidemark's commands set it: one transaction for a whole database's tables,
-    ``orchestration/defs/event_storage.py``); to any other storage one by one."""
+    written together where Dagster's batches are on (``DAGSTER_EVENT_BATCH_SIZE``, as Tidemark's
+    commands set it): Tidemark's SQLite event log takes them as one batch, a PostgreSQL one in one
+    transaction (``orchestration/defs/event_storage.py``); any other storage one by one."""
     from dagster._core.events import (
         DagsterEvent,
         DagsterEventBatchMetadata,
@@ -135,38 +135,46 @@ def report_written(instance: DagsterInstance, updates: Sequence[TargetUpdate], *
         StepMaterializationData,
         generate_event_batch_id,
     )
+    from dagster._core.events.log import EventLogEntry
     from dagster._core.instance.utils import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
+    from dagster._time import get_current_timestamp
 
-    from orchestration.defs.event_storage import BatchingSqliteEventLogStorage
+    from orchestration.defs.event_storage import BatchingSqliteEventLogStorage, store_together_on_postgres
 
+    # what report_runless_asset_event records, one event per table
+    events = [DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
+                           event_specific_data=StepMaterializationData(_materialization(update, run_id=run_id, by=by)),
+                           job_name=RUNLESS_JOB_NAME) for update in updates]
+    entries = [EventLogEntry(user_message="", level=logging.INFO, job_name=RUNLESS_JOB_NAME, run_id=RUNLESS_RUN_ID,
+                             error_info=None, timestamp=get_current_timestamp(), step_key=None, dagster_event=event)
+               for event in events]
     # One batch for every table only where the storage keeps each event's asset whole: Dagster's
-    # batches are of one asset's partitions, and dagster-postgres records only the batch's last
-    # event as its asset's latest — the other tables would read "never materialized".
-    batched = isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
-    batch_id = generate_event_batch_id()
-    for n, update in enumerate(updates):
-        metadata: dict[str, object] = {
-            "dagster/row_count": MetadataValue.int(update.rows),
-            "committed_by": by,
-            "committing_run": MetadataValue.dagster_run(run_id),
-        }
-        if update.target.columns:
-            metadata["dagster/column_schema"] = column_schema(update.target.columns)
-        materialization = AssetMaterialization(
-            asset_key=doris_table_key(update.target.table_id),
-            description=f"{by} committed rows into {update.target.table_id}",
-            metadata=metadata,
-        )
-        # what report_runless_asset_event records, with the batch's mark
-        instance.report_dagster_event(
-            run_id=RUNLESS_RUN_ID,
-            dagster_event=DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
-                                       event_specific_data=StepMaterializationData(materialization),
-                                       job_name=RUNLESS_JOB_NAME),
-            batch_metadata=DagsterEventBatchMetadata(batch_id, n == len(updates) - 1) if batched else None,
-        )
+    # batches are of one asset's partitions, and dagster-postgres's store_event_batch records only
+    # the batch's last event as its asset's latest (the other tables would read "never
+    # materialized"), hence its own path.
+    if not store_together_on_postgres(instance, entries):
+        batched = isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
+        batch_id = generate_event_batch_id()
+        for n, entry in enumerate(entries):
+            instance.handle_new_event(
+                entry, batch_metadata=DagsterEventBatchMetadata(batch_id, n == len(entries) - 1) if batched else None)
     if updates:
         logger.info("reported %d Doris table materialization(s) after %s", len(updates), by)
+
+
+def _materialization(update: TargetUpdate, *, run_id: str, by: str) -> AssetMaterialization:
+    metadata: dict[str, object] = {
+        "dagster/row_count": MetadataValue.int(update.rows),
+        "committed_by": by,
+        "committing_run": MetadataValue.dagster_run(run_id),
+    }
+    if update.target.columns:
+        metadata["dagster/column_schema"] = column_schema(update.target.columns)
+    return AssetMaterialization(
+        asset_key=doris_table_key(update.target.table_id),
+        description=f"{by} committed rows into {update.target.table_id}",
+        metadata=metadata,
+    )
 
 
 __all__ = ["doris_table_key", "doris_table_specs", "freshness_policy", "report_written"]

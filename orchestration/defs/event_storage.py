@@ -19,14 +19,17 @@ own ``dagster.yaml`` is never changed (``orchestration/cli/instance.py``).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dagster import DagsterEventType, DagsterInstance
 from dagster import _check as check
 from dagster._config import StringSource
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 from dagster._core.storage.sqlalchemy_compat import db_result
 from dagster._serdes import ConfigurableClassData
@@ -95,3 +98,31 @@ def _overwritten(event: EventLogEntry, following: EventLogEntry | None) -> bool:
             and following.dagster_event_type == event.dagster_event_type
             and following.dagster_event is not None and event.dagster_event is not None
             and following.dagster_event.asset_key == event.dagster_event.asset_key)
+
+
+def store_together_on_postgres(instance: DagsterInstance, entries: Sequence[EventLogEntry]) -> bool:
+    """Write run-less asset events of many assets to a dagster-postgres event log in one
+    transaction, each asset's row updated as ``store_event`` would (dagster-postgres's own
+    ``store_event_batch`` updates only the last event's asset: it is meant for one asset's
+    partitions). False, and nothing written, for any other storage or with batches off
+    (``DAGSTER_EVENT_BATCH_SIZE`` unset or 0): the caller writes them the usual way. Run-less
+    events have no run to mirror and no subscriber to tell, so leaving ``handle_new_event`` out
+    skips nothing it would do for them."""
+    storage = instance.event_log_storage
+    if len(entries) < 2 or int(os.environ.get("DAGSTER_EVENT_BATCH_SIZE") or "0") <= 0:
+        return False
+    try:
+        from dagster_postgres.event_log.event_log import PostgresEventLogStorage
+    except ImportError:
+        return False
+    if not isinstance(storage, PostgresEventLogStorage) or not all(
+            e.is_dagster_event and e.dagster_event_type == DagsterEventType.ASSET_MATERIALIZATION for e in entries):
+        return False
+    insert = storage.prepare_insert_event_batch(entries).returning(SqlEventLogStorageTable.c.id)
+    with storage.index_transaction() as conn:
+        event_ids = [int(row[0]) for row in conn.execute(insert).fetchall()]
+        check.invariant(len(event_ids) == len(entries), "an event batch's ids do not match its events")
+        storage._store_asset_event_tags(conn, entries, event_ids)
+        for entry, event_id in zip(entries, event_ids, strict=True):
+            storage._store_asset_event(conn, entry, event_id)
+    return True

@@ -113,27 +113,36 @@ def test_a_partitioned_runs_materializations_and_planned_events_arrive_in_batche
     assert sizes.count(TABLES) == 2, sizes  # the planned events and the materializations, each one batch
 
 
-def test_on_a_users_postgresql_instance_each_doris_table_is_reported_alone(tmp_path, postgres_db):
-    """dagster-postgres's batch records only its last event as its asset's latest (Dagster batches
-    one asset's partitions): the Doris tables, one asset each, are not batched there."""
+def _postgres_home(tmp_path, url: str):
     home = tmp_path / "user-home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump({"storage": {"postgres": {"postgres_url": postgres_db}},
+    (home / "dagster.yaml").write_text(yaml.safe_dump({"storage": {"postgres": {"postgres_url": url}},
                                                        "telemetry": {"enabled": False}}))
     prepare_home(home)  # the user's: used as it is
     assert "event_log_storage" not in (home / "dagster.yaml").read_text()
-    with DagsterInstance.from_config(str(home)) as instance:
+    return home
+
+
+@pytest.mark.parametrize("batches", [True, False])
+def test_on_a_users_postgresql_instance_every_doris_table_reads_as_materialized(tmp_path, postgres_db, batches):
+    """dagster-postgres's store_event_batch records only its last event as its asset's latest
+    (Dagster batches one asset's partitions): the Doris tables, one asset each, go in one
+    transaction of Tidemark's (batches on) or one by one (off), and read the same either way."""
+    from dagster._core.instance.utils import RUNLESS_RUN_ID
+
+    if not batches:
+        os.environ[BATCH_SIZE_ENV] = "0"  # a user's own setting: batches off
+    with DagsterInstance.from_config(str(_postgres_home(tmp_path, postgres_db))) as instance:
         sizes = _counting(instance.event_log_storage)
         _runless_reported(instance)
-        assert sizes == []
+        assert sizes == []  # never dagster-postgres's batch
+        assert len(instance.all_logs(RUNLESS_RUN_ID)) == TABLES
+        records = instance.fetch_materializations(doris_table_key("db.t007"), limit=5).records
+        assert [r.asset_materialization.metadata["dagster/row_count"].value for r in records] == [7]
 
 
 def test_a_partitioned_run_on_postgresql_is_batched_by_dagster_postgres(tmp_path, postgres_db):
-    home = tmp_path / "user-home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump({"storage": {"postgres": {"postgres_url": postgres_db}},
-                                                       "telemetry": {"enabled": False}}))
-    assert _partitioned_run(home).count(TABLES) == 2
+    assert _partitioned_run(_postgres_home(tmp_path, postgres_db)).count(TABLES) == 2
 
 
 def test_without_the_batch_setting_each_event_is_written_alone_and_reads_the_same(tmp_path):
