@@ -55,11 +55,22 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         return cls(inst_data=inst_data, **config_value)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
-        plain = [e for e in events if not _batchable(e)]
-        if plain:  # (Dagster batches only asset events; anything else goes the usual way)
-            for event in events:
-                self.store_event(event)
-            return
+        # In order, a stretch at a time: the asset events together, anything else (a run's planned
+        # asset-check evaluations come in the same batch as its planned materializations) the usual way.
+        start = 0
+        while start < len(events):
+            batchable = _batchable(events[start])
+            end = start + 1
+            while end < len(events) and _batchable(events[end]) == batchable:
+                end += 1
+            if batchable and end - start > 1:
+                self._store_asset_events_together(events[start:end])
+            else:
+                for event in events[start:end]:
+                    self.store_event(event)
+            start = end
+
+    def _store_asset_events_together(self, events: Sequence[EventLogEntry]) -> None:
         # one statement per event for both files, as store_event has (serializing an event is
         # about a third of a batch's CPU)
         inserts = [self.prepare_insert_event(event) for event in events]

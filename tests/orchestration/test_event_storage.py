@@ -13,6 +13,8 @@ import warnings
 import pytest
 import yaml
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
     AssetKey,
     DagsterInstance,
     Definitions,
@@ -86,9 +88,10 @@ def _partitioned_run(home) -> list[int]:
     """A run over TABLES partitions of one asset; the batch sizes its storage was handed."""
     partitions = DynamicPartitionsDefinition(name="chunks")
 
-    @asset(partitions_def=partitions)
-    def chunks(context) -> MaterializeResult:
-        return MaterializeResult(metadata={"keys": len(context.partition_keys)})
+    @asset(partitions_def=partitions, check_specs=[AssetCheckSpec("parity", asset="chunks")])
+    def chunks(context):
+        yield MaterializeResult(metadata={"keys": len(context.partition_keys)})
+        yield AssetCheckResult(check_name="parity", passed=True)
 
     job = Definitions(assets=[chunks], jobs=[define_asset_job("chunks_job", [chunks])]).resolve_job_def("chunks_job")
     keys = [f"p{i:03d}" for i in range(TABLES)]
@@ -109,8 +112,23 @@ def _partitioned_run(home) -> list[int]:
 
 
 def test_a_partitioned_runs_materializations_and_planned_events_arrive_in_batches(tmp_path):
-    sizes = _partitioned_run(prepare_home(tmp_path / "home"))
-    assert sizes.count(TABLES) == 2, sizes  # the planned events and the materializations, each one batch
+    home = prepare_home(tmp_path / "home")
+    one_by_one: list[str] = []
+    store = BatchingSqliteEventLogStorage.store_event
+
+    def observed(self, event):  # our own class, observed in this test only
+        one_by_one.append(event.dagster_event_type)
+        return store(self, event)
+
+    BatchingSqliteEventLogStorage.store_event = observed
+    try:
+        sizes = _partitioned_run(home)
+    finally:
+        BatchingSqliteEventLogStorage.store_event = store
+    # the planned events (with the check's planned evaluation) and the materializations, each one batch
+    assert sizes.count(TABLES) == 1 and sizes.count(TABLES + 1) == 1, sizes
+    # ... and no asset event of theirs written one by one: only the check's planned evaluation
+    assert not {"ASSET_MATERIALIZATION_PLANNED", "ASSET_MATERIALIZATION"} & set(one_by_one), one_by_one
 
 
 def _postgres_home(tmp_path, url: str):
@@ -142,7 +160,8 @@ def test_on_a_users_postgresql_instance_every_doris_table_reads_as_materialized(
 
 
 def test_a_partitioned_run_on_postgresql_is_batched_by_dagster_postgres(tmp_path, postgres_db):
-    assert _partitioned_run(_postgres_home(tmp_path, postgres_db)).count(TABLES) == 2
+    sizes = _partitioned_run(_postgres_home(tmp_path, postgres_db))
+    assert sizes.count(TABLES) == 1 and sizes.count(TABLES + 1) == 1, sizes
 
 
 def test_without_the_batch_setting_each_event_is_written_alone_and_reads_the_same(tmp_path):
