@@ -116,6 +116,7 @@ def _tidemark(env: dict[str, str], *args: str, timeout: int = 600) -> subprocess
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow  # ~50 s; the default suite keeps its path's other cases (issue 30: under 30 minutes)
 def test_purge_stops_the_run_and_resnapshot_heals_even_after_a_crash(purge_server, purge_conn, doris_standin,
                                                                      tmp_path):
     db = "purged_cli"
