@@ -163,7 +163,7 @@ def load_chunk(sink: DorisSink, spec: WriterSpec, chunk: dict[str, Any], table: 
         target = TableId.parse(target_text)
         layout = spec.layouts.get(target_text)
         if layout is not None:
-            sink.remember(target, DorisTable(**{k: tuple(v) if isinstance(v, list) else v for k, v in layout.items()}))
+            sink.remember(target, DorisTable.from_dict(layout))
         if table.num_rows:
             committables.append(sink.load(target, batch_id, table, fresh=True,
                                           source=TableId.parse(spec.source_table)).to_dict())

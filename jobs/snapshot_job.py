@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -122,9 +121,8 @@ def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: Tabl
                                    [str(t) for t in targets], generations={t.index: t.generation for t in tasks})
     fused = transform is None and definition.pipeline.spark_fused_chunk_tasks
     if fused:
-        layouts = {str(target): dataclasses.asdict(
-            sink.create_table(schema, target, absent=known is not None and target in known.absent))
-            for target in targets}
+        layouts = {str(target): sink.create_table(schema, target, absent=known is not None and target in known.absent)
+                   .to_dict() for target in targets}
         write_spec = dataclasses.replace(write_spec, layouts=layouts)  # the tasks' sinks need not ask again
     return _Prepared(schema, tuple(tasks), transform, targets, read_spec, write_spec, fused)
 
@@ -271,14 +269,14 @@ def _run_without_spark(definition: PipelineDefinition, sink: Any, ready: Iterato
         return [o for p in ready for o in _outcomes(p, _run_prepared(None, definition, sink, p),
                                                     time.monotonic() - started)]
     prepared: list[_Prepared] = []
-    token = f"{WriteMode.SNAPSHOT.value}-{uuid.uuid4().hex}"  # one for the job: a worker keeps one sink
 
     def specs() -> Iterator[tuple[ReadSpec, WriterSpec]]:
         for p in ready:  # a table that cannot be prepared raises here: the job stops, its loads aborted
             if not p.fused:
                 raise RuntimeError(f"{p.schema.table_id} needs Spark (a transform, or fused chunk tasks off)")
             prepared.append(p)
-            yield p.read_spec, dataclasses.replace(p.write_spec, token=token)
+            # one token for the job, the first table's: a worker keeps one Doris sink for every table
+            yield p.read_spec, dataclasses.replace(p.write_spec, token=prepared[0].write_spec.token)
 
     out = run_local_many(specs(), definition.source.password.get_secret_value(),
                          definition.sink.password.get_secret_value(), sink, local_workers)

@@ -109,19 +109,6 @@ class DorisCatalog:
         )
         return bool(res.rows)
 
-    def table_names(self, database: str, *, at_most: int = 10_000) -> set[str] | None:
-        """The names of ``database``'s tables, in one statement (``information_schema.TABLES``); an
-        empty set when the database does not exist, None when it holds more than ``at_most`` (the
-        FE's query API returns at most 10,000 rows: the caller then asks table by table)."""
-        res = self.execute(
-            "information_schema",
-            "SELECT `TABLE_NAME` FROM `INFORMATION_SCHEMA`.`TABLES` WHERE TABLE_SCHEMA = " + quote_string(database),
-            limit=at_most,
-        )
-        if len(res.rows) >= at_most:
-            return None
-        return {str(row[0]) for row in res.rows}
-
     def table_columns(self, database: str, *, at_most: int = 10_000) -> dict[str, tuple[str, ...]] | None:
         """Each table of ``database`` with its column names in order, in one statement
         (``information_schema.COLUMNS``); empty when the database does not exist or holds no table,

@@ -191,16 +191,12 @@ class DorisSink:
     def create_table(self, schema: TableSchema, target: TableId | None = None, *,
                      absent: bool = False) -> DorisTable:
         """Create the Doris table for ``schema`` (or check the existing one) and remember its layout
-        (``absent``: just seen missing, in a database that exists: ``absent_tables``)."""
+        (``absent``: just seen missing, in a database that exists: ``doris_tables``)."""
         target = target or self.route(schema.table_id)[0]
         table = self.creator_for(schema.table_id).ensure(schema, target, absent=absent)
         with self._lock:
             self._tables[target] = table
         return table
-
-    def absent_tables(self, targets: Iterable[TableId]) -> frozenset[TableId]:
-        """Which of ``targets`` Doris does not have (:meth:`doris_tables`)."""
-        return self.doris_tables(targets).absent
 
     def doris_tables(self, targets: Iterable[TableId]) -> DorisTables:
         """Which of ``targets`` Doris does not have, and the columns of those it has, asked in one

@@ -35,10 +35,12 @@ column present, same key columns for a keyed source. A mismatch raises
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from cdc_core.doris.catalog import DorisCatalog, DorisTableInfo, qualified, quote_ident, quote_string
 from cdc_core.doris.errors import TableMismatchError
@@ -106,6 +108,14 @@ class DorisTable:
     def visible_columns(self) -> tuple[str, ...]:
         """The source's columns: neither the identity columns nor the sequence column."""
         return tuple(c for c in self.columns if c not in IDENTITY_COLUMNS and c != self.sequence_column)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe form (a snapshot job's ``WriterSpec.layouts``); :meth:`from_dict` reads it."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DorisTable:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
     @classmethod
     def from_info(cls, info: DorisTableInfo) -> DorisTable:
@@ -258,7 +268,7 @@ class TableCreator:
         """The Doris table for ``schema`` (at ``target``, default the same name), created if missing.
 
         ``absent``: the caller has just seen that the table does not exist and that its database
-        does (``DorisSink.absent_tables``, one statement for a whole database), so neither is asked
+        does (``DorisSink.doris_tables``, one statement for a whole database), so neither is asked
         again: a database of hundreds of new tables costs a CREATE and a read of each, not also two
         questions per table. ``CREATE TABLE IF NOT EXISTS`` keeps a table created meanwhile."""
         target = target or schema.table_id

@@ -19,7 +19,6 @@ own ``dagster.yaml`` is never changed (``orchestration/cli/instance.py``).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from dagster import _check as check
 from dagster._config import StringSource
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 from dagster._core.events.log import EventLogEntry
+from dagster._core.instance.utils import _is_batch_writing_enabled
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 from dagster._core.storage.sqlalchemy_compat import db_result
@@ -120,7 +120,7 @@ def store_together_on_postgres(instance: DagsterInstance, entries: Sequence[Even
     events have no run to mirror and no subscriber to tell, so leaving ``handle_new_event`` out
     skips nothing it would do for them."""
     storage = instance.event_log_storage
-    if len(entries) < 2 or int(os.environ.get("DAGSTER_EVENT_BATCH_SIZE") or "0") <= 0:
+    if len(entries) < 2 or not _is_batch_writing_enabled():  # Dagster's own reading of the setting
         return False
     try:
         from dagster_postgres.event_log.event_log import PostgresEventLogStorage
