@@ -10,12 +10,15 @@ per-chunk function (:func:`jobs.fused_chunks.chunk_messages`) in a pool of ``par
 processes of this Python (:class:`LocalWorkers`), one chunk per submission so that a slow chunk
 never holds up the others' share.
 
-The processes are spawned (not forked: the CLI has threads) once per Tidemark process and kept for
-its life: ``tidemark run`` warms them while it imports Dagster and plans
-(``orchestration/cli/spark_prestart.py``), and every snapshot run of the process reuses them, each
-keeping its MySQL reader and Doris sink between chunks. Each worker ends itself within a fraction
-of a second when the process that spawned it is gone (killed): no load is started by a worker
-whose run is over. Secrets go to the workers through the pool's pipe, never on a command line.
+The processes start once per Tidemark process and are kept for its life. They are forks of a
+fork server (``multiprocessing``'s ``forkserver``) that imported the chunk path once, not forks of
+the CLI (it has threads) nor fresh interpreters that each import it again: that import is 1.2–1.5
+CPU-s a worker, paid on the same two cores while the driver imports Dagster (docs/performance.md).
+``tidemark run`` warms them while it imports Dagster and plans (``orchestration/cli/spark_prestart.py``),
+and every snapshot run of the process reuses them, each keeping its MySQL reader and Doris sink
+between chunks. Each worker ends itself within a fraction of a second when the Tidemark process
+that started it is gone (killed, or a zombie not yet reaped): no load is started by a worker whose
+run is over. Secrets go to the workers through the pool's pipe, never on a command line.
 
 Failures are those of the Spark path: when a chunk fails, the chunks not started are cancelled,
 the driver waits for the ones running to end, then aborts every chunk label of the table
@@ -33,6 +36,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only the standard library here: ``tidemark run``'s prestart thread imports this module
@@ -41,6 +45,9 @@ if TYPE_CHECKING:  # only the standard library here: ``tidemark run``'s prestart
     from jobs.specs import ReadSpec, WriterSpec
 
 logger = logging.getLogger(__name__)
+
+PRELOAD = ("jobs.fused_chunks",)
+"""What the workers' fork server imports before its first fork."""
 
 PARENT_POLL_S = 0.2
 """How often a worker checks that the process that spawned it is still there."""
@@ -51,14 +58,44 @@ _pool: LocalWorkers | None = None
 
 def _watch_parent(parent: int) -> None:
     while True:
-        if os.getppid() != parent:
+        if not _alive(parent):
             os._exit(1)  # the run is gone: start nothing more (an unfinished load is never precommitted)
         time.sleep(PARENT_POLL_S)
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs. A zombie does not: a killed ``tidemark`` stays one until whoever
+    started it reaps it, and that one may be waiting for this worker's end (its inherited stdout)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc here: whether the pid exists at all
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
 def _init_worker(parent: int) -> None:
+    # ``parent`` and not this process's parent: that is the pool's fork server, which outlives
+    # ``parent`` for as long as a worker it forked lives
     threading.Thread(target=_watch_parent, args=(parent,), name="tidemark-parent-watch", daemon=True).start()
-    import jobs.fused_chunks  # noqa: F401 - imported once per worker, before the first chunk
+    import jobs.fused_chunks  # noqa: F401 - the fork server imported it already: a no-op unless that failed
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """A fork server that has imported the chunk path (:data:`PRELOAD`) once: each worker is a fork
+    of it, not a new interpreter importing it again (1.2–1.5 CPU-s a worker on this machine, paid
+    while the driver imports Dagster on the same cores). The fork server has no thread, so the
+    forks are safe; the driver itself, which has threads, is never forked."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    return context
 
 
 def _ready() -> int:
@@ -78,7 +115,7 @@ class LocalWorkers:
 
     def __init__(self, size: int):
         self.size = size
-        self._executor = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
+        self._executor = ProcessPoolExecutor(max_workers=size, mp_context=_context(),
                                              initializer=_init_worker, initargs=(os.getpid(),))
 
     def warm(self) -> None:

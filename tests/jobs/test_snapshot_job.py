@@ -298,7 +298,8 @@ def test_a_local_worker_run_that_fails_leaves_no_prepared_load(pipeline_factory,
 
 
 def test_a_local_worker_ends_itself_when_its_parent_is_gone(tmp_path):
-    """A worker whose spawning process died (killed mid-run) starts nothing more: it exits."""
+    """A worker whose Tidemark process died (killed mid-run) starts nothing more: it exits, though the
+    dead process stays a zombie (unreaped while ``subprocess.run`` waits for the pipes the worker holds)."""
     import subprocess
     import sys
     import time
@@ -309,7 +310,7 @@ def test_a_local_worker_ends_itself_when_its_parent_is_gone(tmp_path):
     script.write_text(
         "import os\n"
         "from jobs.local_workers import local_workers\n"
-        "if __name__ == '__main__':  # spawned workers import the main module\n"
+        "if __name__ == '__main__':\n"
         "    pool = local_workers(1)\n"
         "    pool.warm()\n"
         "    print(' '.join(str(p) for p in pool._executor._processes), flush=True)\n"
