@@ -14,11 +14,18 @@ with one statement; Dagster's SQLite storage only loops over it. ``BatchingSqlit
 writes it as the loop would, event by event and with Dagster's own index bookkeeping, but in one
 connection and one transaction per file. Tidemark's ``dagster.yaml`` template names it; a user's
 own ``dagster.yaml`` is never changed (``orchestration/cli/instance.py``).
+
+When a batch fails part-way (the index locked too long, a full disk), Dagster stores each of its
+events again one at a time (``store_event``). The run's file and the index are two SQLite files, so
+a batch can fail after the run's file took its events: the storage remembers what of the failed
+batch is already written, and the retry writes only the rest — each event is in the run's log and
+in the index once.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +43,9 @@ from dagster._serdes import ConfigurableClassData
 
 logger = logging.getLogger(__name__)
 
+RUN_FILE = "run file"
+BOTH = "run file and index"
+
 class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
     """``SqliteEventLogStorage`` whose ``store_event_batch`` shares one connection and transaction
     per file (see the module docstring). ``dagster_home``: the instance's directory; the events
@@ -43,6 +53,10 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, dagster_home: str, inst_data: ConfigurableClassData | None = None):
         self._dagster_home = check.str_param(dagster_home, "dagster_home")
+        # per thread (Dagster retries a failed batch in the thread that wrote it): the events of
+        # the batch being written, by id, as (the event, RUN_FILE or BOTH once written there);
+        # kept after the batch failed, for Dagster's one-at-a-time retry of it
+        self._batch = threading.local()
         super().__init__(str(Path(dagster_home) / "history" / "runs"), inst_data=inst_data)
 
     @classmethod
@@ -54,7 +68,26 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
                           config_value: Mapping[str, Any]) -> BatchingSqliteEventLogStorage:
         return cls(inst_data=inst_data, **config_value)
 
+    @property
+    def _written(self) -> dict[int, tuple[EventLogEntry, str]]:
+        if not hasattr(self._batch, "written"):
+            self._batch.written = {}
+        return self._batch.written
+
+    def store_event(self, event: EventLogEntry) -> None:
+        written = self._written.pop(id(event), None)
+        if written is None or written[0] is not event:
+            super().store_event(event)
+        elif written[1] == RUN_FILE:  # a failed batch's event, in the run's file only: the index's part
+            self._store_in_index([event], [self.prepare_insert_event(event)])
+        # (BOTH: written whole before its batch failed)
+
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        self._written.clear()
+        self._store_batch(events)
+        self._written.clear()  # (kept when the batch raised: Dagster's retry of each event reads it)
+
+    def _store_batch(self, events: Sequence[EventLogEntry]) -> None:
         # In order, a stretch at a time: the asset events together, anything else (a run's planned
         # asset-check evaluations come in the same batch as its planned materializations) the usual way.
         start = 0
@@ -67,7 +100,8 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
                 self._store_asset_events_together(events[start:end])
             else:
                 for event in events[start:end]:
-                    self.store_event(event)
+                    super().store_event(event)
+                    self._written[id(event)] = (event, BOTH)
             start = end
 
     def _store_asset_events_together(self, events: Sequence[EventLogEntry]) -> None:
@@ -81,7 +115,11 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
             with self.run_connection(run_id) as conn:
                 for insert in run_inserts:
                     conn.execute(insert)
-        # mirrored in the cross-run index, as store_event does for an asset event
+            self._written.update({id(e): (e, RUN_FILE) for e in events if e.run_id == run_id})
+        self._store_in_index(events, inserts)
+
+    def _store_in_index(self, events: Sequence[EventLogEntry], inserts: Sequence[Any]) -> None:
+        """The asset events mirrored in the cross-run index, as ``store_event`` does, in one transaction."""
         with self.index_transaction() as conn:
             event_ids: list[int] = []
             for event, insert, following in zip(events, inserts, [*events[1:], None], strict=True):
@@ -92,6 +130,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
                 if not _overwritten(event, following):
                     self._store_asset_event(conn, event, event_id)
             self._store_asset_event_tags(conn, events, event_ids)  # (as dagster-postgres: one call)
+        self._written.update({id(e): (e, BOTH) for e in events})
 
 
 def _batchable(event: EventLogEntry) -> bool:

@@ -16,6 +16,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetKey,
+    DagsterEventType,
     DagsterInstance,
     Definitions,
     DynamicPartitionsDefinition,
@@ -227,3 +228,42 @@ def test_a_run_killed_between_its_planned_and_done_events_heals_with_a_rerun(tmp
     with DagsterInstance.from_config(str(home)) as instance:
         assert not instance.get_materialized_partitions(AssetKey("chunks"))
     _partitioned_run(home)  # the re-run: every partition materialized and readable
+
+
+def test_a_batch_failing_after_the_runs_file_is_retried_without_writing_any_event_twice(tmp_path, monkeypatch):
+    """The index refuses the materializations' batch once, after the run's file took it (a lock held
+    too long): Dagster stores each event again one at a time, and each is once in the run's log and
+    once in the index."""
+    import sqlite3
+
+    home = prepare_home(tmp_path / "home")
+    index_transaction = BatchingSqliteEventLogStorage.index_transaction
+    store_event_batch = BatchingSqliteEventLogStorage.store_event_batch
+    storing: list[int] = []  # the size of the materializations' batch while it is being stored
+    refused: list[int] = []
+
+    def observed(self, events):
+        kinds = {e.dagster_event_type for e in events}
+        storing[:] = [len(events)] if kinds == {DagsterEventType.ASSET_MATERIALIZATION} else []
+        try:
+            return store_event_batch(self, events)
+        finally:
+            storing.clear()
+
+    def refuse_once(self):
+        if storing and not refused:
+            refused.append(storing[0])
+            raise sqlite3.OperationalError("database is locked")
+        return index_transaction(self)
+
+    monkeypatch.setattr(BatchingSqliteEventLogStorage, "store_event_batch", observed)
+    monkeypatch.setattr(BatchingSqliteEventLogStorage, "index_transaction", refuse_once)
+    _partitioned_run(home)
+    assert refused == [TABLES]  # the whole batch was in the run's file when the index refused it
+    with DagsterInstance.from_config(str(home)) as instance:
+        (run,) = instance.get_runs()
+        logged = [e.dagster_event.partition for e in instance.all_logs(run.run_id)
+                  if e.dagster_event_type is DagsterEventType.ASSET_MATERIALIZATION]
+        indexed = instance.fetch_materializations(AssetKey("chunks"), limit=10 * TABLES).records
+        assert sorted(logged) == [f"p{i:03d}" for i in range(TABLES)]
+        assert sorted(r.partition_key for r in indexed) == sorted(logged)
