@@ -123,6 +123,7 @@ class Storage:
                 self.dbs[name] = dbid
             for (db, name, d) in cur.execute(f"SELECT db, name, def FROM {META}.tables").fetchall():
                 self.tables[(db, name)] = Table.from_json(json.loads(d))
+            self._load_txn_counter(cur)
             self._refresh_information_schema(cur)
 
     # ---- plumbing ---------------------------------------------------------------------------
@@ -137,7 +138,8 @@ class Storage:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Write lock + one DuckDB transaction; rolls back on any exception. Staged files the
-        transaction dropped are deleted once it has committed (never when it rolls back)."""
+        transaction dropped are deleted once it has committed (never when it rolls back), after
+        the lock is released: no record holds them any more, so nothing under the lock reads them."""
         with self.lock, self.cursor() as cur:
             outer = self._unstage_after_commit
             self._unstage_after_commit = []
@@ -150,8 +152,40 @@ class Storage:
                 raise
             cur.execute("COMMIT")
             dropped, self._unstage_after_commit = self._unstage_after_commit, outer
-            for txn_id in dropped:
-                self.staging_path(txn_id).unlink(missing_ok=True)
+        for txn_id in dropped:
+            self.staging_path(txn_id).unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def single_statement(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Write lock + a cursor in DuckDB's autocommit mode, for a change that is ONE statement.
+
+        DuckDB runs a statement outside ``BEGIN`` as its own transaction and commits it (WAL
+        written and fsynced) before ``execute`` returns, so one statement needs neither a
+        ``BEGIN`` nor a ``COMMIT`` of its own: a load's begin and precommit each write one
+        ``__standin.txns`` row this way, two statements fewer under the lock than
+        :meth:`transaction`. A second write statement on this cursor would be a transaction of
+        its own — not atomic with the first: use :meth:`transaction` for that.
+        """
+        with self.lock, self.cursor() as cur:
+            yield cur
+
+    def next_txn_id(self) -> int:
+        """The next transaction id, under the lock; not written by itself (see :meth:`_load_txn_counter`)."""
+        value = self._counters["txn"] + 1
+        self._counters["txn"] = value
+        return value
+
+    def _load_txn_counter(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """The last transaction id issued, as recorded: the larger of ``kv['txn']`` and the largest
+        ``txn_id`` in ``__standin.txns`` (999 when neither exists: ids start at 1000).
+
+        A begin writes only its ``txns`` row — the row is what records its id — so the counter in
+        ``kv`` is written only when rows go (:meth:`delete_txns`, in the same transaction): ids are
+        never reused, even after the newest transactions' rows expired and the process restarted.
+        """
+        kv = cur.execute(f"SELECT v FROM {META}.kv WHERE k = 'txn'").fetchall()
+        top = cur.execute(f"SELECT max(txn_id) FROM {META}.txns").fetchall()[0][0]
+        self._counters["txn"] = max(999, kv[0][0] if kv else 0, top or 0)
 
     def next_id(self, cur: duckdb.DuckDBPyConnection, key: str = "id", start: int = 10000) -> int:
         """The next value of counter ``key``, written in the caller's transaction.
@@ -191,16 +225,17 @@ class Storage:
         return db in self.dbs
 
     # ---- catalog persistence ----------------------------------------------------------------
-    def save_table(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
-        cur.execute(
-            f"INSERT OR REPLACE INTO {META}.tables VALUES (?, ?, ?)", [t.db, t.name, json.dumps(t.to_json())]
-        )
+    def save_table(self, cur: duckdb.DuckDBPyConnection, t: Table, *, new: bool = False) -> None:
+        """Write ``t``'s definition; ``new``: the catalog holds no row of that name (a plain INSERT
+        costs DuckDB a third of an ``INSERT OR REPLACE``, a delete and an insert on its key)."""
+        verb = "INSERT" if new else "INSERT OR REPLACE"
+        cur.execute(f"{verb} INTO {META}.tables VALUES (?, ?, ?)", [t.db, t.name, json.dumps(t.to_json())])
 
     def rebuild_view(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
         cols = ", ".join(quote_ident(c.name) for c in t.columns)
         where = f" WHERE {quote_ident(DELETE_SIGN)} = 0" if t.is_unique else ""
-        cur.execute(f"DROP VIEW IF EXISTS {view_ref(t.db, t.name)}")
-        cur.execute(f"CREATE VIEW {view_ref(t.db, t.name)} AS SELECT {cols} FROM {data_ref(t.db, t.name)}{where}")
+        cur.execute(f"CREATE OR REPLACE VIEW {view_ref(t.db, t.name)} AS SELECT {cols} "
+                    f"FROM {data_ref(t.db, t.name)}{where}")
 
     def create_database(self, cur: duckdb.DuckDBPyConnection, name: str) -> None:
         dbid = self.next_id(cur)
@@ -225,7 +260,7 @@ class Storage:
             if t.sequence_type:
                 defs.append(f"{quote_ident(SEQUENCE_COL)} {DorisType.parse(t.sequence_type).duck()}")
         cur.execute(f"CREATE TABLE {data_ref(t.db, t.name)} ({', '.join(defs)})")
-        self.save_table(cur, t)
+        self.save_table(cur, t, new=(t.db, t.name) not in self.tables)
         self.rebuild_view(cur, t)
         self.tables[(t.db, t.name)] = t
 
@@ -358,6 +393,21 @@ class Storage:
             if not (path.suffix == ".arrow" and stem.isdigit() and int(stem) in keep):
                 path.unlink(missing_ok=True)
 
+    def read_staged(self, txn_id: int) -> pa.Table | None:
+        """A load's staged rows, read without the lock (None: no staged file).
+
+        A staged file is written whole before the PRECOMMITTED record that holds it and never
+        changes after, so a commit may read it before it takes the lock — the file's footer,
+        schema and key facts, ~1 ms a load not spent under the lock. The reader must still check,
+        under the lock, that a record holds the file (the transaction may have been aborted, and
+        its file deleted, meanwhile): :meth:`merge` uses rows read here only for the transaction
+        it was given them for.
+        """
+        try:
+            return ipc.open_file(pa.memory_map(str(self.staging_path(txn_id)))).read_all()
+        except FileNotFoundError:
+            return None
+
     @contextlib.contextmanager
     def staged_rows(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> Iterator[tuple[str, list[str]]]:
         """The staged rows as a relation name on ``cur``, and their columns (none: nothing staged)."""
@@ -365,18 +415,20 @@ class Storage:
             yield view, columns
 
     @contextlib.contextmanager
-    def _staged(self, cur: duckdb.DuckDBPyConnection,
-                txn_id: int) -> Iterator[tuple[str, list[str], StagedKeys | None]]:
-        """``staged_rows``, and the key facts computed at staging (None: staged without them)."""
+    def _staged(self, cur: duckdb.DuckDBPyConnection, txn_id: int,
+                rows: pa.Table | None = None) -> Iterator[tuple[str, list[str], StagedKeys | None]]:
+        """``staged_rows``, and the key facts computed at staging (None: staged without them);
+        ``rows``: the staged file's rows, already read (:meth:`read_staged`)."""
         path = self.staging_path(txn_id)
-        if not path.exists():
+        if rows is None and not path.exists():
             if txn_id in self._legacy_staging:
                 rel = cur.execute(f"SELECT * FROM {legacy_staging_ref(txn_id)} LIMIT 0")
                 yield legacy_staging_ref(txn_id), [d[0] for d in rel.description or []], None
             else:
                 yield "", [], None
             return
-        rows = ipc.open_file(pa.memory_map(str(path))).read_all()  # the map closes with its last buffer
+        if rows is None:
+            rows = ipc.open_file(pa.memory_map(str(path))).read_all()  # the map closes with its last buffer
         meta = (rows.schema.metadata or {}).get(_KEYS_META)
         facts = StagedKeys.from_json(meta) if meta else None
         view = f"stg_{txn_id}"
@@ -386,10 +438,10 @@ class Storage:
         finally:
             cur.unregister(view)  # (DuckDB refuses while a result is half-read: read results whole)
 
-    def merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int) -> int:
+    def merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int, rows: pa.Table | None = None) -> int:
         """Apply a staged load (one that staged rows) to its table inside the caller's transaction;
-        returns rows applied."""
-        with self._staged(cur, txn_id) as (stg, columns, facts):
+        returns rows applied. ``rows``: its staged file's rows, read before the lock (:meth:`read_staged`)."""
+        with self._staged(cur, txn_id, rows) as (stg, columns, facts):
             if not columns:
                 return 0
             work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
@@ -415,8 +467,11 @@ class Storage:
         )
 
     def delete_txns(self, cur: duckdb.DuckDBPyConnection, txn_ids: list[int]) -> None:
+        """Delete transactions' rows; the last id issued goes to ``kv`` in the same transaction, as
+        the rows deleted may have been the ones that recorded it (:meth:`_load_txn_counter`)."""
         if txn_ids:
             cur.execute(f"DELETE FROM {META}.txns WHERE txn_id IN ({','.join(str(int(i)) for i in txn_ids)})")
+            cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES ('txn', ?)", [self._counters["txn"]])
 
     def load_txns(self) -> list[dict[str, Any]]:
         with self.cursor() as cur:

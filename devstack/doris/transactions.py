@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .storage import Storage, now_ms
@@ -205,7 +205,7 @@ class TxnManager:
         """Start a load transaction (PREPARE); raises :class:`LabelAlreadyUsed`, then
         :class:`RunningTxnLimitExceeded` (the FE's order), or :class:`BackendRestarted` when
         ``be_epoch`` (read when the load reached the BE) is older than the last BE restart."""
-        with self.st.transaction() as cur:
+        with self.st.single_statement() as cur:
             if be_epoch is not None and be_epoch != self.be_epoch:
                 raise BackendRestarted()
             self._fe_rpc()
@@ -215,9 +215,9 @@ class TxnManager:
             running = self.running_count(db)
             if running >= self.max_running_txn_num_per_db:
                 raise RunningTxnLimitExceeded(self.st.dbs.get(db, -1), running, self.max_running_txn_num_per_db)
-            t = Txn(txn_id=self.st.next_id(cur, "txn", 1000), db=db, label=label, tbl=tbl, status="PREPARE",
+            t = Txn(txn_id=self.st.next_txn_id(), db=db, label=label, tbl=tbl, status="PREPARE",
                     two_pc=two_pc, prepare_ms=now_ms())
-            self._save(cur, t, new=True)
+            self.st.save_txn(cur, asdict(t), new=True)  # the one statement: its id is recorded by this row
             self._index(t)
             return t
 
@@ -237,13 +237,13 @@ class TxnManager:
             raise TxnError(f"transaction [{t.txn_id}] is already aborted. abort reason: {t.reason}")
 
     def precommit(self, t: Txn, staged: bool) -> None:
-        with self.st.transaction() as cur:
+        with self.st.single_statement() as cur:
             self._fe_rpc()
             self._still_prepared(t)
-            t.status = "PRECOMMITTED"
-            t.staged = staged
-            t.precommit_ms = now_ms()
-            self._save(cur, t)
+            done = replace(t, status="PRECOMMITTED", staged=staged, precommit_ms=now_ms())
+            self.st.save_txn(cur, asdict(done))  # the one statement; ``t`` changes once it is durable
+            t.status, t.staged, t.precommit_ms = done.status, done.staged, done.precommit_ms
+            self._track(t)
 
     def commit_now(self, t: Txn, staged: bool, visible_delay_ms: int = 0) -> None:
         """Non-2PC load: apply the staged rows and make the txn VISIBLE in one transaction.
@@ -263,11 +263,12 @@ class TxnManager:
                 return
             self._publish(cur, t)
 
-    def _publish(self, cur: Any, t: Txn) -> None:
+    def _publish(self, cur: Any, t: Txn, rows: Any = None) -> None:
+        """Apply ``t``'s staged rows (``rows``: already read, :meth:`Storage.read_staged`) and make it VISIBLE."""
         table = self.st.table(t.db, t.tbl)
         if t.staged:
             if table is not None:
-                self.st.merge(cur, table, t.txn_id)
+                self.st.merge(cur, table, t.txn_id, rows)
             self.st.drop_staging(cur, t.txn_id)
         t.staged = False
         t.status = "VISIBLE"
@@ -292,6 +293,13 @@ class TxnManager:
         raise TxnError(f"running transaction not found, label={label}")
 
     def commit_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:
+        # The staged rows are read before the write lock (Storage.read_staged); they are used only
+        # if, under the lock, the same transaction is still the one to commit.
+        try:
+            early: Txn | None = self._resolve(db, txn_id, label, "commit")
+        except TxnError:
+            early = None
+        rows = self.st.read_staged(early.txn_id) if early is not None and early.staged else None
         with self.st.transaction() as cur:
             self._fe_rpc()
             t = self._resolve(db, txn_id, label, "commit")
@@ -307,7 +315,7 @@ class TxnManager:
             if self.st.table(t.db, t.tbl) is None:
                 raise TxnError(f"unknown table, tableName={t.tbl}")
             t.commit_ms = now_ms()
-            self._publish(cur, t)
+            self._publish(cur, t, rows if t is early else None)
             return t
 
     def abort_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:

@@ -1,0 +1,103 @@
+"""The Doris stand-in's own cost for many small tables: CREATE TABLE, 2PC stream loads and commits.
+
+``python -m bench.standin_estate [TABLES] [ROWS] [WORKERS]`` (default 300 × 2,000, 4 workers) starts
+a stand-in on free ports in a temporary directory and, as a snapshot of ``tables: many.\\.*`` asks it,
+creates TABLES unique-keyed tables, then loads each with one two-phase stream load of ROWS JSON lines
+and commits it, WORKERS at a time. It prints each phase's wall seconds and the stand-in's CPU seconds
+(``/proc``: a figure that stays meaningful when the machine is busy) — the stand-in's per-request cost
+without Tidemark, Spark or MySQL beside it (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+AUTH = ("root", "")
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main(tables: int = 300, rows: int = 2000, workers: int = 4) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        fe_port, be_port = _free_port(), _free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "devstack.doris", "--host", "127.0.0.1", "--fe-port", str(fe_port),
+             "--be-port", str(be_port), "--data-dir", str(Path(tmp) / "data")],
+            env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        fe, be = f"http://127.0.0.1:{fe_port}", f"http://127.0.0.1:{be_port}"
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if requests.get(f"{fe}/api/health", timeout=1).status_code == 200:
+                        break
+                except requests.ConnectionError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the stand-in did not start")
+                time.sleep(0.05)
+            local = __import__("threading").local()
+
+            def session() -> requests.Session:
+                if not hasattr(local, "s"):
+                    local.s = requests.Session()
+                    local.s.auth = AUTH
+                return local.s
+
+            def query(stmt: str) -> None:
+                r = session().post(f"{fe}/api/query/default_cluster/information_schema", json={"stmt": stmt}, timeout=60)
+                assert r.json()["code"] == 0, r.text
+
+            def create(i: int) -> None:
+                query(f"CREATE TABLE IF NOT EXISTS many.t{i} (id BIGINT NOT NULL, v VARCHAR(32), n INT) "
+                      "UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS AUTO PROPERTIES ('replication_num' = '1')")
+
+            body = "".join(json.dumps({"id": k, "v": f"row {k}", "n": k % 97}) + "\n" for k in range(rows)).encode()
+
+            def load(i: int) -> None:
+                r = session().put(f"{be}/api/many/t{i}/_stream_load", data=body, timeout=120, headers={
+                    "Expect": "100-continue", "format": "json", "read_json_by_line": "true",
+                    "two_phase_commit": "true", "label": f"bench_{i}"}).json()
+                assert r["Status"] == "Success", r
+                c = session().put(f"{be}/api/many/_stream_load_2pc", timeout=60, headers={
+                    "Expect": "100-continue", "txn_operation": "commit", "txn_id": str(r["TxnId"])}).json()
+                assert c["status"] == "Success", c
+
+            query("CREATE DATABASE many")
+            out: dict[str, float] = {}
+            for phase, fn in (("create", create), ("load_commit", load)):
+                cpu0, t0 = _cpu_s(proc.pid), time.perf_counter()
+                with ThreadPoolExecutor(workers) as pool:
+                    list(pool.map(fn, range(tables)))
+                out[f"{phase}_wall_s"] = round(time.perf_counter() - t0, 2)
+                out[f"{phase}_standin_cpu_s"] = round(_cpu_s(proc.pid) - cpu0, 2)
+            out["loadavg_1m"] = os.getloadavg()[0]
+            return out
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:]]
+    print(json.dumps(main(*args)))
