@@ -265,3 +265,71 @@ def test_a_be_restart_under_a_load_then_ended_on_request(tmp_path) -> None:
         assert srv.rows("SELECT id, v FROM t ORDER BY id", "d") == [[1, "pre"]]
     finally:
         assert srv.stop() == 0
+
+
+def test_txn_ids_are_never_reused_after_the_newest_labels_expire_and_a_kill_9(tmp_path) -> None:
+    """A begin records its id in its own txns row only (one statement); when the newest rows are
+    forgotten (label expiry), the id counter they recorded survives a ``kill -9`` all the same."""
+    data = tmp_path / "data"
+    srv = StandInProcess(data, "--label-keep-max-s", "0.2").start()
+    srv.ok("CREATE DATABASE d")
+    srv.ok("CREATE TABLE d.t (id BIGINT NOT NULL, v VARCHAR(20)) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    ids = [srv.load("d", "t", _rows({"id": i, "v": "x"}), label=f"l{i}", **JSONL)["TxnId"] for i in range(3)]
+    assert ids == sorted(set(ids))
+    deadline = time.monotonic() + 30
+    while any(requests.get(f"{srv.fe}/api/d/get_load_state?label=l{i}", auth=AUTH).json()["data"] != "UNKNOWN"
+              for i in range(3)):  # every row of __standin.txns forgotten
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
+
+    again = StandInProcess(data)
+    again.start()
+    try:
+        res = again.load("d", "t", _rows({"id": 9, "v": "after"}), label="l9", **JSONL)
+        assert res["Status"] == "Success"
+        assert res["TxnId"] > ids[-1]  # above the forgotten loads' ids
+        assert again.rows("SELECT id FROM t ORDER BY id", "d") == [[0], [1], [2], [9]]
+    finally:
+        again.stop()
+
+
+def test_kill_9_after_begins_and_precommits_keeps_each_durable_state(tmp_path) -> None:
+    """Begin and precommit are one autocommit statement each: after ``kill -9`` a begun load is
+    aborted (its label free again), a precommitted one is still PRECOMMITTED and commits, and no
+    transaction id is handed out twice."""
+    data = tmp_path / "data"
+    srv = StandInProcess(data).start()
+    srv.ok("CREATE DATABASE d")
+    srv.ok("CREATE TABLE d.t (id BIGINT NOT NULL, v VARCHAR(20)) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    pre = [srv.load("d", "t", _rows({"id": i, "v": "pre"}), label=f"pre{i}", two_phase_commit="true", **JSONL)
+           for i in range(3)]
+    assert all(p["Status"] == "Success" for p in pre)
+    srv.fault(target="load", mode="delay", delay_s=60, label_prefix="held")  # held in PREPARE
+    held = threading.Thread(target=lambda: _swallow_held(srv), daemon=True)
+    held.start()
+    deadline = time.monotonic() + 30
+    while requests.get(f"{srv.fe}/api/d/get_load_state?label=held", auth=AUTH).json()["data"] != "PREPARE":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
+
+    again = StandInProcess(data)
+    again.start()
+    try:
+        assert requests.get(f"{again.fe}/api/d/get_load_state?label=held", auth=AUTH).json()["data"] == "ABORTED"
+        for p in pre:
+            assert requests.get(f"{again.fe}/api/d/get_load_state?label={p['Label']}",
+                                auth=AUTH).json()["data"] == "PRECOMMITTED"
+            assert again.txn("d", "commit", txn_id=p["TxnId"])["status"] == "Success"
+        res = again.load("d", "t", _rows({"id": 7, "v": "again"}), label="held", **JSONL)
+        assert res["Status"] == "Success"
+        assert res["TxnId"] > max(p["TxnId"] for p in pre) + 1  # the aborted begin's id is not reused
+        assert again.rows("SELECT id, v FROM t ORDER BY id", "d") == [[0, "pre"], [1, "pre"], [2, "pre"], [7, "again"]]
+    finally:
+        again.stop()
+
+
+def _swallow_held(srv: StandInProcess) -> None:
+    with contextlib.suppress(requests.RequestException):
+        srv.load("d", "t", _rows({"id": 7, "v": "held"}), label="held", **JSONL)
