@@ -3,18 +3,21 @@
 ``python -m bench.standin_estate [TABLES] [ROWS] [WORKERS]`` (default 300 × 2,000, 4 workers) starts
 a stand-in on free ports in a temporary directory and, as a snapshot of ``tables: many.\\.*`` asks it,
 creates TABLES unique-keyed tables, then loads each with one two-phase stream load of ROWS JSON lines
-and commits it, WORKERS at a time. It prints each phase's wall seconds and the stand-in's CPU seconds
-(``/proc``: a figure that stays meaningful when the machine is busy) — the stand-in's per-request cost
-without Tidemark, Spark or MySQL beside it (docs/performance.md).
+and commits it, WORKERS at a time. It prints each phase's wall seconds, the stand-in's CPU seconds
+(``/proc``: a figure that stays meaningful when the machine is busy) and the seconds its write lock was
+held (``GET /_standin/txns``; absent from stand-ins before that counter) — the stand-in's
+per-request cost without Tidemark, Spark or MySQL beside it (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +29,6 @@ AUTH = ("root", "")
 
 
 def _free_port() -> int:
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -56,7 +58,7 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4) -> dict[str, flo
                 if time.monotonic() > deadline:
                     raise RuntimeError("the stand-in did not start")
                 time.sleep(0.05)
-            local = __import__("threading").local()
+            local = threading.local()
 
             def session() -> requests.Session:
                 if not hasattr(local, "s"):
@@ -83,14 +85,21 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4) -> dict[str, flo
                     "Expect": "100-continue", "txn_operation": "commit", "txn_id": str(r["TxnId"])}).json()
                 assert c["status"] == "Success", c
 
+            def held() -> tuple[float, int]:
+                lock = session().get(f"{fe}/_standin/txns", timeout=10).json().get("write_lock", {})
+                return lock.get("held_s", float("nan")), lock.get("holds", 0)
+
             query("CREATE DATABASE many")
             out: dict[str, float] = {}
             for phase, fn in (("create", create), ("load_commit", load)):
-                cpu0, t0 = _cpu_s(proc.pid), time.perf_counter()
+                (held0, holds0), cpu0, t0 = held(), _cpu_s(proc.pid), time.perf_counter()
                 with ThreadPoolExecutor(workers) as pool:
                     list(pool.map(fn, range(tables)))
                 out[f"{phase}_wall_s"] = round(time.perf_counter() - t0, 2)
                 out[f"{phase}_standin_cpu_s"] = round(_cpu_s(proc.pid) - cpu0, 2)
+                held1, holds1 = held()
+                out[f"{phase}_lock_held_s"] = round(held1 - held0, 2)
+                out[f"{phase}_lock_holds"] = holds1 - holds0
             out["loadavg_1m"] = os.getloadavg()[0]
             return out
         finally:

@@ -5,11 +5,14 @@ Both answer on either port (use the BE port while the FE restarts and the FE por
 ``GET /_standin/txns``::
 
     {"status": "OK", "max_running_txn_num_per_db": 100,
-     "databases": {"d": {"db_id": 10001, "running": 3, "peak_running": 57}}}
+     "databases": {"d": {"db_id": 10001, "running": 3, "peak_running": 57}},
+     "write_lock": {"held_s": 12.345, "holds": 1234}}
 
 ``running`` counts the database's transactions begun and not yet VISIBLE or ABORTED (what the FE
 checks against ``max_running_txn_num_per_db``); ``peak_running`` is the most it held at once since the
-stand-in started or since the last reset. ``POST /_standin/txns`` with ``{"reset_peak": true}`` starts
+stand-in started or since the last reset. ``write_lock``: the seconds the storage's write lock has
+been held for DuckDB transactions since the stand-in started, and how many times (the stand-in's
+serial part: every begin, precommit, commit and DDL takes it; ``bench/standin_estate.py``). ``POST /_standin/txns`` with ``{"reset_peak": true}`` starts
 the peaks afresh, with ``{"max_running_txn_num_per_db": N}`` changes the limit for later begins (as
 ``ADMIN SET FRONTEND CONFIG`` does on a real FE); both answer as GET does.
 
@@ -44,7 +47,9 @@ def txn_stats(handler: BaseHandler) -> dict[str, Any]:
         dbs = {db: {"db_id": app.storage.dbs.get(db, -1), "running": len(ids),
                     "peak_running": txns.peak_running.get(db, 0)}
                for db, ids in sorted(txns.running.items())}
-    return {"status": "OK", "max_running_txn_num_per_db": txns.max_running_txn_num_per_db, "databases": dbs}
+        lock = {"held_s": round(app.storage.lock_held_s, 3), "holds": app.storage.lock_holds}
+    return {"status": "OK", "max_running_txn_num_per_db": txns.max_running_txn_num_per_db, "databases": dbs,
+            "write_lock": lock}
 
 
 def _body(handler: BaseHandler) -> dict[str, Any]:

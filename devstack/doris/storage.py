@@ -76,6 +76,10 @@ class Storage:
         self.con = duckdb.connect(str(self.path))
         self.lock = threading.RLock()
         self._counters: dict[str, int] = {}
+        # Seconds the write lock was held by transaction() and single_statement(), and how many times:
+        # the stand-in's serial part, for benchmarks (``GET /_standin/txns``, devstack/doris/admin.py).
+        self.lock_held_s = 0.0
+        self.lock_holds = 0
         self.staging_dir = data_dir / "staging"
         self.staging_dir.mkdir(exist_ok=True)
         self._unstage_after_commit: list[int] = []
@@ -140,7 +144,7 @@ class Storage:
         """Write lock + one DuckDB transaction; rolls back on any exception. Staged files the
         transaction dropped are deleted once it has committed (never when it rolls back), after
         the lock is released: no record holds them any more, so nothing under the lock reads them."""
-        with self.lock, self.cursor() as cur:
+        with self.lock, self._held(), self.cursor() as cur:
             outer = self._unstage_after_commit
             self._unstage_after_commit = []
             cur.execute("BEGIN TRANSACTION")
@@ -166,8 +170,18 @@ class Storage:
         :meth:`transaction`. A second write statement on this cursor would be a transaction of
         its own — not atomic with the first: use :meth:`transaction` for that.
         """
-        with self.lock, self.cursor() as cur:
+        with self.lock, self._held(), self.cursor() as cur:
             yield cur
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        """Count the write lock's holding (the caller holds the lock)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.lock_held_s += time.perf_counter() - start
+            self.lock_holds += 1
 
     def next_txn_id(self) -> int:
         """The next transaction id, under the lock; not written by itself (see :meth:`_load_txn_counter`)."""
