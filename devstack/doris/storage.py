@@ -15,7 +15,11 @@ Layout inside ``<data-dir>/doris.duckdb``:
 * ``__standin_is.*`` — materialised ``information_schema`` tables, rebuilt after every DDL.
 
 Why one file and one write lock: data and transaction state change together in a single DuckDB
-transaction, so ``kill -9`` at any instant leaves either the old or the new state. A staged file
+transaction, so ``kill -9`` at any instant leaves either the old or the new state. A change that is
+one statement (a load's begin or precommit: one ``__standin.txns`` row) runs as DuckDB's own
+autocommit transaction (:meth:`Storage.single_statement`), which is as atomic and as durable and
+spares the lock a ``BEGIN`` and a ``COMMIT``; a begin writes no id counter, since its row records
+its id (:meth:`Storage._load_txn_counter`). A staged file
 without a record that holds it (a load that died before its precommit, a deletion that a crash cut
 short) is an orphan, removed at start-up. Staging is a file and not a DuckDB table because a load's
 ``CREATE TABLE AS`` and the catalog churn of creating and dropping a table per load cost DuckDB
@@ -205,8 +209,9 @@ class Storage:
         """The next value of counter ``key``, written in the caller's transaction.
 
         The last value is kept in memory too (every write of it happens here, under the lock), so
-        a load's begin costs one UPDATE — not a read and an ``INSERT OR REPLACE``, which DuckDB
-        runs as a delete and an insert. A rolled-back caller only skips a value.
+        a database's or table's id costs one UPDATE — not a read and an ``INSERT OR REPLACE``, which
+        DuckDB runs as a delete and an insert. A rolled-back caller only skips a value. (Transaction
+        ids have their own counter, :meth:`next_txn_id`, which a begin does not write.)
         """
         last = self._counters.get(key)
         if last is None:

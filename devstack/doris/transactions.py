@@ -11,8 +11,9 @@ counted per database; a begin is refused once a database holds ``max_running_txn
 (FE ``DatabaseTransactionMgr.checkRunningTxnExceedLimit``), after the label check as on the FE. The
 peak count per database is kept for tests and benchmarks (``/_standin/txns``, :mod:`devstack.doris.admin`).
 
-Every state change is written to ``__standin.txns``: PRECOMMITTED after the load's staged file is
-on disk, VISIBLE in the same DuckDB transaction as the merged rows, so a restart — even after
+Every state change is written to ``__standin.txns``: PREPARE and PRECOMMITTED as one autocommit
+statement each (durable when it returns, before the reply), PRECOMMITTED after the load's staged
+file is on disk, VISIBLE in the same DuckDB transaction as the merged rows, so a restart — even after
 ``kill -9`` — sees a consistent picture. PREPARE transactions found at start-up belonged to loads that
 died with the process and are aborted.
 """
