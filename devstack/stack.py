@@ -51,6 +51,8 @@ class DorisStandIn:
     # Doris FE max_running_txn_num_per_db; None: the stand-in's default (100, as Doris)
     max_running_txn_num_per_db: int | None = None
     tls: TlsFiles | None = None  # HTTPS on both ports (certificate and key; clients trust tls.ca)
+    # the Doris release it reports (devstack/doris/version.py); None: the stand-in's default, a 2.1
+    doris_version: str | None = None
 
     def __post_init__(self) -> None:
         self.base_dir = Path(self.base_dir).resolve()
@@ -126,6 +128,7 @@ class DorisStandIn:
             *(["--max-running-txn-num-per-db", str(self.max_running_txn_num_per_db)]
               if self.max_running_txn_num_per_db is not None else []),
             *(["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls is not None else []),
+            *(["--doris-version", self.doris_version] if self.doris_version is not None else []),
         ]
         log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
         proc = subprocess.Popen(

@@ -135,24 +135,27 @@ class ReadSpec:
 @dataclass(frozen=True)
 class SinkSpec:
     """The sink a writing task builds (``DorisSink.from_options``): the ``sink:`` options without
-    the password and the durations, and the sink's effective label prefix (epoch included)."""
+    the password and the durations, the sink's effective label prefix (epoch included), and the
+    format its Arrow rows travel in (``DorisSink.load_format``: the driver asked the FE's version
+    once, so no task asks it again)."""
 
     options: Mapping[str, Any]  # alias-keyed, as DorisSinkOptions reads them
     label_prefix: str
+    load_format: str | None = None  # None: the task's sink asks (once per process)
 
     @classmethod
     def of(cls, sink: DorisSink, definition: PipelineDefinition) -> SinkSpec:
         """The spec of the driver's ``sink``: its label prefix is the one every task's loads carry."""
         options = definition.sink.model_dump(by_alias=True, exclude={"password", "flush_interval"}, exclude_none=True)
-        return cls(options, sink.label_prefix)
+        return cls(options, sink.label_prefix, sink.load_format)
 
     def build(self, password: str) -> DorisSink:
         """The task's sink: the same factory as the driver's, given the password on its own."""
         return DorisSink.from_options(DorisSinkOptions.model_validate({**self.options, "password": password}),
-                                      self.label_prefix)
+                                      self.label_prefix, default_format=self.load_format)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"options": dict(self.options), "label_prefix": self.label_prefix}
+        return {"options": dict(self.options), "label_prefix": self.label_prefix, "load_format": self.load_format}
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,7 @@ class WriterSpec:
         data = json.loads(text)
         return cls(
             WriteMode(data["mode"]), data["source_table"], tuple(data["targets"]),
-            SinkSpec(data["sink"]["options"], data["sink"]["label_prefix"]),
+            SinkSpec(data["sink"]["options"], data["sink"]["label_prefix"], data["sink"].get("load_format")),
             ResultsSpec(data["results"].get("state_dir"), state_url or None), data["token"],
             data.get("faults"), {int(i): int(g) for i, g in (data.get("generations") or {}).items()},
             data.get("batch_id"), dict(data.get("layouts") or {}),

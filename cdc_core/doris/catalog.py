@@ -42,6 +42,8 @@ class DorisColumn:
     is_key: bool
     nullable: bool
     comment: str = ""
+    precision: int | None = None  # a DECIMALV3's, as _schema gives it
+    scale: int | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,7 @@ class DorisCatalog:
                 is_key=str(p.get("is_key", "No")).lower() in ("yes", "true"),
                 nullable=str(p.get("is_nullable", "Yes")).lower() in ("yes", "true"),
                 comment=str(p.get("comment") or ""),
+                precision=_int_or_none(p.get("precision")), scale=_int_or_none(p.get("scale")),
             )
             for p in data.get("properties", [])
         )
@@ -199,3 +202,10 @@ class DorisCatalog:
                 f"Doris cannot change column {column!r} of {database}.{table} with a light schema change: {reason}. "
                 "Enable it with ALTER TABLE ... SET (\"light_schema_change\" = \"true\"), or change the table by hand"
             )
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None

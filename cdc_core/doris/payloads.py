@@ -173,7 +173,10 @@ class PayloadBuilder:
         self.gzip = gzip
 
     def build(self, rows: Any, *, columns: Sequence[str] | None = None, delete_sign: bool = True,
-              sequence: int | None = None) -> Payload:
+              sequence: int | None = None, arrow_types: Sequence[pa.DataType] | None = None) -> Payload:
+        """``arrow_types``: the Arrow type of each of ``columns`` that Doris reads (``arrow`` format;
+        cdc_core/doris/arrow_layout.py): the rows' columns are cast to them here, once, so a value
+        that does not fit fails now (:class:`ArrowConformError`), before anything is sent."""
         rows = _peek_arrow(rows)
         headers: dict[str, str] = {}
         if delete_sign:
@@ -197,6 +200,8 @@ class PayloadBuilder:
             produce = self._csv_arrow(rows, fields, sequence) if arrow else self._csv_dicts(fields, sequence)
         else:
             headers["format"] = "arrow"
+            if arrow_types is not None:
+                rows = conform(_as_arrow_table(rows), fields, sequence, _with_control_types(fields, arrow_types))
             produce = self._arrow(rows, fields, delete_sign, sequence)
 
         payload = Payload(self.format, headers, produce, gzip=self.gzip)
@@ -389,16 +394,52 @@ def _string_buffer(array: pa.Array) -> bytes:
     return data.to_pybytes()[offs[0]:offs[-1]]
 
 
-def _conform(table: pa.Table, fields: list[str], sequence: int | None) -> pa.Table:
-    """Columns in the Doris order ``fields``; control columns filled, absent columns as nulls."""
+class ArrowConformError(ValueError):
+    """A column's values do not fit the Arrow type its Doris column is read as (the load then goes
+    as JSON, whose text Doris converts and checks itself)."""
+
+
+def _with_control_types(fields: list[str], types: Sequence[pa.DataType]) -> list[pa.DataType | None]:
+    """``types`` (the table's columns) extended to ``fields``: the delete sign is a TINYINT."""
+    out: list[pa.DataType | None] = list(types)[: len(fields)]
+    for name in fields[len(out):]:
+        out.append(pa.int8() if name == DELETE_SIGN else None)
+    return out
+
+
+def conform(table: pa.Table, fields: list[str], sequence: int | None,
+            types: Sequence[pa.DataType | None] | None = None) -> pa.Table:
+    """Columns in the Doris order ``fields``; control columns filled, absent columns as nulls; with
+    ``types``, each cast to its type (booleans to integers as 1/0, integers and decimals checked for
+    overflow, text parsed): what Doris's Arrow reader takes without converting."""
     arrays = []
-    for name in fields:
+    for i, name in enumerate(fields):
         if name in table.column_names:
-            arrays.append(table.column(name))
+            array = table.column(name)
         elif name == DELETE_SIGN:
-            arrays.append(pa.array([0] * table.num_rows, pa.int8()))
+            array = pa.chunked_array([pa.array([0] * table.num_rows, pa.int8())])
         elif name == SEQUENCE_COLUMN and sequence is not None:
-            arrays.append(pa.array([sequence] * table.num_rows, pa.int64()))
+            array = pa.chunked_array([pa.array([sequence] * table.num_rows, pa.int64())])
         else:
-            arrays.append(pa.nulls(table.num_rows, pa.null()))
+            array = pa.chunked_array([pa.nulls(table.num_rows, pa.null())])
+        target = types[i] if types is not None and i < len(types) else None
+        if target is not None and array.type != target:
+            array = _cast(array, target, name)
+        arrays.append(array)
     return pa.Table.from_arrays(arrays, names=fields)
+
+
+def _cast(array: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    try:
+        if pa.types.is_boolean(array.type) and pa.types.is_integer(target):
+            array = array.cast(pa.int8())
+        elif pa.types.is_decimal(array.type) and pa.types.is_string(target):
+            pass  # an unsigned BIGINT (decimal128(20,0)) for a LARGEINT: its digits, below
+        elif pa.types.is_string(array.type) and pa.types.is_boolean(target):
+            array = pc.equal(array, "1")
+        return array.cast(target, safe=not pa.types.is_floating(target))  # a FLOAT's float64 is float32's value
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ArrowConformError(f"column {name}: {array.type} cannot be sent as {target} ({exc})") from exc
+
+
+_conform = conform

@@ -27,6 +27,7 @@ from typing import Any
 from cdc_core.config.selectors import TableSelector
 from cdc_core.config.sink_options import DorisSinkOptions
 from cdc_core.doris import oversize
+from cdc_core.doris.arrow_layout import arrow_types
 from cdc_core.doris.catalog import DorisCatalog, qualified
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
@@ -79,13 +80,15 @@ class DorisSink:
                  auto_partition_properties: Mapping[str, str] | None = None,
                  keyless: KeylessMode | str = KeylessMode.EXACT,
                  transformed: Callable[[TableId], bool] | None = None,
-                 merged: Callable[[TableId], bool] | None = None):
+                 merged: Callable[[TableId], bool] | None = None, default_format: str | None = None):
         self.client = client
         self.label_prefix = label_prefix
         self.router = router or TableRouter()
         self.committer = TwoPhaseCommitter(client)
+        # ``default_format``: how typed rows travel when the pipeline names no format, when already
+        # known (a task's sink gets the driver's); else the FE is asked once (cdc_core/doris/version.py)
         self.loader = StreamLoader(client, properties=stream_load_properties, fmt=fmt, gzip=gzip,
-                                   committer=self.committer)
+                                   committer=self.committer, default_format=default_format)
         self.catalog = DorisCatalog(client)
         self._type_mapper = type_mapper
         self.table_properties = dict(table_properties or {})
@@ -270,6 +273,18 @@ class DorisSink:
 
     # -- exactly-once loads -----------------------------------------------------------------------
 
+    @property
+    def load_format(self) -> str:
+        """How typed (Arrow) rows travel: the pipeline's ``sink.properties.format``, else ``arrow``
+        on Doris 2.1 or later and ``json`` before (asked of the FE once per process)."""
+        return self.loader.default_format()
+
+    @property
+    def loads_arrow(self) -> bool:
+        """Whether rows built as Arrow travel as Arrow: a caller that holds a schema (a binlog
+        batch) then builds them so rather than as dicts, which always travel as text."""
+        return self.load_format == "arrow"
+
     def label(self, target: TableId, batch_id: str) -> str:
         return make_label(self.label_prefix, target.database, target.table, batch_id)
 
@@ -295,6 +310,7 @@ class DorisSink:
                 target.database, target.table, self.label(target, batch_id), rows,
                 columns=table.columns, delete_sign=delete_sign,
                 sequence=sequence if table.sequence_column else None, fmt=fmt, fresh=fresh,
+                arrow_types=arrow_types(table.column_types),
             )
         except StreamLoadError as exc:
             text = f"{exc.message}\n{exc.error_log or ''}"

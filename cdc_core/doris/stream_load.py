@@ -28,8 +28,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
 import requests
 
+from cdc_core.doris.arrow_layout import arrow_ready
 from cdc_core.doris.client import DorisHttpClient, RetryableAnswer
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import (
@@ -41,7 +43,7 @@ from cdc_core.doris.errors import (
     TransactionCommittedError,
 )
 from cdc_core.doris.labels import validate_label
-from cdc_core.doris.payloads import Payload, PayloadBuilder, is_arrow
+from cdc_core.doris.payloads import ArrowConformError, Payload, PayloadBuilder, is_arrow
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,7 @@ class StreamLoader:
 
     def __init__(self, client: DorisHttpClient, *, properties: Mapping[str, str] | None = None,
                  fmt: str | None = None, gzip: bool = False, committer: Any = None,
-                 max_label_rounds: int = 3):
+                 max_label_rounds: int = 3, default_format: str | None = None):
         props = {k: str(v) for k, v in (properties or {}).items()}
         for key in list(props):
             if key.lower() in RESERVED_HEADERS:
@@ -84,7 +86,11 @@ class StreamLoader:
                                  f"{CONFLICTING_HEADERS[key.lower()]}; remove it from the pipeline")
         configured = fmt or props.pop("format", None)
         self.explicit_format = configured is not None
-        self.format = configured or "json"
+        self.format = configured.strip().lower() if configured else "json"
+        # the format of typed (Arrow) rows when the pipeline names none: arrow on Doris 2.1 or later,
+        # else json; asked of the FE at the first such load (``default_format``), or given (a task's
+        # sink gets the driver's: jobs/specs.py:SinkSpec)
+        self._default_format = default_format
         props.pop("read_json_by_line", None)
         if props.pop("compress_type", "").lower() in ("gz", "gzip"):
             gzip = True
@@ -98,14 +104,16 @@ class StreamLoader:
 
     def load(self, database: str, table: str, label: str, rows: Any, *,
              columns: Sequence[str] | None = None, delete_sign: bool = True,
-             sequence: int | None = None, fmt: str | None = None, fresh: bool = False) -> Committable:
+             sequence: int | None = None, fmt: str | None = None, fresh: bool = False,
+             arrow_types: Sequence[Any] | None = None) -> Committable:
         """Precommit ``rows`` into ``database.table`` under ``label``; see the module docstring
-        (``fresh``: never reuse what an earlier attempt left under the label)."""
+        (``fresh``: never reuse what an earlier attempt left under the label). ``arrow_types``: the
+        Arrow type Doris reads each of ``columns`` as (cdc_core/doris/arrow_layout.py; None for one
+        that has none): unless every column has one, Arrow rows go as JSON unless the pipeline asked
+        for arrow."""
         validate_label(label)
-        if fmt is None and not self.explicit_format and is_arrow(rows):
-            fmt = "arrow"  # Arrow input travels as Arrow unless the pipeline chose a format
-        builder = self.builder if fmt in (None, self.format) else PayloadBuilder(fmt, gzip=self.builder.gzip)
-        payload = builder.build(rows, columns=columns, delete_sign=delete_sign, sequence=sequence)
+        fmt = self.format_for(rows, fmt, arrow_ready=arrow_ready(arrow_types))
+        payload = self._payload(fmt, rows, columns, delete_sign, sequence, arrow_types)
         try:
             for _round in range(self.max_label_rounds):
                 body = self._put(database, table, label, payload)
@@ -118,6 +126,50 @@ class StreamLoader:
             )
         finally:
             payload.close()
+
+    def default_format(self) -> str:
+        """How typed rows travel: the pipeline's ``sink.properties.format`` when it names one, else
+        ``arrow`` when the cluster reads it (Doris 2.1 or later: ``cdc_core/doris/version.py``, asked
+        once per process), else ``json``."""
+        if self.explicit_format:
+            return self.format
+        if self._default_format is None:
+            from cdc_core.doris.version import cluster_version
+
+            version = cluster_version(self.client)
+            self._default_format = "arrow" if version is not None and version.reads_arrow else "json"
+        return self._default_format
+
+    def format_for(self, rows: Any, fmt: str | None = None, *, arrow_ready: bool = True) -> str:
+        """The format of one load of ``rows``: ``fmt`` if given; Arrow rows in :meth:`default_format`,
+        but as JSON when it is arrow by default and the table has a column Tidemark does not send as
+        Arrow (``arrow_ready`` False: cdc_core/doris/arrow_layout.py); dict rows in the pipeline's
+        format, but as JSON where that would be arrow (dicts carry no Arrow types: the callers with a
+        schema build Arrow themselves, ``cdc_core/pipeline/changes.py``; the dicts left are rows read
+        back from Doris for a repair's or a reload's deletes)."""
+        if fmt is not None:
+            return fmt
+        if is_arrow(rows):
+            chosen = self.default_format()
+            return "json" if chosen == "arrow" and not arrow_ready and not self.explicit_format else chosen
+        return self.format if self.explicit_format and self.format != "arrow" else "json"
+
+    def _payload(self, fmt: str, rows: Any, columns: Sequence[str] | None, delete_sign: bool,
+                 sequence: int | None, arrow_types: Sequence[Any] | None) -> Payload:
+        """The body; an Arrow load whose values do not fit the table's Arrow types goes as JSON
+        (Doris converts JSON text itself, and says which value it refuses)."""
+        builder = self.builder if fmt == self.format else PayloadBuilder(fmt, gzip=self.builder.gzip)
+        if fmt != "arrow":
+            return builder.build(rows, columns=columns, delete_sign=delete_sign, sequence=sequence)
+        if is_arrow(rows) and not isinstance(rows, pa.Table | pa.RecordBatch):
+            rows = list(rows)  # built again as JSON below should the Arrow types not fit
+        try:
+            return builder.build(rows, columns=columns, delete_sign=delete_sign, sequence=sequence,
+                                 arrow_types=arrow_types)
+        except ArrowConformError as exc:
+            log.warning("%s; this load goes as JSON lines", exc)
+            return PayloadBuilder("json", gzip=self.builder.gzip).build(
+                rows, columns=columns, delete_sign=delete_sign, sequence=sequence)
 
     # -- the request ---------------------------------------------------------------------------
 

@@ -99,6 +99,9 @@ class DorisTable:
     row_identity: bool = False
     # the identity hashes the source table's name too (several sources merged into the table)
     identity_salted: bool = False
+    # each column's Doris type (``INT``, ``DECIMALV3(10,2)``), as ``columns``: what an Arrow load's
+    # columns are cast to (cdc_core/doris/arrow_layout.py); empty: unknown, the table loads JSON
+    column_types: tuple[str, ...] = ()
 
     @property
     def table_id(self) -> TableId:
@@ -124,7 +127,17 @@ class DorisTable:
         identity = info.unique and [k.lower() for k in info.key_columns] == list(IDENTITY_COLUMNS)
         hash_column = info.column(ROW_HASH)
         salted = identity and hash_column is not None and hash_column.comment == SALTED_COMMENT
-        return cls(info.database, info.table, cols, info.unique, seq, identity, salted)
+        types = tuple(_type_text(info.column(c)) for c in cols)
+        return cls(info.database, info.table, cols, info.unique, seq, identity, salted, types)
+
+
+def _type_text(column: Any) -> str:
+    """A column's Doris type as ``arrow_layout`` reads it: ``DECIMALV3(10,2)`` with its digits."""
+    if column is None:
+        return ""
+    if column.precision is not None and "(" not in column.type:
+        return f"{column.type}({column.precision},{column.scale or 0})"
+    return column.type
 
 
 class TableCreator:

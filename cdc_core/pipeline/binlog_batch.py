@@ -414,7 +414,8 @@ def _load_rows(ctx: PipelineContext, executor: PipelineExecutor, table_id: Table
     if big or ctx.has_transform(table_id):
         logger.debug("%s: %d change(s) of batch %s loaded with Spark", table_id, len(rows), batch_id)
         return executor.load_binlog_changes(ctx.definition, ctx.sink, targets, batch_id, rows, schema)
-    return load_in_process(ctx.sink, targets, batch_id, rows, schema)
+    return load_in_process(ctx.sink, targets, batch_id, rows, schema,
+                           tinyint1_as_boolean=ctx.definition.source.tinyint1_as_boolean)
 
 
 def abandon_batch(ctx: PipelineContext, record: BatchRecord) -> None:

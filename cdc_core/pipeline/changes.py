@@ -11,7 +11,8 @@ updates' new images are appended.
 Small batches are compacted here, in Python, and loaded with one load per table
 (``load_in_process``): a Spark job's seconds would dominate the latency from MySQL commit to
 Doris. Large batches and tables with a transform go to Spark (``jobs/binlog_job.py``), which
-compacts the same rows (``arrow_rows``) with a window over the key and gives the same result.
+compacts the same rows (``arrow_rows``) with a window over the key and gives the same result. Either
+way the rows travel in the sink's format: Arrow where Doris reads it (2.1 and later), else JSON lines.
 """
 
 from __future__ import annotations
@@ -113,11 +114,21 @@ def arrow_rows(rows: list[ChangeRow], schema: TableSchema, tinyint1_as_boolean: 
 
 
 def load_in_process(sink: Any, targets: tuple[TableId, ...], batch_id: str, rows: list[ChangeRow],
-                    schema: TableSchema) -> list[dict[str, Any]]:
-    """Compact in Python and precommit one load per target; returns the committables."""
-    compacted = as_doris_dicts(compact(rows), schema)
-    if not compacted:
+                    schema: TableSchema, *, tinyint1_as_boolean: bool = True) -> list[dict[str, Any]]:
+    """Compact in Python and precommit one load per target; returns the committables.
+
+    Where the sink's loads travel as Arrow (Doris 2.1 or later, or ``sink.properties.format:
+    arrow``: ``DorisSink.loads_arrow``), the rows are built as Arrow typed from the schema, as the
+    Spark path and the snapshot type them (``arrow_rows``): dicts carry no types, and Doris's Arrow
+    reader takes a column only in its own type. Else they are dicts, sent as JSON lines."""
+    kept = compact(rows)
+    if not kept:
         return []
+    data: Any
+    if sink.loads_arrow:
+        data = arrow_rows(kept, schema, tinyint1_as_boolean).drop_columns([ORDER])
+    else:
+        data = as_doris_dicts(kept, schema)
     logger.debug("%s: %d change(s) compacted to %d row(s) for batch %s", schema.table_id, len(rows),
-                 len(compacted), batch_id)
-    return [sink.load(target, f"{schema.table_id}:{batch_id}:p0", compacted).to_dict() for target in targets]
+                 len(kept), batch_id)
+    return [sink.load(target, f"{schema.table_id}:{batch_id}:p0", data).to_dict() for target in targets]

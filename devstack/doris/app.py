@@ -18,6 +18,7 @@ from .server import make_server
 from .storage import Storage
 from .stream_load_execution import StreamLoader
 from .transactions import DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB, Ticker, TxnManager
+from .version import DEFAULT_VERSION, VERSION_ENV, StandInVersion
 
 TXN_LIMIT_ENV = "DORIS_STANDIN_MAX_RUNNING_TXN_NUM_PER_DB"
 
@@ -29,8 +30,10 @@ class StandIn:
                  password: str = "", txn_timeout_s: float = 3600.0, label_keep_s: float = 43200.0,
                  label_num_threshold: int = 2000, verbose: bool = False, tls_cert: Path | None = None,
                  tls_key: Path | None = None,
-                 max_running_txn_num_per_db: int = DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB) -> None:
+                 max_running_txn_num_per_db: int = DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB,
+                 version: str = DEFAULT_VERSION) -> None:
         self.host = host
+        self.version = StandInVersion.parse(version)  # what /api/fe_version_info says (devstack/doris/version.py)
         # HTTPS on both ports when given a certificate and key, as Doris with ``enable_https``: the
         # FE's redirects then name the BE's https address.
         self.ssl_context: ssl.SSLContext | None = None
@@ -46,7 +49,7 @@ class StandIn:
         self.storage = Storage(data_dir)
         self.txns = TxnManager(self.storage, txn_timeout_s, label_keep_s, label_num_threshold,
                                max_running_txn_num_per_db)
-        self.loader = StreamLoader(self.storage, self.txns, data_dir / "error_log")
+        self.loader = StreamLoader(self.storage, self.txns, data_dir / "error_log", arrow=self.version.reads_arrow)
         self.executor = QueryExecutor(self.storage)
         self.faults = FaultRegistry()
         self.ticker = Ticker(self.txns, min(1.0, max(0.05, txn_timeout_s / 10)))
@@ -124,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="begun, not yet finished transactions a database may hold; a load beyond it is refused "
                         f"(Doris FE max_running_txn_num_per_db; default ${TXN_LIMIT_ENV}, else "
                         f"{DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB})")
+    p.add_argument("--doris-version", default=None,
+                   help=f"the Doris release it reports (GET /api/fe_version_info); before 2.1 it refuses format=arrow "
+                        f"loads as that Doris does (default ${VERSION_ENV}, else {DEFAULT_VERSION})")
     p.add_argument("--verbose", action="store_true", help="log every HTTP request")
     return p
 
@@ -137,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         limit = int(os.environ.get(TXN_LIMIT_ENV) or DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB)
     app = StandIn(args.host, args.fe_port, args.be_port, args.data_dir, args.user, password,
                   args.txn_timeout_s, args.label_keep_max_s, args.label_num_threshold, args.verbose,
-                  args.tls_cert, args.tls_key, limit)
+                  args.tls_cert, args.tls_key, limit,
+                  args.doris_version or os.environ.get(VERSION_ENV) or DEFAULT_VERSION)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

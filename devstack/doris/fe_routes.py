@@ -26,6 +26,8 @@ class FrontendRoutes(BaseHandler):
                 self._json({"msg": "Unauthorized", "code": 401, "data": why, "count": 0}, close=True)
                 return self._linger_close()
             return self._json({"msg": "Unauthorized", "code": 401, "data": why, "count": 0})
+        if parts == ["api", "fe_version_info"]:
+            return self._fe(app.version.fe_version_info())
         if parts == ["api", "backends"]:
             alive = not app.be_down()
             if query.get("is_alive", "").lower() == "true" and not alive:

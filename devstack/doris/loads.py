@@ -297,3 +297,41 @@ def parse_orc(body: bytes) -> Parsed:
         return Parsed(_with_ord(orc.ORCFile(pa.BufferReader(body)).read()))
     except (pa.ArrowInvalid, OSError) as e:
         raise LoadError(f"[INTERNAL_ERROR]failed to read orc: {e}") from e
+
+
+# What Doris's Arrow reader takes for each column type (its DataTypeSerDe::read_column_from_arrow):
+# it converts nothing and reads an integer or decimal column's buffer as its own width and scale,
+# so any other Arrow type would load other values; the stand-in refuses those loads instead.
+_ARROW_INTS = {"TINYINT": "int8", "SMALLINT": "int16", "INT": "int32", "BIGINT": "int64"}
+
+
+def arrow_type_error(name: str, dtype: Any, arrow_type: pa.DataType) -> str | None:
+    """Why Doris cannot read ``arrow_type`` into column ``name`` of ``dtype`` (a DorisType), or None."""
+    t = dtype.name
+    if pa.types.is_null(arrow_type):
+        return None
+    ok: bool
+    if t in _ARROW_INTS:
+        ok = str(arrow_type) == _ARROW_INTS[t]
+    elif t == "LARGEINT":
+        ok = pa.types.is_string(arrow_type) or (pa.types.is_decimal128(arrow_type) and arrow_type.scale == 0)
+    elif t == "BOOLEAN":
+        ok = pa.types.is_boolean(arrow_type)
+    elif t == "FLOAT":
+        ok = arrow_type == pa.float32()
+    elif t == "DOUBLE":
+        ok = arrow_type == pa.float64()
+    elif t == "DECIMALV3":
+        ok = pa.types.is_decimal128(arrow_type) and arrow_type.scale == (dtype.scale or 0)
+    elif t == "DATEV2":
+        ok = arrow_type == pa.date32()
+    elif t == "DATETIMEV2":
+        if not pa.types.is_timestamp(arrow_type):
+            return f"not support convert to datetimev2 from arrow type: {arrow_type}"
+        ok = True
+    else:  # CHAR, VARCHAR, STRING, JSONB: text
+        ok = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or pa.types.is_binary(arrow_type)
+    if ok:
+        return None
+    return (f"column {name} is {dtype.primitive()}, which Doris reads from Arrow only as its own type, "
+            f"not {arrow_type}")

@@ -52,9 +52,10 @@ def _translate(expr: str) -> str:
 class StreamLoader:
     """Runs stream loads against the shared storage and transaction manager."""
 
-    def __init__(self, storage: Storage, txns: TxnManager, error_dir: Path) -> None:
+    def __init__(self, storage: Storage, txns: TxnManager, error_dir: Path, *, arrow: bool = True) -> None:
         self.st = storage
         self.txns = txns
+        self.arrow = arrow  # False: a Doris before 2.1, which knows no arrow format (devstack/doris/version.py)
         self.error_dir = error_dir
         error_dir.mkdir(parents=True, exist_ok=True)
 
@@ -81,7 +82,7 @@ class StreamLoader:
             return res.fail(f"[ANALYSIS_ERROR]TStatus: errCode = 2, detailMessage = Label format error. regex: "
                             f"^[-_A-Za-z0-9:]{{1,128}}$, label: {label}")
         fmt = h.get("format", "csv").strip().lower() or "csv"
-        if fmt not in loads.FORMATS:
+        if fmt not in loads.FORMATS or (fmt == "arrow" and not self.arrow):
             return res.fail(f"[INVALID_ARGUMENT]unknown data format, format={h.get('format')}")
         if not self.st.db_exists(ctx.db):
             return res.fail(f"[ANALYSIS_ERROR]TStatus: errCode = 7, detailMessage = unknown databases, dbName={ctx.db}")
@@ -199,6 +200,13 @@ class StreamLoader:
             )
         elif fmt == "arrow":
             parsed = loads.parse_arrow(body)
+            for field in parsed.table.schema:
+                column = table.column(field.name)
+                dtype = column.dtype if column is not None else (
+                    DorisType.parse("TINYINT") if field.name.upper() == DELETE_SIGN else None)
+                why = loads.arrow_type_error(field.name, dtype, field.type) if dtype is not None else None
+                if why is not None:
+                    raise loads.LoadError(f"[INTERNAL_ERROR]Failed to convert from arrow to block: {why}")
         elif fmt == "parquet":
             parsed = loads.parse_parquet(body)
         else:
