@@ -170,7 +170,8 @@ class DorisStandIn:
         return r.json()
 
     def txn_stats(self) -> dict:
-        """Running and peak transaction counts per database, and the limit (``GET /_standin/txns``)."""
+        """Running and peak transaction counts per database, the limit, and the loads begun per
+        database and body format (``GET /_standin/txns``)."""
         return self._admin("GET", "txns")
 
     def reset_txn_peaks(self) -> dict:

@@ -48,8 +48,10 @@ def txn_stats(handler: BaseHandler) -> dict[str, Any]:
                     "peak_running": txns.peak_running.get(db, 0)}
                for db, ids in sorted(txns.running.items())}
         lock = {"held_s": round(app.storage.lock_held_s, 3), "holds": app.storage.lock_holds}
+    with app.loader._formats_lock:
+        formats = {db: dict(counts) for db, counts in sorted(app.loader.formats.items())}
     return {"status": "OK", "max_running_txn_num_per_db": txns.max_running_txn_num_per_db, "databases": dbs,
-            "write_lock": lock}
+            "write_lock": lock, "loads_by_format": formats}
 
 
 def _body(handler: BaseHandler) -> dict[str, Any]:

@@ -13,6 +13,7 @@ loads convert in parallel, as BEs do.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -56,6 +57,9 @@ class StreamLoader:
         self.st = storage
         self.txns = txns
         self.arrow = arrow  # False: a Doris before 2.1, which knows no arrow format (devstack/doris/version.py)
+        # loads begun per database and body format (GET /_standin/txns: which format a client chose)
+        self.formats: dict[str, dict[str, int]] = {}
+        self._formats_lock = threading.Lock()
         self.error_dir = error_dir
         error_dir.mkdir(parents=True, exist_ok=True)
 
@@ -86,6 +90,9 @@ class StreamLoader:
             return res.fail(f"[INVALID_ARGUMENT]unknown data format, format={h.get('format')}")
         if not self.st.db_exists(ctx.db):
             return res.fail(f"[ANALYSIS_ERROR]TStatus: errCode = 7, detailMessage = unknown databases, dbName={ctx.db}")
+        with self._formats_lock:
+            per_db = self.formats.setdefault(ctx.db, {})
+            per_db[fmt] = per_db.get(fmt, 0) + 1
         table = self.st.table(ctx.db, ctx.table)
         if table is None:
             return res.fail(f"[ANALYSIS_ERROR]TStatus: errCode = 7, detailMessage = unknown table, tableName={ctx.table}")
