@@ -44,6 +44,7 @@ from cdc_core.doris.errors import (
 )
 from cdc_core.doris.labels import validate_label
 from cdc_core.doris.payloads import ArrowConformError, Payload, PayloadBuilder, is_arrow
+from cdc_core.doris.version import cluster_version
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,6 @@ class StreamLoader:
         if self.explicit_format:
             return self.format
         if self._default_format is None:
-            from cdc_core.doris.version import cluster_version
-
             version = cluster_version(self.client)
             self._default_format = "arrow" if version is not None and version.reads_arrow else "json"
         return self._default_format
