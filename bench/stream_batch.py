@@ -76,10 +76,42 @@ def write_rows(conn, first_id: int, rows: int, per_commit: int) -> None:
     conn.commit()
 
 
+def create_tables(conn, tables: int) -> None:
+    """``tables`` tables shaped like ``ticks`` (``t000`` ...), for the estate stream's batch shape."""
+    with conn.cursor() as cur:
+        for t in range(tables):
+            cur.execute(f"CREATE TABLE {DB}.t{t:03d} (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL, "
+                        "written_at DATETIME(6) NOT NULL)")
+    conn.commit()
+
+
+def write_spread(conn, first_id: int, rows: int, tables: int, per_commit: int, tables_per_commit: int) -> None:
+    """The estate stream's binlog shape (``bench/estate.py``): each commit one multi-row INSERT
+    into each of ``tables_per_commit`` tables (rotating over ``tables``), ``per_commit`` rows in all."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    per_table = max(1, per_commit // tables_per_commit)
+    next_id, written, table = first_id, 0, 0
+    with conn.cursor() as cur:
+        while written < rows:
+            for _ in range(tables_per_commit):
+                n = min(per_table, rows - written)
+                if n <= 0:
+                    break
+                values = ", ".join(f"({i}, 'tick {i}', '{stamp}')" for i in range(next_id, next_id + n))
+                cur.execute(f"INSERT INTO {DB}.t{table % tables:03d} (id, payload, written_at) VALUES {values}")
+                next_id += n
+                written += n
+                table += 1
+            conn.commit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--per-commit", type=int, default=2_500)
+    parser.add_argument("--tables", type=int, default=0,
+                        help="spread the rows over this many extra tables (0: the one ticks table)")
+    parser.add_argument("--tables-per-commit", type=int, default=75)
     parser.add_argument("--max-events", type=int, default=200_000, help="tidemark.binlog.max-events")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the batches (the driver's side) into FILE")
     parser.add_argument("--keep", action="store_true")
@@ -102,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             cur.execute(f"CREATE TABLE {DB}.ticks (id BIGINT PRIMARY KEY, payload VARCHAR(64) NOT NULL, "
                         "written_at DATETIME(6) NOT NULL)")
         write_rows(root, 1, 100, 100)
+        if args.tables:
+            create_tables(root, args.tables)
         path = work / "pipeline.yaml"
         path.write_text(PIPELINE.format(port=mysql.endpoint.port, db=DB, fe=doris.fe_http, state=work / "state",
                                         max_events=args.max_events))
@@ -110,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         service.run_chunks(keys)
         service.commit_chunks(keys)
         started = time.perf_counter()
-        write_rows(root, 1_000, args.rows, args.per_commit)
+        if args.tables:
+            write_spread(root, 1_000, args.rows, args.tables, args.per_commit, args.tables_per_commit)
+        else:
+            write_rows(root, 1_000, args.rows, args.per_commit)
         print(f"wrote {args.rows} rows in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         batches = []
         profiler = None

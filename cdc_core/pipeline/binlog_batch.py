@@ -190,7 +190,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         except Exception:  # noqa: BLE001 - gone from the server: the stream decides what that means
             return None
 
-    schemas = history.lookup_at(start, fallback=live_schema)
+    schemas = history.lookup_at(start, fallback=live_schema, keep=True)
     if not plan.snapshot:
         split = dataclasses.replace(split, stream_tables=tuple(
             t for t in captured_tables if not any(c.table_id == t for c in chunks)))

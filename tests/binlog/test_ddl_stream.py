@@ -172,6 +172,33 @@ def test_schema_history_persists_and_replays(settings, root_conn, fresh_db, tmp_
     assert reopened.schema_at(t, end).column_names == ("b", "id")
 
 
+def test_kept_lookup_reads_each_schema_once_and_asks_misses_again(root_conn, fresh_db, tmp_path):
+    """A binlog batch's lookup (``keep=True``) keeps what it found in the history: a schema
+    recorded later at the same offset is not seen by it, only by a lookup made afresh. A table the
+    history lacks goes to the fallback at every call (the live server may change)."""
+    t, unknown = TableId(fresh_db, "k"), TableId(fresh_db, "not_recorded")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.k (id int primary key, a int)")
+    o0 = current_offset(root_conn)
+    store = StateStore.open(tmp_path / "state")
+    history = SchemaHistory(store)
+    history.bootstrap([read_schema(root_conn, t)], o0)
+    asked: list[TableId] = []
+
+    def fallback(table_id):
+        asked.append(table_id)
+        return None
+
+    kept = history.lookup_at(o0, fallback=fallback, keep=True)
+    assert kept(t).column_names == ("id", "a")
+    _exec(root_conn, f"ALTER TABLE `{fresh_db}`.k ADD COLUMN b int")
+    with store.transaction() as tx:  # overwrite the record at o0 (no caller does this mid-batch)
+        tx.put_schema(str(t), o0.sequence, o0.to_dict(), read_schema(root_conn, t).to_dict())
+    assert kept(t).column_names == ("id", "a")
+    assert history.lookup_at(o0)(t).column_names == ("id", "a", "b")
+    assert kept(unknown) is None and kept(unknown) is None
+    assert asked == [unknown, unknown]
+
+
 def _gh_ost(root_conn, db: str, table: str) -> None:
     """The statements gh-ost runs (shadow table, its ALTER, row copy, atomic cut-over, cleanup)."""
     _exec(
