@@ -117,15 +117,16 @@ def load_in_process(sink: Any, targets: tuple[TableId, ...], batch_id: str, rows
                     schema: TableSchema, *, tinyint1_as_boolean: bool = True) -> list[dict[str, Any]]:
     """Compact in Python and precommit one load per target; returns the committables.
 
-    Where the sink's loads travel as Arrow (Doris 2.1 or later, or ``sink.properties.format:
-    arrow``: ``DorisSink.loads_arrow``), the rows are built as Arrow typed from the schema, as the
-    Spark path and the snapshot type them (``arrow_rows``): dicts carry no types, and Doris's Arrow
-    reader takes a column only in its own type. Else they are dicts, sent as JSON lines."""
+    Where the loads into every target travel as Arrow (Doris 2.1 or later and a table whose
+    columns all go as Arrow, or ``sink.properties.format: arrow``: ``DorisSink.loads_arrow_into``),
+    the rows are built as Arrow typed from the schema, as the Spark path and the snapshot type them
+    (``arrow_rows``): dicts carry no types, and Doris's Arrow reader takes a column only in its own
+    type. Else they are dicts, sent as JSON lines."""
     kept = compact(rows)
     if not kept:
         return []
     data: Any
-    if sink.loads_arrow:
+    if all(sink.loads_arrow_into(target) for target in targets):
         data = arrow_rows(kept, schema, tinyint1_as_boolean).drop_columns([ORDER])
     else:
         data = as_doris_dicts(kept, schema)
