@@ -235,6 +235,12 @@ def test_a_be_restart_under_a_load_then_ended_on_request(tmp_path) -> None:
         srv.fault(target="load", mode="be_restart", delay_s=600, label_prefix="flight")
         with pytest.raises(requests.ConnectionError):  # no reply: the BE died under the load
             srv.load("d", "t", _rows({"id": 2, "v": "lost"}), label="flight", two_phase_commit="true", **JSONL)
+        # the connection is reset first, then the FE aborts the load's transaction (as Doris's FE
+        # does once it sees the BE restarted) and the restart is recorded: the client may ask before
+        deadline = time.monotonic() + 30
+        while not requests.get(f"{srv.fe}/_standin/restart", timeout=5).json()["nodes"]["be"]["restarts"]:
+            assert time.monotonic() < deadline, "the BE restart was never recorded"
+            time.sleep(0.05)
         assert _state(srv, "flight") == "ABORTED" and _state(srv, "pre") == "PRECOMMITTED"
         assert _node_state(srv, "fe", "be") == "down"
         [record] = requests.get(f"{srv.fe}/_standin/restart", timeout=5).json()["nodes"]["be"]["restarts"]
