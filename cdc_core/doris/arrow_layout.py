@@ -64,12 +64,3 @@ def arrow_ready(types: Sequence[pa.DataType | None] | None) -> bool:
     """Whether every column has its Arrow type (:func:`arrow_types`)."""
     return types is not None and all(t is not None for t in types)
 
-
-def why_not_arrow(columns: Sequence[str], column_types: Sequence[str]) -> str | None:
-    """The first column that keeps a table's loads in JSON, said for a log line; None: none does."""
-    if not column_types:
-        return "its column types are not known"
-    for name, doris_type in zip(columns, column_types, strict=False):
-        if arrow_type(doris_type) is None:
-            return f"column {name} is {doris_type}"
-    return None

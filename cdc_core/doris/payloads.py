@@ -314,7 +314,7 @@ class PayloadBuilder:
         column's value buffer *is* the body (no Python object per value)."""
 
         def produce(payload: Payload, data: Any) -> Iterator[bytes]:
-            table = _conform(_as_arrow_table(data), fields, sequence)
+            table = conform(_as_arrow_table(data), fields, sequence)
             for batch in table.to_batches(max_chunksize=65536):
                 texts = [_csv_text(col, name) for col, name in zip(batch.columns, fields, strict=True)]
                 joined = pc.binary_join_element_wise(*texts, CSV_SEPARATOR)
@@ -329,7 +329,7 @@ class PayloadBuilder:
     @staticmethod
     def _arrow(rows: Any, fields: list[str], delete_sign: bool, sequence: int | None):
         def produce(payload: Payload, data: Any) -> Iterator[bytes]:
-            table = _conform(_as_arrow_table(data), fields, sequence)
+            table = conform(_as_arrow_table(data), fields, sequence)
             buf = io.BytesIO()
             writer = pa.ipc.new_stream(buf, table.schema)
             for batch in table.to_batches(max_chunksize=65536):
@@ -501,5 +501,3 @@ def _cast(array: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedA
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise ArrowConformError(f"column {name}: {array.type} cannot be sent as {target} ({exc})") from exc
 
-
-_conform = conform

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,13 @@ from dagster._serdes import ConfigurableClassData
 
 logger = logging.getLogger(__name__)
 
-RUN_FILE = "run file"
-BOTH = "run file and index"
+
+
+class Written(StrEnum):
+    """How far an event of the batch being written got."""
+
+    RUN_FILE = "run file"
+    BOTH = "run file and index"
 
 class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
     """``SqliteEventLogStorage`` whose ``store_event_batch`` shares one connection and transaction
@@ -54,7 +60,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, dagster_home: str, inst_data: ConfigurableClassData | None = None):
         self._dagster_home = check.str_param(dagster_home, "dagster_home")
         # per thread (Dagster retries a failed batch in the thread that wrote it): the events of
-        # the batch being written, by id, as (the event, RUN_FILE or BOTH once written there);
+        # the batch being written, by id, as (the event, how far it was written);
         # kept after the batch failed, for Dagster's one-at-a-time retry of it
         self._batch = threading.local()
         super().__init__(str(Path(dagster_home) / "history" / "runs"), inst_data=inst_data)
@@ -69,7 +75,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         return cls(inst_data=inst_data, **config_value)
 
     @property
-    def _written(self) -> dict[int, tuple[EventLogEntry, str]]:
+    def _written(self) -> dict[int, tuple[EventLogEntry, Written]]:
         if not hasattr(self._batch, "written"):
             self._batch.written = {}
         return self._batch.written
@@ -78,9 +84,9 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         written = self._written.pop(id(event), None)
         if written is None or written[0] is not event:
             super().store_event(event)
-        elif written[1] == RUN_FILE:  # a failed batch's event, in the run's file only: the index's part
+        elif written[1] is Written.RUN_FILE:  # a failed batch's event, in the run's file only: the index's part
             self._store_in_index([event], [self.prepare_insert_event(event)])
-        # (BOTH: written whole before its batch failed)
+        # (Written.BOTH: written whole before its batch failed)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         self._written.clear()
@@ -101,7 +107,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
             else:
                 for event in events[start:end]:
                     super().store_event(event)
-                    self._written[id(event)] = (event, BOTH)
+                    self._written[id(event)] = (event, Written.BOTH)
             start = end
 
     def _store_asset_events_together(self, events: Sequence[EventLogEntry]) -> None:
@@ -115,7 +121,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
             with self.run_connection(run_id) as conn:
                 for insert in run_inserts:
                     conn.execute(insert)
-            self._written.update({id(e): (e, RUN_FILE) for e in events if e.run_id == run_id})
+            self._written.update({id(e): (e, Written.RUN_FILE) for e in events if e.run_id == run_id})
         self._store_in_index(events, inserts)
 
     def _store_in_index(self, events: Sequence[EventLogEntry], inserts: Sequence[Any]) -> None:
@@ -130,7 +136,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
                 if not _overwritten(event, following):
                     self._store_asset_event(conn, event, event_id)
             self._store_asset_event_tags(conn, events, event_ids)  # (as dagster-postgres: one call)
-        self._written.update({id(e): (e, BOTH) for e in events})
+        self._written.update({id(e): (e, Written.BOTH) for e in events})
 
 
 def _batchable(event: EventLogEntry) -> bool:

@@ -122,6 +122,18 @@ def _wait_state(srv: StandInProcess, port: str, node: str, state: str, timeout_s
         time.sleep(0.05)
 
 
+def _until(done, what: str, timeout_s: float = 30) -> None:
+    """Poll ``done()`` until it is true; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _restarts(srv: StandInProcess) -> list:
+    return requests.get(f"{srv.fe}/_standin/restart", timeout=5).json()["nodes"]["be"]["restarts"]
+
+
 def _state(srv: StandInProcess, label: str) -> str:
     return requests.get(f"{srv.fe}/api/d/get_load_state?label={label}", auth=AUTH, timeout=10).json()["data"]
 
@@ -237,13 +249,10 @@ def test_a_be_restart_under_a_load_then_ended_on_request(tmp_path) -> None:
             srv.load("d", "t", _rows({"id": 2, "v": "lost"}), label="flight", two_phase_commit="true", **JSONL)
         # the connection is reset first, then the FE aborts the load's transaction (as Doris's FE
         # does once it sees the BE restarted) and the restart is recorded: the client may ask before
-        deadline = time.monotonic() + 30
-        while not requests.get(f"{srv.fe}/_standin/restart", timeout=5).json()["nodes"]["be"]["restarts"]:
-            assert time.monotonic() < deadline, "the BE restart was never recorded"
-            time.sleep(0.05)
+        _until(lambda: _restarts(srv), "the BE restart was never recorded")
         assert _state(srv, "flight") == "ABORTED" and _state(srv, "pre") == "PRECOMMITTED"
         assert _node_state(srv, "fe", "be") == "down"
-        [record] = requests.get(f"{srv.fe}/_standin/restart", timeout=5).json()["nodes"]["be"]["restarts"]
+        [record] = _restarts(srv)
         assert record["downtime_s"] == 600 and len(record["aborted_txns"]) == 1 and record["finished_ms"] is None
         commit = requests.put(f"{srv.fe}/api/d/_stream_load_2pc", auth=AUTH, timeout=10,
                               headers={"txn_operation": "commit", "label": "pre"})
@@ -282,11 +291,8 @@ def test_txn_ids_are_never_reused_after_the_newest_labels_expire_and_a_kill_9(tm
     srv.ok("CREATE TABLE d.t (id BIGINT NOT NULL, v VARCHAR(20)) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
     ids = [srv.load("d", "t", _rows({"id": i, "v": "x"}), label=f"l{i}", **JSONL)["TxnId"] for i in range(3)]
     assert ids == sorted(set(ids))
-    deadline = time.monotonic() + 30
-    while any(requests.get(f"{srv.fe}/api/d/get_load_state?label=l{i}", auth=AUTH).json()["data"] != "UNKNOWN"
-              for i in range(3)):  # every row of __standin.txns forgotten
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    _until(lambda: all(_state(srv, f"l{i}") == "UNKNOWN" for i in range(3)),
+           "the loads' rows of __standin.txns were never forgotten")
     assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
 
     again = StandInProcess(data)
@@ -314,19 +320,15 @@ def test_kill_9_after_begins_and_precommits_keeps_each_durable_state(tmp_path) -
     srv.fault(target="load", mode="delay", delay_s=60, label_prefix="held")  # held in PREPARE
     held = threading.Thread(target=lambda: _swallow_held(srv), daemon=True)
     held.start()
-    deadline = time.monotonic() + 30
-    while requests.get(f"{srv.fe}/api/d/get_load_state?label=held", auth=AUTH).json()["data"] != "PREPARE":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    _until(lambda: _state(srv, "held") == "PREPARE", "the held load never began")
     assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
 
     again = StandInProcess(data)
     again.start()
     try:
-        assert requests.get(f"{again.fe}/api/d/get_load_state?label=held", auth=AUTH).json()["data"] == "ABORTED"
+        assert _state(again, "held") == "ABORTED"
         for p in pre:
-            assert requests.get(f"{again.fe}/api/d/get_load_state?label={p['Label']}",
-                                auth=AUTH).json()["data"] == "PRECOMMITTED"
+            assert _state(again, p["Label"]) == "PRECOMMITTED"
             assert again.txn("d", "commit", txn_id=p["TxnId"])["status"] == "Success"
         res = again.load("d", "t", _rows({"id": 7, "v": "again"}), label="held", **JSONL)
         assert res["Status"] == "Success"
