@@ -8,13 +8,29 @@ exactly these types (``cdc_core/doris/payloads.py``), from the types the snapsho
 path produce (``cdc_core/mysql/types/doris_mapping.py:doris_arrow_type``: int64, float64, bool,
 text).
 
+DATETIMEV2 (MySQL DATETIME and TIMESTAMP, whose values Tidemark holds as wall-clock text, a
+TIMESTAMP's already in the pipeline's zone) goes as ``timestamp("us", tz="+08:00")`` whose value is
+the instant at which a clock in +08:00 shows the wall-clock value, and every Arrow load carries the
+header ``timezone: +08:00`` (:data:`ARROW_TIME_ZONE`). Why, from Doris's source files (not in this
+repository): the stream-load Arrow reader (``arrow_stream_reader.cpp`` under ``be/src/vec/exec/format/
+arrow``) hands every column's reader the zone ``TimezoneUtils::default_time_zone``, which
+``timezone_utils.cpp`` defines as the constant ``"+08:00"`` (not the BE's setting, not the load's
+header), in the 2.1, 3.x and current trees alike; the DATETIMEV2 reader (``DataTypeDateTimeV2SerDe::
+read_column_from_arrow``) does ``from_unixtime(epoch, that zone)`` and ignores the Arrow type's own
+zone, and a change in Doris's newest tree reads "no zone: UTC, else the session's zone" (the +08:00
+constant, or the load's ``timezone`` header). Under each reading a +08:00 timestamp with a +08:00
+header comes back as the wall clock sent, and +08:00 has no DST, so every value is exact (a DST
+gap's wall-clock time such as 2021-03-14 02:30:00 included). The unit is microseconds whatever the
+column's scale (Doris's ``_schema`` answer does not give a DATETIMEV2's scale): the values carry the
+digits of their MySQL column's fractional precision, which is the Doris column's scale.
+
+That reader casts the epoch to an unsigned integer: a value before 1970-01-01 08:00:00 (a negative
+epoch once shifted) would load as another time, and a zero date is no time at all. Such a value does
+not fit, and that one load goes as JSON (``payloads.ArrowConformError``), whose text every release
+stores as it is.
+
 A table with a column outside this table goes as JSON lines instead (:func:`arrow_types` is None):
 
-* DATETIMEV2: Doris turns an Arrow timestamp into a DATETIME in the BE's own time zone
-  (``from_unixtime(epoch, ctz)``, ``ctz`` being the BE's default zone in 2.1, and the timestamp's
-  zone in later releases), so the same value would land as another wall-clock time depending on
-  the release and the BE's setting; JSON carries the wall-clock text, which every release stores as
-  it is.
 * JSONB: its Arrow reader is not one Tidemark has seen documented; the text goes as JSON.
 * anything else Doris may report (VARIANT, ARRAY, ...): Tidemark never creates them.
 """
@@ -30,12 +46,16 @@ _INTS = {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(), "BIGIN
 _PLAIN = {"BOOLEAN": pa.bool_(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATEV2": pa.date32(),
           "DATE": pa.date32(), "LARGEINT": pa.string(), "CHAR": pa.string(), "VARCHAR": pa.string(),
           "STRING": pa.string(), "TEXT": pa.string()}
+# The zone Doris's stream-load Arrow reader reads a DATETIMEV2 in (module docstring): a DATETIME's
+# Arrow timestamp is built in it, and every Arrow load names it in its ``timezone`` header.
+ARROW_TIME_ZONE = "+08:00"
 _TYPE = re.compile(r"^\s*([A-Za-z0-9_]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
 
 
 def arrow_type(doris_type: str) -> pa.DataType | None:
     """The Arrow type Doris reads a column of ``doris_type`` from (``DECIMALV3(10,2)``, ``INT``...);
-    None: the column's loads go as JSON (module docstring). LARGEINT takes text (Doris parses it)."""
+    None: the column's loads go as JSON (module docstring). LARGEINT takes text (Doris parses it);
+    a DATETIMEV2 a timestamp in :data:`ARROW_TIME_ZONE` (module docstring)."""
     match = _TYPE.match(doris_type or "")
     if match is None:
         return None
@@ -47,6 +67,8 @@ def arrow_type(doris_type: str) -> pa.DataType | None:
     if name in ("DECIMALV3", "DECIMAL", "DECIMAL32", "DECIMAL64", "DECIMAL128") and match.group(2):
         precision, scale = int(match.group(2)), int(match.group(3) or 0)
         return pa.decimal128(precision, scale) if precision <= 38 else None
+    if name == "DATETIMEV2":  # not a DATETIME (V1): Tidemark never creates one, its reader unseen
+        return pa.timestamp("us", tz=ARROW_TIME_ZONE)
     return None
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_core.doris.arrow_layout import ARROW_TIME_ZONE
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 
 CHUNK_BYTES = 256 * 1024
@@ -199,7 +200,9 @@ class PayloadBuilder:
             headers.update({"format": "csv", "column_separator": "\\x01", "line_delimiter": "\\x02"})
             produce = self._csv_arrow(rows, fields, sequence) if arrow else self._csv_dicts(fields, sequence)
         else:
-            headers["format"] = "arrow"
+            # the zone its DATETIMEV2 timestamps are built in, which Doris's newest Arrow reader may
+            # take from this header (cdc_core/doris/arrow_layout.py); it wins over a pipeline's own
+            headers.update({"format": "arrow", "timezone": ARROW_TIME_ZONE})
             if arrow_types is not None:
                 rows = conform(_as_arrow_table(rows), fields, sequence, _with_control_types(fields, arrow_types))
             produce = self._arrow(rows, fields, delete_sign, sequence)
@@ -490,6 +493,8 @@ def conform(table: pa.Table, fields: list[str], sequence: int | None,
 
 
 def _cast(array: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    if pa.types.is_timestamp(target) and target.tz is not None:
+        return _zoned_timestamps(array, target, name)
     try:
         if pa.types.is_boolean(array.type) and pa.types.is_integer(target):
             array = array.cast(pa.int8())
@@ -501,3 +506,36 @@ def _cast(array: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedA
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise ArrowConformError(f"column {name}: {array.type} cannot be sent as {target} ({exc})") from exc
 
+
+
+def _zoned_timestamps(array: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    """Wall-clock values (MySQL text, or a timestamp without a zone) → ``target`` (a timestamp in a
+    fixed offset such as ``+08:00``: cdc_core/doris/arrow_layout.py) holding the instant at which a
+    clock in that offset shows each value, by Arrow kernels. A value that is no time (a zero date,
+    text Arrow cannot parse) or whose instant falls before 1970-01-01 UTC (Doris's reader takes the
+    epoch as unsigned) does not fit: :class:`ArrowConformError`, and the load goes as JSON."""
+    offset_us = _offset_us(target.tz)
+    try:
+        if pa.types.is_timestamp(array.type) and array.type.tz is not None:
+            array = pc.local_timestamp(array)  # its own wall clock
+        wall = array.cast(pa.timestamp(target.unit)) if not pa.types.is_null(array.type) else None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ArrowConformError(f"column {name}: {array.type} cannot be sent as {target} ({exc})") from exc
+    if wall is None:
+        return pa.chunked_array([pa.nulls(len(array), target)])
+    per_second = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[target.unit]
+    epoch = pc.subtract(wall.cast(pa.int64()), offset_us * per_second // 1_000_000)
+    first = pc.min(epoch).as_py()
+    if first is not None and first < 0:
+        start = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=offset_us)
+        raise ArrowConformError(
+            f"column {name}: a value before {start:%Y-%m-%d %H:%M:%S} cannot be sent as {target} (its epoch "
+            "would be negative, which Doris's Arrow reader takes as unsigned)")
+    return epoch.cast(target)
+
+
+def _offset_us(zone: str) -> int:
+    """A fixed offset's microseconds east of UTC (``+08:00`` → 8 h)."""
+    sign = -1 if zone.startswith("-") else 1
+    hours, _, minutes = zone.lstrip("+-").partition(":")
+    return sign * (int(hours) * 3600 + int(minutes or 0) * 60) * 1_000_000

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.ipc as ipc
 import pyarrow.json as pjson
@@ -262,8 +263,6 @@ def parse_csv(body: bytes, names: list[str], sep: str, line_delim: str, skip_lin
                 cols[i].append(None if f == "\\N" else f)
         tbl = pa.table({nm: pa.array(cols[i], pa.utf8()) for i, nm in enumerate(names)}) if names else pa.table({})
     if trim_double_quotes:
-        import pyarrow.compute as pc
-
         tbl = pa.table({nm: pc.replace_substring_regex(tbl[nm], r'^"(.*)"$', r"\1") for nm in tbl.column_names})
     return Parsed(_with_ord(tbl), bad)
 
@@ -335,3 +334,35 @@ def arrow_type_error(name: str, dtype: Any, arrow_type: pa.DataType) -> str | No
         return None
     return (f"column {name} is {dtype.primitive()}, which Doris reads from Arrow only as its own type, "
             f"not {arrow_type}")
+
+
+# The zone Doris's stream-load Arrow reader reads a DATETIMEV2 in: its arrow_stream_reader.cpp passes
+# every column reader TimezoneUtils::default_time_zone, the compile-time "+08:00" of timezone_utils.cpp
+# (not the BE's setting, not the load's ``timezone`` header), in 2.1, 3.x and its current tree alike.
+ARROW_READER_ZONE = "+08:00"
+_ARROW_READER_OFFSET_US = 8 * 3600 * 1_000_000
+
+
+def arrow_datetimes(parsed: Parsed, datetime_columns: set[str]) -> Parsed:
+    """The Arrow timestamps loaded into DATETIMEV2 columns (lower-case names in ``datetime_columns``) as the
+    wall clock Doris stores: its ``DataTypeDateTimeV2SerDe::read_column_from_arrow`` does
+    ``from_unixtime(epoch / divisor, +08:00)`` plus the fraction, whatever the Arrow type's own
+    zone or the header says. A negative epoch Doris casts to an unsigned number and stores as another
+    time; the stand-in refuses the load instead, naming the column, so a test sees it."""
+    table = parsed.table
+    for i, name in enumerate(table.column_names):
+        array = table.column(i)
+        if name.lower() not in datetime_columns or not pa.types.is_timestamp(array.type):
+            continue
+        raw = array.cast(pa.timestamp(array.type.unit)) if array.type.tz is not None else array  # same epochs
+        epoch_us = raw.cast(pa.timestamp("us"), safe=False).cast(pa.int64())  # ns: Doris keeps microseconds
+        first = pc.min(epoch_us).as_py()
+        if first is not None and first < 0:
+            raise LoadError(
+                f"[INTERNAL_ERROR]Failed to convert from arrow to block: column {name}: a timestamp before "
+                f"1970-01-01 00:00:00 UTC ({first} us) cannot be read into datetimev2 (Doris {ARROW_READER_ZONE} "
+                "from_unixtime of the epoch as unsigned: the stand-in refuses what Doris would store as "
+                "another time)")
+        wall = pc.add(epoch_us, _ARROW_READER_OFFSET_US).cast(pa.timestamp("us"))
+        table = table.set_column(i, pa.field(name, wall.type), wall)
+    return Parsed(table, parsed.bad)

@@ -214,6 +214,7 @@ class StreamLoader:
                 why = loads.arrow_type_error(field.name, dtype, field.type) if dtype is not None else None
                 if why is not None:
                     raise loads.LoadError(f"[INTERNAL_ERROR]Failed to convert from arrow to block: {why}")
+            parsed = loads.arrow_datetimes(parsed, {c.name.lower() for c in table.columns if c.dtype.name == "DATETIMEV2"})
         elif fmt == "parquet":
             parsed = loads.parse_parquet(body)
         else:
