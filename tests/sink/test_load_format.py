@@ -110,8 +110,10 @@ def _snapshot_arrow(schema, rows) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=pa.schema(fields))
 
 
-# Doris loads these from Arrow as another wall-clock time or through a reader not documented
-# (cdc_core/doris/arrow_layout.py): a table with one goes as JSON whatever the release.
+# A JSON column's Arrow reader is not documented (cdc_core/doris/arrow_layout.py): a table with one goes
+# as JSON whatever the release. The DATETIME and TIMESTAMP columns go as Arrow, but ``at`` holds
+# 1000-01-01, before the Arrow path's first instant, so a load with it goes as JSON (the DATETIME
+# tests below): the Arrow-only table leaves them out to keep its loads Arrow.
 NOT_ARROW = ("at", "stamp", "doc")
 
 
@@ -171,7 +173,7 @@ def test_rows_come_out_the_same_as_arrow_on_2_1_and_as_json_on_2_0(doris, privat
         as_arrow, sent_new = _load_both_ways(new, ready, rows, TableId(doris_db, "kinds"))
         as_json, sent_old = _load_both_ways(old, ready, rows, TableId(doris_db, "kinds"))
         assert (sent_new, sent_old) == ("arrow", "json")
-        # the whole table, DATETIME and JSON columns too: JSON on the 2.1 as well, the same rows
+        # the whole table, DATETIME and JSON columns too: JSON on the 2.1 as well (the JSON column), the same rows
         whole_new, sent_whole = _load_both_ways(new, schema, rows, TableId(doris_db, "kinds_all"))
         whole_old, _ = _load_both_ways(old, schema, rows, TableId(doris_db, "kinds_all"))
         assert sent_whole == "json" and whole_new == whole_old
@@ -267,7 +269,7 @@ pipeline: {{name: app, tidemark.state.dir: /tmp/tm-fmt-state}}
 
 def test_a_binlog_batch_builds_arrow_only_for_a_table_that_loads_arrow(doris, doris_db, kinds):
     """On a 2.1, a table whose columns all go as Arrow gets its batch as typed Arrow; one with a
-    DATETIME column (its loads go as JSON lines) gets dicts: building Arrow only to write it out as
+    JSON column (its loads go as JSON lines) gets dicts: building Arrow only to write it out as
     JSON again costs a batch of few rows per table more than the dicts (a 300-table stream)."""
     schema, rows = kinds
     sink = _sink(doris)
@@ -290,3 +292,169 @@ def test_a_binlog_batch_builds_arrow_only_for_a_table_that_loads_arrow(doris, do
     finally:
         sink.close()
     assert built == ["arrow", "dicts"]
+
+
+# -- DATETIME and TIMESTAMP as Arrow (cdc_core/doris/arrow_layout.py) ----------------------------
+
+TIMES_DDL = """
+CREATE TABLE `{db}`.`times` (
+  `id` INT NOT NULL PRIMARY KEY,
+  `d0` DATETIME,
+  `d3` DATETIME(3),
+  `d6` DATETIME(6),
+  `ts0` TIMESTAMP NULL,
+  `ts3` TIMESTAMP(3) NULL,
+  `note` VARCHAR(16)
+)
+"""
+# The wall-clock values of the Arrow path's range: its first instant (1970-01-01 08:00:00, epoch 0
+# once shifted into +08:00), the last DATETIME, wall-clock times a DST change skips or repeats in
+# common zones (MySQL's DATETIME holds them: it has no zone), NULLs. TIMESTAMPs are written in UTC
+# and sent in America/New_York (the pipeline's zone): 13:00 UTC is 08:00 there.
+TIMES_ROWS = """
+INSERT INTO `{db}`.times VALUES
+  (1, '1970-01-01 08:00:00', '1970-01-01 08:00:00.000', '1970-01-01 08:00:00.000000', '1970-01-01 13:00:00',
+   '1970-01-01 13:00:00.001', 'first'),
+  (2, '9999-12-31 23:59:59', '9999-12-31 23:59:59.999', '9999-12-31 23:59:59.999999', '2038-01-19 03:14:07',
+   '2038-01-19 03:14:07.999', 'last'),
+  (3, '2021-03-14 02:30:00', '2021-03-28 02:30:00.125', '2021-11-07 01:30:00.000001', '2021-03-14 07:30:00',
+   '2021-11-07 06:30:00.500', 'dst'),
+  (4, '2021-10-31 02:30:00', '2024-02-29 23:59:59.999', '1970-01-01 08:00:00.000001', '2021-11-07 05:30:00',
+   '2000-01-01 00:00:00.000', 'more'),
+  (5, NULL, NULL, NULL, NULL, NULL, 'nulls')
+"""
+TIMES_TZ = "America/New_York"
+TIMES_COLUMNS = "id, d0, d3, d6, ts0, ts3, note"
+
+
+@pytest.fixture
+def times(root_conn, fresh_db):
+    """The table's schema and its rows as Tidemark holds them (wall-clock text, TIMESTAMPs in New York)."""
+    with root_conn.cursor() as cur:
+        cur.execute("SET SESSION time_zone = '+00:00'")
+        cur.execute(TIMES_DDL.format(db=fresh_db))
+        cur.execute(TIMES_ROWS.format(db=fresh_db))
+        cur.execute(f"SELECT * FROM `{fresh_db}`.times ORDER BY id")
+        names = [d[0] for d in cur.description]
+        raw = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    schema = read_table_schema(root_conn, TableId(fresh_db, "times"))
+    return schema, rows_to_doris(raw, schema, tz=TIMES_TZ)
+
+
+def _formats_into(standin: StandIn, db: str) -> dict[str, int]:
+    return dict(standin.txn_stats()["loads_by_format"].get(db, {}))
+
+
+def _load_times(sink: DorisSink, schema, rows, target: TableId, early: dict | None = None) -> list[tuple]:
+    """A snapshot chunk, a binlog batch (an update into the DST row, a delete, an insert), and with
+    ``early`` a second chunk holding that row; the table as Doris stores it."""
+    sink.create_table(schema, target)
+    sink.commit([sink.load(target, "chunk-0-g0", _snapshot_arrow(schema, rows), sequence=10, fresh=True)])
+    by_id = {r["id"]: r for r in rows}
+    changes = [ChangeRow((3,), {**by_id[3], "d6": "2021-03-14 02:59:59.999999", "note": "dst, again"}, False, 20, 0),
+               ChangeRow((4,), by_id[4], True, 21, 1),
+               ChangeRow((6,), {**by_id[1], "id": 6, "ts3": "1970-01-01 08:00:00.999", "note": "new"}, False, 22, 2)]
+    sink.commit(load_in_process(sink, (target,), "b-1", changes, schema))
+    if early is not None:
+        sink.commit([sink.load(target, "chunk-1-g0", _snapshot_arrow(schema, [early]), sequence=30, fresh=True)])
+    return select(sink, target, TIMES_COLUMNS, "id")
+
+
+def test_datetimes_go_as_arrow_and_land_as_the_json_path_lands_them(doris, private_standin, doris_db, times):
+    """Snapshot chunk and binlog batch of DATETIME(0/3/6) and TIMESTAMP(0/3) columns: Arrow on a 2.1,
+    JSON on a 2.0, the same rows stored; a chunk with a value before 1970-01-01 08:00:00 goes as JSON
+    (that one load: a NOT NULL zero DATETIME, sent as 1970-01-01 00:00:00, is such a value)."""
+    schema, rows = times
+    early = {**rows[0], "id": 7, "d0": "1970-01-01 07:59:59", "d3": "1000-01-01 00:00:00.000",
+             "d6": "1969-12-31 23:59:59.999999", "ts0": None, "ts3": None, "note": "early"}
+    new, old = _sink(doris), _sink(private_standin)
+    target = TableId(doris_db, "times")
+    try:
+        assert new.loads_arrow and not old.loads_arrow
+        as_arrow = _load_times(new, schema, rows, target, early)
+        as_json = _load_times(old, schema, rows, target, early)
+    finally:
+        new.close()
+        old.close()
+    # the first chunk and the batch as Arrow, the early chunk as JSON; all JSON on the 2.0
+    assert _formats_into(doris, doris_db) == {"arrow": 2, "json": 1}
+    assert _formats_into(private_standin, doris_db) == {"json": 3}
+    assert as_arrow == as_json
+    by_id = {r[0]: r for r in as_arrow}
+    assert sorted(by_id) == [1, 2, 3, 5, 6, 7]
+    texts = {i: tuple(None if v is None else str(v) for v in r[1:6]) for i, r in by_id.items()}
+    # (the query API prints a DATETIME with its scale's digits)
+    assert texts[1] == ("1970-01-01 08:00:00", "1970-01-01 08:00:00.000", "1970-01-01 08:00:00.000000",
+                        "1970-01-01 08:00:00", "1970-01-01 08:00:00.001")
+    assert texts[2] == ("9999-12-31 23:59:59", "9999-12-31 23:59:59.999", "9999-12-31 23:59:59.999999",
+                        "2038-01-18 22:14:07", "2038-01-18 22:14:07.999")
+    assert texts[3] == ("2021-03-14 02:30:00", "2021-03-28 02:30:00.125", "2021-03-14 02:59:59.999999",
+                        "2021-03-14 03:30:00", "2021-11-07 01:30:00.500")
+    assert texts[5] == (None,) * 5
+    assert texts[6][4] == "1970-01-01 08:00:00.999" and by_id[6][6] == "new"
+    assert texts[7][:3] == ("1970-01-01 07:59:59", "1000-01-01 00:00:00.000", "1969-12-31 23:59:59.999999")
+
+
+def test_datetime_values_conform_to_arrow_in_the_arrow_readers_zone():
+    """The text → ``timestamp[us, +08:00]`` cast: the instant a +08:00 clock shows the text, exact to
+    the microsecond at both ends of the range, NULL kept; before 1970-01-01 08:00:00, a zero date or
+    text that is no date does not fit (the load goes as JSON)."""
+    import datetime as dt
+
+    from cdc_core.doris.arrow_layout import ARROW_TIME_ZONE, arrow_type
+    from cdc_core.doris.payloads import ArrowConformError, PayloadBuilder, conform
+
+    target = arrow_type("DATETIMEV2(6)")
+    assert target == pa.timestamp("us", tz="+08:00") == arrow_type("DATETIMEV2") and ARROW_TIME_ZONE == "+08:00"
+    assert arrow_type("JSONB") is None
+    texts = ["1970-01-01 08:00:00", "1970-01-01 08:00:00.000001", "9999-12-31 23:59:59.999999",
+             "2021-03-14 02:30:00", "2024-02-29 23:59:59.999", None]
+    out = conform(pa.table({"at": pa.array(texts)}), ["at"], None, [target]).column("at")
+    assert out.type == target
+    assert out.cast(pa.int64()).to_pylist()[:3] == [0, 1, 253402300799999999 - 8 * 3600 * 10**6]
+    eight = dt.timezone(dt.timedelta(hours=8))
+    walls = [None if v is None else v.astimezone(eight).replace(tzinfo=None).isoformat(" ", "microseconds")
+             for v in out.to_pylist()]
+    assert walls == [None if t is None else dt.datetime.fromisoformat(t).isoformat(" ", "microseconds")
+                     for t in texts]
+    # a timestamp without a zone is a wall clock too; one with a zone, its own wall clock
+    naive = pa.array([dt.datetime(2021, 3, 14, 2, 30)], pa.timestamp("ms"))
+    zoned = pa.array([dt.datetime(2021, 3, 14, 7, 30, tzinfo=dt.UTC)], pa.timestamp("us", tz="America/New_York"))
+    for array, wall in ((naive, dt.datetime(2021, 3, 14, 2, 30)), (zoned, dt.datetime(2021, 3, 14, 3, 30))):
+        got = conform(pa.table({"at": array}), ["at"], None, [target]).column("at")
+        assert got.to_pylist()[0].astimezone(eight).replace(tzinfo=None) == wall
+    for bad in ("1970-01-01 07:59:59.999999", "1000-01-01 00:00:00", "0000-00-00 00:00:00", "2021-02-30 00:00:00"):
+        with pytest.raises(ArrowConformError, match="column at"):
+            conform(pa.table({"at": pa.array([texts[0], bad])}), ["at"], None, [target])
+    payload = PayloadBuilder("arrow").build(pa.table({"at": pa.array(texts)}), columns=["at"], arrow_types=[target])
+    assert payload.headers["timezone"] == "+08:00" and payload.headers["format"] == "arrow"
+
+
+def test_the_standin_reads_an_arrow_timestamp_as_doris_does(doris, doris_db):
+    """As Doris 2.1's Arrow reader: ``from_unixtime(epoch, +08:00)`` whatever the type's zone or the
+    header; a negative epoch (which Doris would store as another time) refused by name, text refused."""
+    import datetime as dt
+
+    sink = _sink(doris)
+    target = TableId(doris_db, "stamps")
+    try:
+        sink.catalog.execute(doris_db, f"CREATE DATABASE IF NOT EXISTS `{doris_db}`")
+        sink.catalog.execute(doris_db, f"CREATE TABLE `{doris_db}`.stamps (id INT, at DATETIME(6)) UNIQUE KEY(id) "
+                                       "DISTRIBUTED BY HASH(id) BUCKETS 1 PROPERTIES ('replication_num' = '1')")
+
+        def send(label: str, at: pa.Array, ids: tuple[int, ...] = (1,)):
+            rows = pa.table({"id": pa.array(ids, pa.int32()), "at": at})  # sent as it is: no arrow_types
+            sink.commit([sink.loader.load(doris_db, "stamps", label, rows, columns=["id", "at"], fmt="arrow")])
+
+        one_second = pa.array([1_000_001], pa.timestamp("us"))  # epoch 1.000001 s
+        send("naive", one_second)
+        send("utc", one_second.cast(pa.timestamp("us", tz="UTC")), (2,))
+        send("ms", pa.array([1_500], pa.timestamp("ms", tz="America/New_York")), (3,))
+        assert [(i, str(at)) for i, at in select(sink, target, "id, at")] == [
+            (1, "1970-01-01 08:00:01.000001"), (2, "1970-01-01 08:00:01.000001"), (3, "1970-01-01 08:00:01.500000")]
+        with pytest.raises(StreamLoadError, match=r"column at: a timestamp before 1970-01-01 00:00:00 UTC"):
+            send("negative", pa.array([dt.datetime(1969, 12, 31, 23, 59, 59)], pa.timestamp("us")), (4,))
+        with pytest.raises(StreamLoadError, match="not support convert to datetimev2 from arrow type: string"):
+            send("text", pa.array(["2024-01-01 00:00:00"]), (5,))
+    finally:
+        sink.close()
