@@ -507,7 +507,6 @@ def _cast(array: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedA
         raise ArrowConformError(f"column {name}: {array.type} cannot be sent as {target} ({exc})") from exc
 
 
-
 def _zoned_timestamps(array: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
     """Wall-clock values (MySQL text, or a timestamp without a zone) → ``target`` (a timestamp in a
     fixed offset such as ``+08:00``: cdc_core/doris/arrow_layout.py) holding the instant at which a

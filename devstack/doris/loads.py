@@ -344,8 +344,8 @@ _ARROW_READER_OFFSET_US = 8 * 3600 * 1_000_000
 
 
 def arrow_datetimes(parsed: Parsed, datetime_columns: set[str]) -> Parsed:
-    """The Arrow timestamps loaded into DATETIMEV2 columns (lower-case names in ``datetime_columns``) as the
-    wall clock Doris stores: its ``DataTypeDateTimeV2SerDe::read_column_from_arrow`` does
+    """The Arrow timestamps loaded into DATETIMEV2 columns (lower-case names in ``datetime_columns``)
+    as the wall clock Doris stores: its ``DataTypeDateTimeV2SerDe::read_column_from_arrow`` does
     ``from_unixtime(epoch / divisor, +08:00)`` plus the fraction, whatever the Arrow type's own
     zone or the header says. A negative epoch Doris casts to an unsigned number and stores as another
     time; the stand-in refuses the load instead, naming the column, so a test sees it."""
@@ -355,14 +355,14 @@ def arrow_datetimes(parsed: Parsed, datetime_columns: set[str]) -> Parsed:
         if name.lower() not in datetime_columns or not pa.types.is_timestamp(array.type):
             continue
         raw = array.cast(pa.timestamp(array.type.unit)) if array.type.tz is not None else array  # same epochs
-        epoch_us = raw.cast(pa.timestamp("us"), safe=False).cast(pa.int64())  # ns: Doris keeps microseconds
-        first = pc.min(epoch_us).as_py()
+        first = pc.min(raw.cast(pa.int64())).as_py()
         if first is not None and first < 0:
             raise LoadError(
                 f"[INTERNAL_ERROR]Failed to convert from arrow to block: column {name}: a timestamp before "
-                f"1970-01-01 00:00:00 UTC ({first} us) cannot be read into datetimev2 (Doris {ARROW_READER_ZONE} "
-                "from_unixtime of the epoch as unsigned: the stand-in refuses what Doris would store as "
-                "another time)")
+                f"1970-01-01 00:00:00 UTC ({first} {array.type.unit}) cannot be read into datetimev2 (Doris "
+                f"{ARROW_READER_ZONE} from_unixtime of the epoch as unsigned: the stand-in refuses what Doris "
+                "would store as another time)")
+        epoch_us = raw.cast(pa.timestamp("us"), safe=False).cast(pa.int64())  # ns: Doris keeps microseconds
         wall = pc.add(epoch_us, _ARROW_READER_OFFSET_US).cast(pa.timestamp("us"))
         table = table.set_column(i, pa.field(name, wall.type), wall)
     return Parsed(table, parsed.bad)
