@@ -3,7 +3,8 @@
 Layout inside ``<data-dir>/doris.duckdb``:
 
 * ``__standin.tables`` / ``__standin.dbs`` / ``__standin.kv`` — catalog JSON and id counters;
-* ``__standin.txns`` — one row per transaction (state machine of :mod:`transactions`);
+* ``__standin.txns`` — one row per transaction (state machine of :mod:`transactions`), with the
+  journal ``<data-dir>/txns.<gen>.journal`` holding the states recorded since its last fold;
 * ``<data-dir>/staging/<txn>.arrow`` (beside the DuckDB file) — rows of a load, converted to table
   types, waiting for commit: an Arrow IPC file written and fsynced before the load's PRECOMMITTED
   record, deleted only after the transaction that applies or aborts it has committed;
@@ -15,11 +16,21 @@ Layout inside ``<data-dir>/doris.duckdb``:
 * ``__standin_is.*`` — materialised ``information_schema`` tables, rebuilt after every DDL.
 
 Why one file and one write lock: data and transaction state change together in a single DuckDB
-transaction, so ``kill -9`` at any instant leaves either the old or the new state. A change that is
-one statement (a load's begin or precommit: one ``__standin.txns`` row) runs as DuckDB's own
-autocommit transaction (:meth:`Storage.single_statement`), which is as atomic and as durable and
-spares the lock a ``BEGIN`` and a ``COMMIT``; a begin writes no id counter, since its row records
-its id (:meth:`Storage._load_txn_counter`). A staged file
+transaction, so ``kill -9`` at any instant leaves either the old or the new state. A transaction's
+state changes that touch no rows — a load's begin (PREPARE), its precommit, an abort — are not
+DuckDB statements but lines appended to the transaction journal ``<data-dir>/txns.<gen>.journal``
+(:meth:`Storage.journal`; one ``write`` and one ``fdatasync`` under the lock, where a DuckDB statement
+cost ~1 ms of parse, bind and plan and its ``COMMIT`` a WAL write): a line is in the file once
+``write`` returns, so a ``kill -9`` after it loses nothing, and the ``fdatasync`` makes it as durable
+against an OS crash as DuckDB's own commit. A change that applies rows (a commit: its rows and its
+VISIBLE record) stays one DuckDB transaction. At start-up a transaction's state is the furthest one
+recorded in either place (states only move forward: PREPARE, PRECOMMITTED, COMMITTED, then
+VISIBLE or ABORTED); the journal is folded into ``__standin.txns`` (:meth:`TxnManager.fold_journal`
+in :mod:`devstack.doris.transactions`) at start-up, when labels expire and every few thousand lines,
+in one DuckDB transaction that also moves ``kv['journal']`` to the next generation, whose file then
+replaces the old one — a journal of an older generation than ``kv['journal']`` is already folded and
+is deleted unread. A begin writes no id counter, since its record holds its id
+(:meth:`Storage._load_txn_counter`). A staged file
 without a record that holds it (a load that died before its precommit, a deletion that a crash cut
 short) is an orphan, removed at start-up. Staging is a file and not a DuckDB table because a load's
 ``CREATE TABLE AS`` and the catalog churn of creating and dropping a table per load cost DuckDB
@@ -33,7 +44,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +63,13 @@ IS_SCHEMA = "__standin_is"
 
 # The staged file's schema metadata key under which its rows' key facts are kept (merge.StagedKeys).
 _KEYS_META = b"standin.staged_keys"
+
+# ``__standin.txns``'s columns, in order (a journal fold inserts its rows as one Arrow table).
+_TXN_SCHEMA = pa.schema([
+    ("txn_id", pa.int64()), ("db", pa.utf8()), ("label", pa.utf8()), ("tbl", pa.utf8()), ("status", pa.utf8()),
+    ("reason", pa.utf8()), ("two_pc", pa.bool_()), ("prepare_ms", pa.int64()), ("precommit_ms", pa.int64()),
+    ("commit_ms", pa.int64()), ("finish_ms", pa.int64()), ("staged", pa.bool_()), ("visible_at_ms", pa.int64()),
+])
 
 
 def data_schema(db: str) -> str:
@@ -80,13 +98,21 @@ class Storage:
         self.con = duckdb.connect(str(self.path))
         self.lock = threading.RLock()
         self._counters: dict[str, int] = {}
-        # Seconds the write lock was held by transaction() and single_statement(), and how many times:
+        # Seconds the write lock was held by transaction() and locked(), and how many times:
         # the stand-in's serial part, for benchmarks (``GET /_standin/txns``, devstack/doris/admin.py).
         self.lock_held_s = 0.0
         self.lock_holds = 0
+        self.data_dir = data_dir
+        # The transaction journal (see the module doc): its generation and open file, opened at the
+        # end of start-up; the records of the files read at start-up until TxnManager takes them.
+        self._journal_gen = 0
+        self._journal_fd: int | None = None
+        self._journal_replay: list[dict[str, Any]] = []
         self.staging_dir = data_dir / "staging"
         self.staging_dir.mkdir(exist_ok=True)
         self._unstage_after_commit: list[int] = []
+        # run under the lock once the current transaction has committed (never when it rolls back)
+        self._after_commit: list[Callable[[], None]] = []
         self._legacy_staging: set[int] = set()
         self.dbs: dict[str, int] = {}
         self.tables: dict[tuple[str, str], Table] = {}
@@ -132,6 +158,7 @@ class Storage:
             for (db, name, d) in cur.execute(f"SELECT db, name, def FROM {META}.tables").fetchall():
                 self.tables[(db, name)] = Table.from_json(json.loads(d))
             self._load_txn_counter(cur)
+            self._read_journal(cur)
             self._refresh_information_schema(cur)
 
     # ---- plumbing ---------------------------------------------------------------------------
@@ -149,33 +176,33 @@ class Storage:
         transaction dropped are deleted once it has committed (never when it rolls back), after
         the lock is released: no record holds them any more, so nothing under the lock reads them."""
         with self.lock, self._held(), self.cursor() as cur:
-            outer = self._unstage_after_commit
-            self._unstage_after_commit = []
+            outer, outer_hooks = self._unstage_after_commit, self._after_commit
+            self._unstage_after_commit, self._after_commit = [], []
             cur.execute("BEGIN TRANSACTION")
             try:
                 yield cur
             except BaseException:
-                self._unstage_after_commit = outer
+                self._unstage_after_commit, self._after_commit = outer, outer_hooks
                 cur.execute("ROLLBACK")
                 raise
             cur.execute("COMMIT")
             dropped, self._unstage_after_commit = self._unstage_after_commit, outer
+            hooks, self._after_commit = self._after_commit, outer_hooks
+            for hook in hooks:
+                hook()
         for txn_id in dropped:
             self.staging_path(txn_id).unlink(missing_ok=True)
 
-    @contextlib.contextmanager
-    def single_statement(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Write lock + a cursor in DuckDB's autocommit mode, for a change that is ONE statement.
+    def after_commit(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` once the caller's :meth:`transaction` has committed (not if it rolls back)."""
+        self._after_commit.append(hook)
 
-        DuckDB runs a statement outside ``BEGIN`` as its own transaction and commits it (WAL
-        written and fsynced) before ``execute`` returns, so one statement needs neither a
-        ``BEGIN`` nor a ``COMMIT`` of its own: a load's begin and precommit each write one
-        ``__standin.txns`` row this way, two statements fewer under the lock than
-        :meth:`transaction`. A second write statement on this cursor would be a transaction of
-        its own — not atomic with the first: use :meth:`transaction` for that.
-        """
-        with self.lock, self._held(), self.cursor() as cur:
-            yield cur
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """The write lock alone, for a change recorded in the journal (:meth:`journal`): a load's
+        begin or precommit, an abort. Counted with the DuckDB transactions' holdings."""
+        with self.lock, self._held():
+            yield
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[None]:
@@ -187,6 +214,73 @@ class Storage:
             self.lock_held_s += time.perf_counter() - start
             self.lock_holds += 1
 
+    # ---- the transaction journal ----------------------------------------------------------------
+    def _journal_path(self, gen: int) -> Path:
+        return self.data_dir / f"txns.{gen}.journal"
+
+    def _read_journal(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """At start-up: read the journal of generation ``kv['journal']`` (and any later one), delete
+        older ones (already folded), and open the current one for appending."""
+        row = cur.execute(f"SELECT v FROM {META}.kv WHERE k = 'journal'").fetchall()  # (read whole: see _staged)
+        self._journal_gen = row[0][0] if row else 0
+        found: list[tuple[int, Path]] = []
+        for path in self.data_dir.glob("txns.*.journal"):
+            gen = path.name.split(".")[1]
+            if gen.isdigit():
+                found.append((int(gen), path))
+        for gen, path in sorted(found):
+            if gen < self._journal_gen:
+                path.unlink(missing_ok=True)
+                continue
+            self._journal_gen = gen
+            for line in path.read_bytes().splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue  # a line an OS crash cut short: its write never returned, nobody was told
+                self._journal_replay.append(rec)
+                self._counters["txn"] = max(self._counters["txn"], int(rec["txn_id"]))
+        self._journal_fd = os.open(self._journal_path(self._journal_gen), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def journal_records(self) -> list[dict[str, Any]]:
+        """The journal's records read at start-up, oldest first (handed over once)."""
+        recs, self._journal_replay = self._journal_replay, []
+        return recs
+
+    def journal(self, rec: dict[str, Any]) -> None:
+        """Record a transaction's state (a ``__standin.txns`` row as a dict) in the journal; the
+        caller holds the lock. One ``write`` (in the file, for any later reader or a ``kill -9``,
+        once it returns) and one ``fdatasync`` (on the disk, as DuckDB's commit would be)."""
+        assert self._journal_fd is not None
+        os.write(self._journal_fd, json.dumps(rec, separators=(",", ":")).encode() + b"\n")
+        os.fdatasync(self._journal_fd)
+
+    def fold_journal(self, rows: list[dict[str, Any]], delete: list[int]) -> None:
+        """Write ``rows`` (the current state of every transaction the journal recorded) into
+        ``__standin.txns`` and delete the rows of ``delete`` (expired labels), in one DuckDB
+        transaction that also moves ``kv['journal']`` to the next generation; once it has committed,
+        appends go to the next generation's (empty) file and the old one is deleted. Under the lock."""
+        with self.transaction() as cur:
+            ids = sorted({int(r["txn_id"]) for r in rows} | {int(i) for i in delete})
+            if ids:
+                cur.execute(f"DELETE FROM {META}.txns WHERE txn_id IN ({','.join(str(i) for i in ids)})")
+            if rows:
+                view = f"__fold_{threading.get_ident()}"
+                cur.register(view, pa.Table.from_pylist(rows, schema=_TXN_SCHEMA))
+                try:
+                    cur.execute(f"INSERT INTO {META}.txns SELECT * FROM {view}")
+                finally:
+                    cur.unregister(view)
+            if delete:  # the rows deleted may have been the ones that recorded the last id issued
+                cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES ('txn', ?)", [self._counters["txn"]])
+            cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES ('journal', ?)", [self._journal_gen + 1])
+        old, self._journal_gen = self._journal_gen, self._journal_gen + 1
+        fd, self._journal_fd = self._journal_fd, os.open(
+            self._journal_path(self._journal_gen), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        if fd is not None:
+            os.close(fd)
+        self._journal_path(old).unlink(missing_ok=True)
+
     def next_txn_id(self) -> int:
         """The next transaction id, under the lock; not written by itself (see :meth:`_load_txn_counter`)."""
         value = self._counters["txn"] + 1
@@ -195,10 +289,11 @@ class Storage:
 
     def _load_txn_counter(self, cur: duckdb.DuckDBPyConnection) -> None:
         """The last transaction id issued, as recorded: the larger of ``kv['txn']`` and the largest
-        ``txn_id`` in ``__standin.txns`` (999 when neither exists: ids start at 1000).
+        ``txn_id`` in ``__standin.txns`` (999 when neither exists: ids start at 1000); the journal's
+        records, read next (:meth:`_read_journal`), may raise it.
 
-        A begin writes only its ``txns`` row — the row is what records its id — so the counter in
-        ``kv`` is written only when rows go (:meth:`delete_txns`, in the same transaction): ids are
+        A begin writes only its journal record — the record is what holds its id — so the counter in
+        ``kv`` is written only when rows go (:meth:`fold_journal`, in the same transaction): ids are
         never reused, even after the newest transactions' rows expired and the process restarted.
         """
         kv = cur.execute(f"SELECT v FROM {META}.kv WHERE k = 'txn'").fetchall()
@@ -235,6 +330,9 @@ class Storage:
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("CHECKPOINT")
             self.con.close()
+            if self._journal_fd is not None:
+                os.close(self._journal_fd)
+                self._journal_fd = None
 
     # ---- catalog lookups --------------------------------------------------------------------
     def table(self, db: str, name: str) -> Table | None:
@@ -395,9 +493,13 @@ class Storage:
         _fsync(self.staging_dir)
 
     def discard_staging(self, txn_id: int) -> None:
-        """Delete what a load staged before it failed: no record holds the file yet, so no
-        transaction is needed."""
+        """Delete what a load staged: before it failed (no record holds the file yet), or once its
+        ABORTED record is in the journal (no record holds it any more); no transaction is needed."""
         self.staging_path(txn_id).unlink(missing_ok=True)
+
+    def has_legacy_staging(self, txn_id: int) -> bool:
+        """Whether ``txn_id`` staged its rows in a DuckDB table (a data directory of an earlier stand-in)."""
+        return txn_id in self._legacy_staging
 
     def drop_staging(self, cur: duckdb.DuckDBPyConnection, txn_id: int) -> None:
         """Forget a load's staged rows once the caller's transaction commits."""
@@ -484,13 +586,6 @@ class Storage:
             [rec["status"], rec["reason"], rec["precommit_ms"], rec["commit_ms"], rec["finish_ms"], rec["staged"],
              rec["visible_at_ms"], rec["txn_id"]],
         )
-
-    def delete_txns(self, cur: duckdb.DuckDBPyConnection, txn_ids: list[int]) -> None:
-        """Delete transactions' rows; the last id issued goes to ``kv`` in the same transaction, as
-        the rows deleted may have been the ones that recorded it (:meth:`_load_txn_counter`)."""
-        if txn_ids:
-            cur.execute(f"DELETE FROM {META}.txns WHERE txn_id IN ({','.join(str(int(i)) for i in txn_ids)})")
-            cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES ('txn', ?)", [self._counters["txn"]])
 
     def load_txns(self) -> list[dict[str, Any]]:
         with self.cursor() as cur:

@@ -11,11 +11,15 @@ counted per database; a begin is refused once a database holds ``max_running_txn
 (FE ``DatabaseTransactionMgr.checkRunningTxnExceedLimit``), after the label check as on the FE. The
 peak count per database is kept for tests and benchmarks (``/_standin/txns``, :mod:`devstack.doris.admin`).
 
-Every state change is written to ``__standin.txns``: PREPARE and PRECOMMITTED as one autocommit
-statement each (durable when it returns, before the reply), PRECOMMITTED after the load's staged
-file is on disk, VISIBLE in the same DuckDB transaction as the merged rows, so a restart — even after
-``kill -9`` — sees a consistent picture. PREPARE transactions found at start-up belonged to loads that
-died with the process and are aborted.
+Every state change is recorded before the reply: PREPARE, PRECOMMITTED and ABORTED as a line of the
+transaction journal (written and fdatasynced under the write lock; :meth:`Storage.journal`),
+PRECOMMITTED after the load's staged file is on disk, an aborted load's staged file deleted after its
+record; COMMITTED and VISIBLE as a ``__standin.txns`` row in the same DuckDB transaction as the merged
+rows. So a restart — even after ``kill -9`` — sees a consistent picture: each transaction in the
+furthest state either place recorded (states only move forward). PREPARE transactions found at
+start-up belonged to loads that died with the process and are aborted. The journal is folded into
+``__standin.txns`` (:meth:`TxnManager.fold_journal`) at start-up, when labels expire and once it
+holds :data:`FOLD_AFTER` transactions.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ RESTART_REASON = "coordinate BE is down"
 BE_RESTART_REASON = "coordinate BE restart"
 DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB = 100
 FINAL = ("VISIBLE", "ABORTED")
+# How far each state is along the state machine: at start-up a transaction takes the furthest state
+# that ``__standin.txns`` or the journal recorded for it.
+_RANK = {"PREPARE": 0, "PRECOMMITTED": 1, "COMMITTED": 2, "VISIBLE": 3, "ABORTED": 3}
+# The journal is folded into ``__standin.txns`` (by the ticker) once it holds this many transactions.
+FOLD_AFTER = 2000
 
 
 @dataclass
@@ -120,12 +129,25 @@ class TxnManager:
         self.be_epoch = 0
         # While the FE restarts, the BE's RPCs to it fail with this text (None: the FE is up).
         self.fe_unreachable: str | None = None
-        for rec in storage.load_txns():
-            self._index(Txn(**rec))
-        with storage.transaction() as cur:
+        recs = {int(r["txn_id"]): r for r in storage.load_txns()}
+        # ids with a ``__standin.txns`` row (a commit's record UPDATEs it, else INSERTs one), and ids
+        # whose latest state the journal holds (written to ``__standin.txns`` by the next fold)
+        self.in_db: set[int] = set(recs)
+        self.dirty: set[int] = set()
+        for rec in storage.journal_records():
+            txn_id = int(rec["txn_id"])
+            old = recs.get(txn_id)
+            if old is None or _RANK[rec["status"]] >= _RANK[old["status"]]:
+                recs[txn_id] = rec
+            self.dirty.add(txn_id)
+        for txn_id in sorted(recs):
+            self._index(Txn(**recs[txn_id]))
+        with storage.locked():
             for t in list(self.txns.values()):
                 if t.status == "PREPARE":
-                    self._set_aborted(cur, t, RESTART_REASON)
+                    self._set_aborted(t, RESTART_REASON)
+            if self.dirty:
+                self.fold_journal([])
         storage.remove_orphan_staging({t.txn_id for t in self.txns.values() if t.staged})
         self.peak_running = {db: len(ids) for db, ids in self.running.items()}
 
@@ -170,18 +192,53 @@ class TxnManager:
         with self.st.lock:
             self.max_running_txn_num_per_db = check_txn_limit(limit)
 
-    def _save(self, cur: Any, t: Txn, *, new: bool = False) -> None:
+    def _save(self, cur: Any, t: Txn) -> None:
+        """Write ``t``'s state as its ``__standin.txns`` row, in the caller's DuckDB transaction."""
+        new = t.txn_id not in self.in_db
         self.st.save_txn(cur, asdict(t), new=new)
+        if new:
+            self.st.after_commit(lambda: self.in_db.add(t.txn_id))
         self._track(t)
 
-    def _set_aborted(self, cur: Any, t: Txn, reason: str) -> None:
-        if t.staged:
-            self.st.drop_staging(cur, t.txn_id)
-        t.status = "ABORTED"
-        t.reason = reason
-        t.finish_ms = now_ms()
-        t.staged = False
-        self._save(cur, t)
+    def _record(self, t: Txn, done: Txn) -> None:
+        """Record ``done`` (``t`` in its next state) in the journal, then make it ``t``'s state; the
+        caller holds the lock. ``t`` changes only once the record is written."""
+        self.st.journal(asdict(done))
+        self.dirty.add(t.txn_id)
+        vars(t).update(vars(done))
+        self._track(t)
+
+    def _set_aborted(self, t: Txn, reason: str) -> None:
+        """Abort ``t`` (under the lock): its record first, then its staged file goes."""
+        done = replace(t, status="ABORTED", reason=reason, finish_ms=now_ms(), staged=False)
+        if t.staged and self.st.has_legacy_staging(t.txn_id):  # a data directory of an earlier stand-in
+            with self.st.transaction() as cur:
+                self.st.drop_staging(cur, t.txn_id)
+                vars(t).update(vars(done))
+                self._save(cur, t)
+            return
+        staged = t.staged
+        self._record(t, done)
+        if staged:
+            self.st.discard_staging(t.txn_id)
+
+    def fold_journal(self, expired: list[int]) -> None:
+        """Write the journal's transactions into ``__standin.txns`` and forget ``expired`` ones
+        (their rows deleted, their labels free), in one DuckDB transaction; the journal starts
+        afresh (:meth:`Storage.fold_journal`). Under the lock."""
+        gone = set(expired)
+        rows = [asdict(self.txns[i]) for i in sorted(self.dirty) if i in self.txns and i not in gone]
+        self.st.fold_journal(rows, sorted(gone))
+        self.in_db |= {int(r["txn_id"]) for r in rows}
+        self.in_db -= gone
+        self.dirty.clear()
+        for i in expired:
+            t = self.txns.pop(i)
+            ids = self.by_label.get((t.db, t.label), [])
+            if i in ids:
+                ids.remove(i)
+            if not ids:
+                self.by_label.pop((t.db, t.label), None)
 
     def lookup(self, txn_id: int) -> Txn | None:
         return self.txns.get(txn_id)
@@ -206,7 +263,7 @@ class TxnManager:
         """Start a load transaction (PREPARE); raises :class:`LabelAlreadyUsed`, then
         :class:`RunningTxnLimitExceeded` (the FE's order), or :class:`BackendRestarted` when
         ``be_epoch`` (read when the load reached the BE) is older than the last BE restart."""
-        with self.st.single_statement() as cur:
+        with self.st.locked():
             if be_epoch is not None and be_epoch != self.be_epoch:
                 raise BackendRestarted()
             self._fe_rpc()
@@ -218,18 +275,19 @@ class TxnManager:
                 raise RunningTxnLimitExceeded(self.st.dbs.get(db, -1), running, self.max_running_txn_num_per_db)
             t = Txn(txn_id=self.st.next_txn_id(), db=db, label=label, tbl=tbl, status="PREPARE",
                     two_pc=two_pc, prepare_ms=now_ms())
-            self.st.save_txn(cur, asdict(t), new=True)  # the one statement: its id is recorded by this row
+            self.st.journal(asdict(t))  # its id is recorded by this record
+            self.dirty.add(t.txn_id)
             self._index(t)
             return t
 
     def fail(self, t: Txn, reason: str) -> None:
         """A load failed after begin: abort its transaction (label becomes reusable). While the FE
         restarts the BE's rollback cannot reach it: the transaction stays PREPARE."""
-        with self.st.transaction() as cur:
+        with self.st.locked():
             if self.fe_unreachable is not None:
                 return
             if t.status in ("PREPARE", "PRECOMMITTED"):
-                self._set_aborted(cur, t, reason)
+                self._set_aborted(t, reason)
 
     def _still_prepared(self, t: Txn) -> None:
         """A load whose transaction was aborted while it ran (a 2PC abort by label, a timeout)
@@ -238,13 +296,10 @@ class TxnManager:
             raise TxnError(f"transaction [{t.txn_id}] is already aborted. abort reason: {t.reason}")
 
     def precommit(self, t: Txn, staged: bool) -> None:
-        with self.st.single_statement() as cur:
+        with self.st.locked():
             self._fe_rpc()
             self._still_prepared(t)
-            done = replace(t, status="PRECOMMITTED", staged=staged, precommit_ms=now_ms())
-            self.st.save_txn(cur, asdict(done))  # the one statement; ``t`` changes once it is durable
-            t.status, t.staged, t.precommit_ms = done.status, done.staged, done.precommit_ms
-            self._track(t)
+            self._record(t, replace(t, status="PRECOMMITTED", staged=staged, precommit_ms=now_ms()))
 
     def commit_now(self, t: Txn, staged: bool, visible_delay_ms: int = 0) -> None:
         """Non-2PC load: apply the staged rows and make the txn VISIBLE in one transaction.
@@ -324,7 +379,7 @@ class TxnManager:
         # concurrent load may hold for its whole staging (a client probing before it loads).
         self._fe_rpc()
         self._resolve(db, txn_id, label, "abort")
-        with self.st.transaction() as cur:
+        with self.st.locked():
             self._fe_rpc()
             t = self._resolve(db, txn_id, label, "abort")
             n = t.txn_id
@@ -332,17 +387,17 @@ class TxnManager:
                 raise TxnError(f"transaction [{n}] is already aborted, abort reason: {t.reason}")
             if t.status in ("COMMITTED", "VISIBLE"):
                 raise TxnError(f"transaction [{n}] is already {t.status}, could not abort.")
-            self._set_aborted(cur, t, USER_ABORT)
+            self._set_aborted(t, USER_ABORT)
             return t
 
     def abort_in_flight(self) -> list[int]:
         """A BE restart: the loads it was running die, and the FE aborts their PREPARE transactions
         (``abortTxnWhenCoordinateBeRestart``); PRECOMMITTED ones keep their staged data and survive."""
-        with self.st.transaction() as cur:
+        with self.st.locked():
             self.be_epoch += 1
             aborted = [t for t in self.txns.values() if t.status == "PREPARE"]
             for t in aborted:
-                self._set_aborted(cur, t, BE_RESTART_REASON)
+                self._set_aborted(t, BE_RESTART_REASON)
             return [t.txn_id for t in aborted]
 
     # ---- background work --------------------------------------------------------------------
@@ -352,13 +407,18 @@ class TxnManager:
         if self.fe_unreachable is not None:
             return
         now = now_ms()
-        with self.st.transaction() as cur:
+        with self.st.locked():
+            due: list[Txn] = []
             for t in list(self.txns.values()):
                 if (t.status == "PRECOMMITTED" and t.precommit_ms is not None
                         and now - t.precommit_ms > self.precommit_timeout_s * 1000):
-                    self._set_aborted(cur, t, TIMEOUT_REASON)
+                    self._set_aborted(t, TIMEOUT_REASON)
                 elif t.status == "COMMITTED" and t.visible_at_ms is not None and now >= t.visible_at_ms:
-                    self._publish(cur, t)
+                    due.append(t)
+            if due:
+                with self.st.transaction() as cur:
+                    for t in due:
+                        self._publish(cur, t)
             expired: list[int] = []
             per_db: dict[str, list[Txn]] = {}
             for t in self.txns.values():
@@ -371,15 +431,8 @@ class TxnManager:
                 if len(finished) > self.label_num_threshold:
                     finished.sort(key=lambda x: (x.finish_ms or 0, x.txn_id))
                     expired.extend(x.txn_id for x in finished[: len(finished) - self.label_num_threshold])
-            if expired:
-                self.st.delete_txns(cur, expired)
-                for i in expired:
-                    t = self.txns.pop(i)
-                    ids = self.by_label.get((t.db, t.label), [])
-                    if i in ids:
-                        ids.remove(i)
-                    if not ids:
-                        self.by_label.pop((t.db, t.label), None)
+            if expired or len(self.dirty) >= FOLD_AFTER:
+                self.fold_journal(expired)
 
 
 def check_txn_limit(limit: int) -> int:

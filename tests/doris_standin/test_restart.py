@@ -283,7 +283,7 @@ def test_a_be_restart_under_a_load_then_ended_on_request(tmp_path) -> None:
 
 
 def test_txn_ids_are_never_reused_after_the_newest_labels_expire_and_a_kill_9(tmp_path) -> None:
-    """A begin records its id in its own txns row only (one statement); when the newest rows are
+    """A begin records its id in its own journal record only; when the newest rows are
     forgotten (label expiry), the id counter they recorded survives a ``kill -9`` all the same."""
     data = tmp_path / "data"
     srv = StandInProcess(data, "--label-keep-max-s", "0.2").start()
@@ -307,7 +307,7 @@ def test_txn_ids_are_never_reused_after_the_newest_labels_expire_and_a_kill_9(tm
 
 
 def test_kill_9_after_begins_and_precommits_keeps_each_durable_state(tmp_path) -> None:
-    """Begin and precommit are one autocommit statement each: after ``kill -9`` a begun load is
+    """Begin and precommit are one journal record each: after ``kill -9`` a begun load is
     aborted (its label free again), a precommitted one is still PRECOMMITTED and commits, and no
     transaction id is handed out twice."""
     data = tmp_path / "data"

@@ -130,3 +130,35 @@ def test_a_load_with_a_null_key_has_no_bounds_and_replaces_the_stored_null(tmp_p
         assert _stored(storage) == [(1, "v1"), (2, "v2"), (None, "n2")]
     finally:
         storage.close()
+
+
+def test_the_journal_is_replayed_once_and_a_folded_generation_is_never_read_again(tmp_path) -> None:
+    """Transaction states recorded in the journal come back at start-up (a line an OS crash cut short
+    is skipped); once folded into ``__standin.txns`` the old journal is gone and its records with it."""
+    rec = {"txn_id": 1200, "db": "d", "label": "l", "tbl": "t", "status": "PREPARE", "reason": "", "two_pc": True,
+           "prepare_ms": 1, "precommit_ms": None, "commit_ms": None, "finish_ms": None, "staged": False,
+           "visible_at_ms": None}
+    storage = Storage(tmp_path)
+    with storage.locked():
+        storage.journal(rec)
+        storage.journal({**rec, "status": "PRECOMMITTED", "precommit_ms": 2})
+    storage.close()
+    with (tmp_path / "txns.0.journal").open("ab") as f:
+        f.write(b'{"txn_id": 1201, "db": "d", "lab')  # cut short
+    storage = Storage(tmp_path)
+    try:
+        assert [(r["txn_id"], r["status"]) for r in storage.journal_records()] == [(1200, "PREPARE"),
+                                                                                  (1200, "PRECOMMITTED")]
+        assert storage.next_txn_id() == 1201  # the journal's ids count
+        with storage.locked():
+            storage.fold_journal([{**rec, "status": "ABORTED", "finish_ms": 3}], [])
+        assert not (tmp_path / "txns.0.journal").exists()
+        assert (tmp_path / "txns.1.journal").read_bytes() == b""
+    finally:
+        storage.close()
+    storage = Storage(tmp_path)
+    try:
+        assert storage.journal_records() == []
+        assert [(r["txn_id"], r["status"]) for r in storage.load_txns()] == [(1200, "ABORTED")]
+    finally:
+        storage.close()
