@@ -54,7 +54,7 @@ import pyarrow.ipc as ipc
 
 from . import crc32
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
-from .merge import StagedKeys, merge_rows, staged_keys
+from .merge import StagedKeys, merge_rows, staged_keys, staged_keys_arrow
 from .types import DorisType, quote_ident, quote_str
 
 META = "__standin"
@@ -475,13 +475,15 @@ class Storage:
         holds no lock, and kept in the file's schema metadata (``merge.StagedKeys``): a commit
         holds the write lock that every load's begin, precommit and commit waits for."""
         if table is not None and table.is_unique:
-            view = f"stg_keys_{txn_id}"
-            with self.cursor() as cur:
-                cur.register(view, rows)
-                try:
-                    facts = staged_keys(cur, table, view)
-                finally:
-                    cur.unregister(view)
+            facts = staged_keys_arrow(table, rows)
+            if facts is None:
+                view = f"stg_keys_{txn_id}"
+                with self.cursor() as cur:
+                    cur.register(view, rows)
+                    try:
+                        facts = staged_keys(cur, table, view)
+                    finally:
+                        cur.unregister(view)
             if facts is not None:
                 rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), _KEYS_META: facts.to_json()})
         path = self.staging_path(txn_id)

@@ -162,3 +162,38 @@ def test_the_journal_is_replayed_once_and_a_folded_generation_is_never_read_agai
         assert [(r["txn_id"], r["status"]) for r in storage.load_txns()] == [(1200, "ABORTED")]
     finally:
         storage.close()
+
+
+def test_a_loads_key_facts_by_arrow_kernels_are_the_ones_duckdb_gives() -> None:
+    """``staged_keys_arrow`` (no DuckDB statement) answers as ``staged_keys`` for the key types it takes:
+    bounds, distinctness and NULLs, text compared by its bytes."""
+    import datetime
+    import random
+
+    import duckdb
+
+    from devstack.doris.merge import staged_keys, staged_keys_arrow
+
+    rnd = random.Random(30)
+    texts = ["a", "b", "é", "Z", "zz", "", "a b", "\u00ff", "10", "9"]
+    cases = [("BIGINT", pa.int64(), lambda: rnd.randint(-10**12, 10**12)),
+             ("INT", pa.int32(), lambda: rnd.randint(-5, 5)),
+             ("VARCHAR(32)", pa.utf8(), lambda: rnd.choice(texts) + str(rnd.randint(0, 2))),
+             ("DATE", pa.date32(), lambda: datetime.date(2000, 1, 1) + datetime.timedelta(days=rnd.randint(0, 9)))]
+    con = duckdb.connect()
+    seen = {"bounds": 0, "distinct": 0, "repeated": 0}
+    for dtype, arrow_type, value in cases:
+        table = Table("d", "t", "UNIQUE_KEYS", [Column("k", dtype, is_key=True), Column("v", "INT")], ["k"])
+        for _ in range(60):
+            size = rnd.randint(1, 12)
+            keys = [None if rnd.random() < 0.05 else value() for _ in range(size)]
+            rows = pa.table({"k": pa.array(keys, arrow_type), "v": pa.array(range(size), pa.int32())})
+            con.register("s", rows)
+            by_duckdb = staged_keys(con, table, "s")
+            con.unregister("s")
+            by_arrow = staged_keys_arrow(table, rows)
+            assert by_arrow == by_duckdb, (dtype, keys)
+            seen["bounds"] += bool(by_arrow.bounds)
+            seen["distinct"] += by_arrow.distinct
+            seen["repeated"] += bool(by_arrow.bounds) and not by_arrow.distinct
+    assert all(seen.values()), seen  # every kind of answer was compared
