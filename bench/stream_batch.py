@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -157,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             profiler = cProfile.Profile()
             profiler.enable()
         total_started = time.perf_counter()
+        standin_cpu0 = _cpu_s(doris.pid())
         while service.binlog_lag().behind:
             t0 = time.perf_counter()
             batch = service.run_binlog_batch()
@@ -168,13 +170,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"batch {batch.batch_id}: {events} change(s), prepared in {t1 - t0:.2f} s, "
                   f"committed in {t2 - t1:.2f} s", file=sys.stderr)
         total = time.perf_counter() - total_started
+        standin_cpu = _cpu_s(doris.pid()) - standin_cpu0
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(args.profile)
         changes = sum(b["changes"] for b in batches)
         service.close()
         print(json.dumps({"rows": args.rows, "batches": batches, "total_s": round(total, 2),
-                          "changes_per_s": round(changes / total, 1)}, indent=2))
+                          "changes_per_s": round(changes / total, 1), "standin_cpu_s": round(standin_cpu, 2),
+                          "loadavg_1m": round(os.getloadavg()[0], 2)}, indent=2))
         return 0
     finally:
         doris.stop()
@@ -183,6 +187,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kept {work}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _cpu_s(pid: int | None) -> float:
+    """A process's CPU seconds so far (user + system, ``/proc``); NaN without a process."""
+    if pid is None:
+        return float("nan")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
