@@ -19,10 +19,11 @@ Why one file and one write lock: data and transaction state change together in a
 transaction, so ``kill -9`` at any instant leaves either the old or the new state. A transaction's
 state changes that touch no rows — a load's begin (PREPARE), its precommit, an abort — are not
 DuckDB statements but lines appended to the transaction journal ``<data-dir>/txns.<gen>.journal``
-(:meth:`Storage.journal`; one ``write`` and one ``fdatasync`` under the lock, where a DuckDB statement
-cost ~1 ms of parse, bind and plan and its ``COMMIT`` a WAL write): a line is in the file once
-``write`` returns, so a ``kill -9`` after it loses nothing, and the ``fdatasync`` makes it as durable
-against an OS crash as DuckDB's own commit. A change that applies rows (a commit: its rows and its
+(:meth:`Storage.journal`; one ``write`` under the lock, where a DuckDB statement cost ~1 ms of parse,
+bind and plan and its ``COMMIT`` a WAL write and fsync): a line is in the file once ``write``
+returns, so a ``kill -9`` after it loses nothing, and an ``fdatasync`` after the lock is released and
+before the reply (:meth:`Storage.sync_journal`, one for all the records written meanwhile) makes it as
+durable against an OS crash as DuckDB's own commit. A change that applies rows (a commit: its rows and its
 VISIBLE record) stays one DuckDB transaction. At start-up a transaction's state is the furthest one
 recorded in either place (states only move forward: PREPARE, PRECOMMITTED, COMMITTED, then
 VISIBLE or ABORTED); the journal is folded into ``__standin.txns`` (:meth:`TxnManager.fold_journal`
@@ -107,6 +108,13 @@ class Storage:
         # end of start-up; the records of the files read at start-up until TxnManager takes them.
         self._journal_gen = 0
         self._journal_fd: int | None = None
+        # Records written to the journal, and how many of them are known on the disk (fdatasynced,
+        # or folded into DuckDB); the sync runs outside the write lock, one at a time (_sync_lock,
+        # which a fold's change of file also takes), so one fdatasync covers every record written
+        # before it began.
+        self._journal_written = 0
+        self._journal_synced = 0
+        self._sync_lock = threading.Lock()
         self._journal_replay: list[dict[str, Any]] = []
         self.staging_dir = data_dir / "staging"
         self.staging_dir.mkdir(exist_ok=True)
@@ -249,11 +257,26 @@ class Storage:
 
     def journal(self, rec: dict[str, Any]) -> None:
         """Record a transaction's state (a ``__standin.txns`` row as a dict) in the journal; the
-        caller holds the lock. One ``write`` (in the file, for any later reader or a ``kill -9``,
-        once it returns) and one ``fdatasync`` (on the disk, as DuckDB's commit would be)."""
+        caller holds the lock. One ``write``: the record is in the file once it returns, for any
+        later reader and across a ``kill -9``. The caller calls :meth:`sync_journal` once it has
+        released the lock and before it answers (or deletes what the record says is gone)."""
         assert self._journal_fd is not None
         os.write(self._journal_fd, json.dumps(rec, separators=(",", ":")).encode() + b"\n")
-        os.fdatasync(self._journal_fd)
+        self._journal_written += 1
+
+    def sync_journal(self) -> None:
+        """Put every record written so far on the disk (``fdatasync``: as durable against an OS crash
+        as DuckDB's commit), outside the write lock: a thread that finds its records already synced
+        by another's ``fdatasync`` (a group) returns at once."""
+        target = self._journal_written
+        if self._journal_synced >= target:
+            return
+        with self._sync_lock:
+            if self._journal_synced >= target or self._journal_fd is None:
+                return
+            upto = self._journal_written  # every record counted here was written before this sync
+            os.fdatasync(self._journal_fd)
+            self._journal_synced = max(self._journal_synced, upto)
 
     def fold_journal(self, rows: list[dict[str, Any]], delete: list[int]) -> None:
         """Write ``rows`` (the current state of every transaction the journal recorded) into
@@ -275,10 +298,12 @@ class Storage:
                 cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES ('txn', ?)", [self._counters["txn"]])
             cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES ('journal', ?)", [self._journal_gen + 1])
         old, self._journal_gen = self._journal_gen, self._journal_gen + 1
-        fd, self._journal_fd = self._journal_fd, os.open(
-            self._journal_path(self._journal_gen), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        if fd is not None:
-            os.close(fd)
+        with self._sync_lock:  # every record written so far is in DuckDB now
+            fd, self._journal_fd = self._journal_fd, os.open(
+                self._journal_path(self._journal_gen), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+            self._journal_synced = self._journal_written
+            if fd is not None:
+                os.close(fd)
         self._journal_path(old).unlink(missing_ok=True)
 
     def next_txn_id(self) -> int:
@@ -330,9 +355,11 @@ class Storage:
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("CHECKPOINT")
             self.con.close()
-            if self._journal_fd is not None:
-                os.close(self._journal_fd)
-                self._journal_fd = None
+            with self._sync_lock:
+                if self._journal_fd is not None:
+                    os.fdatasync(self._journal_fd)
+                    os.close(self._journal_fd)
+                    self._journal_fd = None
 
     # ---- catalog lookups --------------------------------------------------------------------
     def table(self, db: str, name: str) -> Table | None:

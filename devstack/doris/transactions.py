@@ -12,9 +12,9 @@ counted per database; a begin is refused once a database holds ``max_running_txn
 peak count per database is kept for tests and benchmarks (``/_standin/txns``, :mod:`devstack.doris.admin`).
 
 Every state change is recorded before the reply: PREPARE, PRECOMMITTED and ABORTED as a line of the
-transaction journal (written and fdatasynced under the write lock; :meth:`Storage.journal`),
-PRECOMMITTED after the load's staged file is on disk, an aborted load's staged file deleted after its
-record; COMMITTED and VISIBLE as a ``__standin.txns`` row in the same DuckDB transaction as the merged
+transaction journal (written under the write lock, fdatasynced after it; :meth:`TxnManager._journaled`),
+PRECOMMITTED after the load's staged file is on disk, an aborted load's staged file deleted once its
+record is synced; COMMITTED and VISIBLE as a ``__standin.txns`` row in the same DuckDB transaction as the merged
 rows. So a restart — even after ``kill -9`` — sees a consistent picture: each transaction in the
 furthest state either place recorded (states only move forward). PREPARE transactions found at
 start-up belonged to loads that died with the process and are aborted. The journal is folded into
@@ -24,8 +24,10 @@ holds :data:`FOLD_AFTER` transactions.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -142,7 +144,8 @@ class TxnManager:
             self.dirty.add(txn_id)
         for txn_id in sorted(recs):
             self._index(Txn(**recs[txn_id]))
-        with storage.locked():
+        self._discard: list[int] = []  # staged files of aborted transactions, deleted once their records are synced
+        with self._journaled():
             for t in list(self.txns.values()):
                 if t.status == "PREPARE":
                     self._set_aborted(t, RESTART_REASON)
@@ -208,8 +211,24 @@ class TxnManager:
         vars(t).update(vars(done))
         self._track(t)
 
+    @contextlib.contextmanager
+    def _journaled(self) -> Iterator[None]:
+        """The write lock, for changes recorded in the journal; once it is released, the records are
+        synced (:meth:`Storage.sync_journal`), then the staged files of the transactions aborted
+        meanwhile deleted: a record on the disk says they are gone before they go."""
+        discard: list[int] = []
+        with self.st.locked():
+            outer, self._discard = self._discard, discard
+            try:
+                yield
+            finally:
+                self._discard = outer
+        self.st.sync_journal()
+        for txn_id in discard:
+            self.st.discard_staging(txn_id)
+
     def _set_aborted(self, t: Txn, reason: str) -> None:
-        """Abort ``t`` (under the lock): its record first, then its staged file goes."""
+        """Abort ``t`` (in :meth:`_journaled`): its record now, its staged file once that is synced."""
         done = replace(t, status="ABORTED", reason=reason, finish_ms=now_ms(), staged=False)
         if t.staged and self.st.has_legacy_staging(t.txn_id):  # a data directory of an earlier stand-in
             with self.st.transaction() as cur:
@@ -220,7 +239,7 @@ class TxnManager:
         staged = t.staged
         self._record(t, done)
         if staged:
-            self.st.discard_staging(t.txn_id)
+            self._discard.append(t.txn_id)
 
     def fold_journal(self, expired: list[int]) -> None:
         """Write the journal's transactions into ``__standin.txns`` and forget ``expired`` ones
@@ -263,7 +282,7 @@ class TxnManager:
         """Start a load transaction (PREPARE); raises :class:`LabelAlreadyUsed`, then
         :class:`RunningTxnLimitExceeded` (the FE's order), or :class:`BackendRestarted` when
         ``be_epoch`` (read when the load reached the BE) is older than the last BE restart."""
-        with self.st.locked():
+        with self._journaled():
             if be_epoch is not None and be_epoch != self.be_epoch:
                 raise BackendRestarted()
             self._fe_rpc()
@@ -283,7 +302,7 @@ class TxnManager:
     def fail(self, t: Txn, reason: str) -> None:
         """A load failed after begin: abort its transaction (label becomes reusable). While the FE
         restarts the BE's rollback cannot reach it: the transaction stays PREPARE."""
-        with self.st.locked():
+        with self._journaled():
             if self.fe_unreachable is not None:
                 return
             if t.status in ("PREPARE", "PRECOMMITTED"):
@@ -296,7 +315,7 @@ class TxnManager:
             raise TxnError(f"transaction [{t.txn_id}] is already aborted. abort reason: {t.reason}")
 
     def precommit(self, t: Txn, staged: bool) -> None:
-        with self.st.locked():
+        with self._journaled():
             self._fe_rpc()
             self._still_prepared(t)
             self._record(t, replace(t, status="PRECOMMITTED", staged=staged, precommit_ms=now_ms()))
@@ -379,7 +398,7 @@ class TxnManager:
         # concurrent load may hold for its whole staging (a client probing before it loads).
         self._fe_rpc()
         self._resolve(db, txn_id, label, "abort")
-        with self.st.locked():
+        with self._journaled():
             self._fe_rpc()
             t = self._resolve(db, txn_id, label, "abort")
             n = t.txn_id
@@ -393,7 +412,7 @@ class TxnManager:
     def abort_in_flight(self) -> list[int]:
         """A BE restart: the loads it was running die, and the FE aborts their PREPARE transactions
         (``abortTxnWhenCoordinateBeRestart``); PRECOMMITTED ones keep their staged data and survive."""
-        with self.st.locked():
+        with self._journaled():
             self.be_epoch += 1
             aborted = [t for t in self.txns.values() if t.status == "PREPARE"]
             for t in aborted:
@@ -407,7 +426,7 @@ class TxnManager:
         if self.fe_unreachable is not None:
             return
         now = now_ms()
-        with self.st.locked():
+        with self._journaled():
             due: list[Txn] = []
             for t in list(self.txns.values()):
                 if (t.status == "PRECOMMITTED" and t.precommit_ms is not None
