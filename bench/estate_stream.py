@@ -5,7 +5,8 @@ the stream without the estate's snapshot runs::
     PYTHONPATH=. .venv/bin/python bench/estate_stream.py --seconds 60 > /tmp/estate_stream.json
 
 Prints the report of ``stream()`` (freshness p50/p90/p99, the runs' batch times) and the load
-averages before and after, as JSON.
+averages before and after, as JSON. ``--standin-on-tmpfs`` keeps the stand-in's data directory in
+``/dev/shm``, where its fsyncs cost nothing (a bench setting, named in the report; docs/performance.md).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--tables", type=int, default=300)
     parser.add_argument("--rate", type=float, default=10_000)
+    parser.add_argument("--standin-on-tmpfs", action="store_true",
+                        help="keep the Doris stand-in's data directory in /dev/shm (its fsyncs then cost nothing; "
+                             "see docs/performance.md)")
     args = parser.parse_args(argv)
 
     from bench.estate import stream, two_free_ports
@@ -34,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="tidemark-estate-stream-"))
     mysql = MariaDBServer(work / "mysql", port=free_port())
     fe, be = two_free_ports()
-    doris = DorisStandIn(work / "doris", fe_port=fe, be_port=be)
+    doris_dir = Path(tempfile.mkdtemp(prefix="tidemark-estate-stream-doris-", dir="/dev/shm")) if args.standin_on_tmpfs else work
+    doris = DorisStandIn(doris_dir / "doris", fe_port=fe, be_port=be)
     load_before = os.getloadavg()
     try:
         mysql.start()
@@ -45,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         doris.stop()
         mysql.stop()
         shutil.rmtree(work, ignore_errors=True)
+        if doris_dir != work:
+            shutil.rmtree(doris_dir, ignore_errors=True)
+    report["standin_on_tmpfs"] = args.standin_on_tmpfs
     report["loadavg_before"] = [round(x, 2) for x in load_before]
     report["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(report, indent=2, default=str))

@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-events", type=int, default=200_000, help="tidemark.binlog.max-events")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the batches (the driver's side) into FILE")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--standin-on-tmpfs", action="store_true",
+                        help="keep the Doris stand-in's data directory in /dev/shm (its fsyncs then cost nothing; "
+                             "see docs/performance.md)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
@@ -125,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="tidemark-stream-batch-"))
     mysql = MariaDBServer(work / "mysql", port=free_port())
-    doris = DorisStandIn(work / "doris", fe_port=free_port(), be_port=free_port())
+    doris_dir = Path(tempfile.mkdtemp(prefix="tidemark-stream-batch-doris-", dir="/dev/shm")) if args.standin_on_tmpfs else work
+    doris = DorisStandIn(doris_dir / "doris", fe_port=free_port(), be_port=free_port())
     try:
         mysql.start()
         doris.start()
@@ -178,15 +182,18 @@ def main(argv: list[str] | None = None) -> int:
         service.close()
         print(json.dumps({"rows": args.rows, "batches": batches, "total_s": round(total, 2),
                           "changes_per_s": round(changes / total, 1), "standin_cpu_s": round(standin_cpu, 2),
+                          "standin_on_tmpfs": args.standin_on_tmpfs,
                           "loadavg_1m": round(os.getloadavg()[0], 2)}, indent=2))
         return 0
     finally:
         doris.stop()
         mysql.stop()
         if args.keep:
-            print(f"kept {work}", file=sys.stderr)
+            print(f"kept {work}" + (f" and {doris_dir}" if doris_dir != work else ""), file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
+            if doris_dir != work:
+                shutil.rmtree(doris_dir, ignore_errors=True)
 
 
 def _cpu_s(pid: int | None) -> float:
