@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cdc_core.instrumentation.faults import fault_point
-from cdc_core.instrumentation.phases import phase
+from cdc_core.instrumentation.phases import phase, span
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.server_check import ServerCheckError
 from cdc_core.schema_evolution.registry import RequestStatus
@@ -153,9 +153,10 @@ class OnceRun:
         self.handle = handle
         self.instance = instance
         self.console = console or Console(stderr=True)
-        self.defs = build_definitions([handle], resources={handle.slug: resource} if resource else None)
-        self.resource = self.defs.resources[handle.resource_key]
-        self.service = self.resource.service()
+        with span("definitions"):
+            self.defs = build_definitions([handle], resources={handle.slug: resource} if resource else None)
+            self.resource = self.defs.resources[handle.resource_key]
+            self.service = self.resource.service()
         self.summary = Summary()
         self.parity_checks = parity_checks
 
@@ -175,7 +176,7 @@ class OnceRun:
 
     def _execute(self, job_name: str, tags: dict[str, str] | None = None) -> Any:
         job = self._job(job_name)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), span(f"run {job_name.removeprefix(self.handle.slug + '_')}"):
             warnings.simplefilter("ignore")
             result = job.execute_in_process(instance=self.instance, tags=tags or {}, raise_on_error=False,
                                             run_config=QUIET_LOGS)
@@ -279,7 +280,8 @@ class OnceRun:
     command = "tidemark run --once"
 
     def _work(self) -> Summary:
-        self._prepare()
+        with span("prepare"):
+            self._prepare()
         try:
             target: dict[str, Any] | None = self.service.binlog_lag().server_offset
         except (AttributeError, NotImplementedError) as exc:  # a service built without the binlog half
@@ -301,11 +303,13 @@ class OnceRun:
                                f"({type(missing).__name__}: {missing})")
         with phase("binlog"):
             self._binlog(_offset(target))
-        self._no_pending_left()
+        with span("no_pending_left"):
+            self._no_pending_left()
         if self.parity_checks:
             with phase("parity"):
                 if self._table_parity_implied():
-                    self._report_implied_table_parity()
+                    with span("table_parity_implied"):
+                        self._report_implied_table_parity()
                 else:
                     self._table_parity()
         return self.summary

@@ -216,19 +216,20 @@ def _run(args: argparse.Namespace) -> int:
     import warnings
 
     warnings.filterwarnings("ignore")
+    from cdc_core.instrumentation import phases
     from orchestration.cli.spark_prestart import SparkPrestart
 
     # First, before the imports below: Spark's start then overlaps them (orchestration/cli/spark_prestart.py).
     SparkPrestart([Path(p) for p in args.pipelines]).start()  # a daemon thread: nothing waits for it
-    from dagster import DagsterInstance
-    from rich.console import Console
-    from rich.markup import escape
+    with phases.span("imports"):
+        from dagster import DagsterInstance
+        from rich.console import Console
+        from rich.markup import escape
 
-    from cdc_core.instrumentation import phases
-    from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
-    from orchestration.cli.instance import dagster_home_for, local_instance_note, prepare_home
-    from orchestration.cli.run_once import OnceRun, RunOnceError, summary_table
-    from orchestration.defs.pipelines import load_handles
+        from cdc_core.pipeline.preflight import ConnectionCheckError, check_connections
+        from orchestration.cli.instance import dagster_home_for, local_instance_note, prepare_home
+        from orchestration.cli.run_once import OnceRun, RunOnceError, summary_table
+        from orchestration.defs.pipelines import load_handles
     console = Console(stderr=True)
     handles = load_handles([Path(p) for p in args.pipelines])
     if not args.once and len(handles) > 1:
@@ -239,7 +240,8 @@ def _run(args: argparse.Namespace) -> int:
     ready = []
     for handle in handles:  # a wrong password or a server that is down: said before anything is written
         try:
-            check_connections(handle.definition)
+            with phases.span("check_connections"):
+                check_connections(handle.definition)
         except ConnectionCheckError as exc:
             console.print(f"[red]tidemark run {handle.slug}: {escape(str(exc))}[/]", soft_wrap=True)
             status = 1
@@ -257,7 +259,9 @@ def _run(args: argparse.Namespace) -> int:
     if note:
         print(f"tidemark run: {note}", flush=True)
     started = time.perf_counter()
-    with DagsterInstance.from_config(str(home)) as instance:
+    with phases.span("dagster_instance"):
+        instance_cm = DagsterInstance.from_config(str(home))
+    with instance_cm as instance:
         if not args.once:
             status = _run_until_stopped(handles[0], instance, console, parity_checks=not args.no_checks)
         for handle in handles if args.once else ():
@@ -274,6 +278,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.timings is not None:
         spent = {**phases.totals(), "total": round(time.perf_counter() - started, 3)}
         args.timings.write_text(json.dumps(spent, indent=2) + "\n")
+        phases.mark("timings_written")
+        # where the seconds went in order, since the process started (docs/operations.md)
+        timeline = args.timings.with_name(args.timings.stem + ".timeline.json")
+        timeline.write_text(json.dumps(phases.timeline(), indent=1) + "\n")
     return status
 
 
