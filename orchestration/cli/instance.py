@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from orchestration.defs.pipelines import PipelineHandle
+from orchestration.defs.sqlite_sync import relax_sqlite_sync
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ def prepare_home(home: DagsterHome | Path) -> Path:
     target = home.config_file
     if not target.is_file() or target.read_text() != config:
         target.write_text(config)
+    relax_sqlite_sync(home.path)  # its SQLite files: WAL from the start, synchronous=NORMAL (sqlite_sync.py)
     return home.path
 
 

@@ -42,6 +42,8 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventL
 from dagster._core.storage.sqlalchemy_compat import db_result
 from dagster._serdes import ConfigurableClassData
 
+from orchestration.defs.sqlite_sync import relax_sqlite_sync
+
 logger = logging.getLogger(__name__)
 
 
@@ -63,6 +65,8 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         # the batch being written, by id, as (the event, how far it was written);
         # kept after the batch failed, for Dagster's one-at-a-time retry of it
         self._batch = threading.local()
+        # its files (and the home's others opened after it): WAL from the start, synchronous=NORMAL
+        relax_sqlite_sync(dagster_home)
         super().__init__(str(Path(dagster_home) / "history" / "runs"), inst_data=inst_data)
 
     @classmethod
