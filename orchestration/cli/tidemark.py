@@ -630,7 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "commit the work in flight and exit 0)")
     run.add_argument("--timings", metavar="FILE", type=Path, default=None,
                      help="write the wall seconds per phase (planning, spark_start, read_load, commit, parity, "
-                     "snapshot, binlog, total) to FILE as JSON")
+                     "snapshot, binlog, total) to FILE as JSON, and every phase's start and end since the "
+                     "process started (with the imports, the Dagster instance, each Dagster run) to FILE's "
+                     "name with .timeline.json")
     run.add_argument("--no-checks", action="store_true",
                      help="skip the chunk parity checks after each snapshot run (faster on big tables)")
     run.set_defaults(handler=_run)
