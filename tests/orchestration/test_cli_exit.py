@@ -5,6 +5,7 @@ no process of its left running, no resource it leaked (``orchestration/cli/tidem
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -45,7 +46,9 @@ def test_a_run_ends_with_its_workers_gone_and_nothing_leaked(mysql_server, root_
                             start_new_session=True)
     stdout, stderr = proc.communicate(timeout=600)  # until every holder of its pipes (workers too) is gone
     assert proc.returncode == 0, stderr[-3000:]
-    assert "3 of 3 chunks loaded, 60,000 rows" in stderr, stderr[-3000:]  # the summary is printed whole
+    # the summary is printed whole; how many chunks depends on InnoDB's row estimate (a dynamic
+    # chunk size, as Flink's), so any count, all of them loaded
+    assert re.search(r"\b(\d+) of \1 chunks loaded, 60,000 rows", stderr), stderr[-3000:]
     assert "tidemark run" in stdout
     assert "leaked" not in stderr and "Traceback" not in stderr, stderr[-3000:]
     left = _session_processes(proc.pid)
