@@ -115,9 +115,12 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
         planned_rows = TABLE_ROWS.get_or(ctx.store, {})
         reference = ctx.epoch_reference()  # the chunks' watermarks take the pipeline's epoch on this server
         with ctx.connection():
+            # every table's schema in a few information_schema queries, not four per table; a table
+            # they do not show is asked alone, which says whether it is gone or not readable
+            schemas = ctx.live_schemas([TableId.parse(t) for t in tasks_by_table])
             for table_id, tasks in tasks_by_table.items():
                 try:
-                    schema = ctx.live_schema(TableId.parse(table_id))
+                    schema = schemas.get(TableId.parse(table_id)) or ctx.live_schema(TableId.parse(table_id))
                 except TableNotFoundError:
                     gone[table_id] = tasks
                     continue
