@@ -5,7 +5,8 @@ table that splits evenly yields all its chunks at once, an uneven table one chun
 a huge table never blocks nor sits in memory before its first chunk can be read. After every
 step :meth:`SnapshotSplitAssigner.state` is a JSON-able cursor (remaining tables + Flink's
 ``ChunkSplitterState``); persist it with the step's chunks in one state-store transaction
-(:func:`assign_into_store` does exactly that) and a restart resumes mid-table.
+(:func:`assign_into_store` does that, for several steps that each finish a table at once) and a
+restart resumes mid-table.
 
 ``scan.incremental.snapshot.unbounded-chunk-first.enabled``: Flink puts a table's ``[x, +∞)``
 chunk at the head of the not-yet-assigned chunks. In a plan (all chunks produced before any is
@@ -78,6 +79,11 @@ class SnapshotSplitAssigner:
         rows_after = self._rows_left - (self._options.approximate_rows(self._remaining[0]) or 0)
         return Budget(max(1, self._options.max_partitions - self._planned - later), rows_after)
 
+    @property
+    def mid_table(self) -> bool:
+        """Whether the last step left its table with chunks still to split."""
+        return self._splitter.has_next_chunk()
+
     def next_batch(self) -> list[SnapshotSplit] | None:
         """The next step's chunks (one table's even chunks, or one uneven chunk); None when done."""
         if not self._remaining:
@@ -111,25 +117,47 @@ class SnapshotSplitAssigner:
         return [s for s in splits if s.end is None] + [s for s in splits if s.end is not None]
 
 
-def assign_into_store(assigner: SnapshotSplitAssigner, store: Any, *, max_steps: int | None = None) -> int:
-    """Run the assigner into the state store: each step's chunks and the cursor in one transaction.
+STEPS_PER_TRANSACTION = 64
+"""Steps that each finish a table (a small table's one chunk, a table's even chunks) recorded in
+one state-store transaction: a transaction (and its commit) per step cost a database of 300 small
+tables 300 commits and 300 rewrites of the cursor, which names every table not finished yet. A
+step that leaves its table mid-split (an uneven table's chunk) is recorded at once, as before."""
 
-    Returns how many chunks were added. ``max_steps`` bounds the work per call (None: all).
+
+def assign_into_store(assigner: SnapshotSplitAssigner, store: Any, *, max_steps: int | None = None) -> int:
+    """Run the assigner into the state store: the steps' chunks and the cursor after the last of them
+    in one transaction, so a restart resumes after the last step recorded and plans the others again.
+
+    Steps are recorded together while each finishes its table, up to :data:`STEPS_PER_TRANSACTION`;
+    one that leaves a table mid-split is recorded with those before it at once, so a huge table's
+    split is resumable chunk by chunk. Returns how many chunks were added. ``max_steps`` bounds the
+    work per call (None: all).
     """
     added = 0
     steps = 0
-    while max_steps is None or steps < max_steps:
-        batch = assigner.next_batch()
-        if batch is None:
-            break
+    pending: list[list[SnapshotSplit]] = []
+
+    def record() -> None:
         with store.transaction() as tx:
             tx.add_chunks(
                 ChunkRecord.planned(str(s.table_id), s.index, None if s.start is None else list(s.start),
                                     None if s.end is None else list(s.end))
-                for s in batch
+                for batch in pending for s in batch
             )
             ASSIGNER_STATE.put(tx, assigner.state().to_dict())
-        fault_point("plan.after_step", table=str(batch[-1].table_id), chunk=batch[-1].index)
+        for batch in pending:  # each step is recorded now
+            fault_point("plan.after_step", table=str(batch[-1].table_id), chunk=batch[-1].index)
+        pending.clear()
+
+    while max_steps is None or steps < max_steps:
+        batch = assigner.next_batch()
+        if batch is None:
+            break
+        pending.append(batch)
         added += len(batch)
         steps += 1
+        if assigner.mid_table or len(pending) >= STEPS_PER_TRANSACTION:
+            record()
+    if pending:
+        record()
     return added

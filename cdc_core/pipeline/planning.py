@@ -4,8 +4,9 @@ The first round fixes what the whole pipeline builds on, in one transaction: the
 the plan starts at, each table's schema at that offset, the chunk size. Before that it checks
 the server (binlog settings and grants, ``cdc_core/mysql/server_check.py``), so a server that
 cannot be captured fails the first step with the setting or grant to change rather than a
-stream that breaks hours later. Splitting is resumable: each step's chunks and the splitter's
-cursor are committed together, so a huge table's plan resumes where it stopped.
+stream that breaks hours later. Splitting is resumable: steps' chunks and the splitter's cursor
+are committed together (each step of a table split chunk by chunk; up to 64 steps that each finish
+a table), so a huge table's plan resumes where it stopped.
 
 The plan is made here and nowhere else: :func:`plan_splits` records it for a run, and
 :func:`next_plan` (``tidemark splits``) shows the one the next run will load: the recorded plan

@@ -45,7 +45,8 @@ warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_pol
 # A backfill of N chunks becomes ceil(N / CHUNKS_PER_RUN) runs; each run starts Spark once.
 CHUNKS_PER_RUN = 500
 # Splitting steps per planning round: partitions appear in the UI round by round, and a crash
-# mid-plan loses at most one round (the splitter's cursor is committed with every step).
+# mid-plan loses at most one round (the splitter's cursor is committed with the steps:
+# cdc_core/mysql/snapshot_assigner.py, assign_into_store).
 PLAN_STEPS_PER_ROUND = 2_000
 # A run tag: plan at most this many split steps in this run, then stop (the plan stays incomplete,
 # its cursor in the state); ``tidemark run`` loads what is planned and runs the job again.
