@@ -99,14 +99,16 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
             "see the no_pending_transactions check"
         )
     tasks_by_table: dict[str, list[ChunkTask]] = {}
+    running: list[tuple[str, int, dict[str, Any]]] = []
+    for r in records:
+        generation = r.generation + (1 if r.status is ChunkStatus.COMMITTED else 0)
+        running.append((r.table_id, r.chunk_index,
+                        {"status": ChunkStatus.RUNNING, "generation": generation, "transactions": None}))
+        tasks_by_table.setdefault(r.table_id, []).append(
+            ChunkTask(TableId.parse(r.table_id), r.chunk_index, r.start, r.end, generation)
+        )
     with ctx.store.transaction() as tx:
-        for r in records:
-            generation = r.generation + (1 if r.status is ChunkStatus.COMMITTED else 0)
-            tx.update_chunk(r.table_id, r.chunk_index, status=ChunkStatus.RUNNING, generation=generation,
-                            transactions=None)
-            tasks_by_table.setdefault(r.table_id, []).append(
-                ChunkTask(TableId.parse(r.table_id), r.chunk_index, r.start, r.end, generation)
-            )
+        tx.update_chunks(running)
     logger.debug("%d chunk(s) of %d table(s) marked RUNNING", len(records), len(tasks_by_table))
     try:
         work: list[TableWork] = []
@@ -144,15 +146,17 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
             logger.info("could not abort what the failed snapshot job's tasks prepared", exc_info=True)
         raise
     results = []
+    prepared: list[tuple[str, int, dict[str, Any]]] = []
+    for o in outcomes:
+        detail = {"duration_s": o.duration_s, "backfill_events": o.backfill_events,
+                  "key_columns": list(key_columns[str(o.table_id)])}
+        prepared.append((str(o.table_id), o.index, {
+            "status": ChunkStatus.PREPARED, "low_watermark": o.low_watermark, "high_watermark": o.high_watermark,
+            "transactions": list(o.committables), "rows": o.rows, "detail": detail}))
+        results.append(ChunkResult(chunk_key(str(o.table_id), o.index), str(o.table_id), o.index, o.rows,
+                                   o.low_watermark, o.high_watermark, o.committables, o.duration_s))
     with ctx.store.transaction() as tx:
-        for o in outcomes:
-            detail = {"duration_s": o.duration_s, "backfill_events": o.backfill_events,
-                      "key_columns": list(key_columns[str(o.table_id)])}
-            tx.update_chunk(str(o.table_id), o.index, status=ChunkStatus.PREPARED, low_watermark=o.low_watermark,
-                            high_watermark=o.high_watermark, transactions=list(o.committables),
-                            rows=o.rows, detail=detail)
-            results.append(ChunkResult(chunk_key(str(o.table_id), o.index), str(o.table_id), o.index, o.rows,
-                                       o.low_watermark, o.high_watermark, o.committables, o.duration_s))
+        tx.update_chunks(prepared)
     results += skipped
     for r in results:
         if r.key in {s.key for s in skipped}:
@@ -292,11 +296,9 @@ def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
             except Exception as exc:  # noqa: BLE001 - try every chunk, then report all failures
                 failures.append((chunk_key(*record.key), exc))
     with ctx.store.transaction() as tx:
-        for record in done:
-            tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.COMMITTED)
-        for record in redo:
-            tx.update_chunk(record.table_id, record.chunk_index, status=ChunkStatus.PENDING,
-                            generation=record.generation + 1, transactions=None)
+        tx.update_chunks([(r.table_id, r.chunk_index, {"status": ChunkStatus.COMMITTED}) for r in done]
+                         + [(r.table_id, r.chunk_index, {"status": ChunkStatus.PENDING, "generation": r.generation + 1,
+                                                         "transactions": None}) for r in redo])
     if done:
         logger.info("%d chunk(s) committed (%s rows)", len(done), sum(r.rows or 0 for r in done))
     if failures:

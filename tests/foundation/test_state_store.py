@@ -53,6 +53,26 @@ def test_unknown_chunk_update_is_an_error(tmp_path):
         tx.update_chunk("shop.t", 4, status=ChunkStatus.PREPARED)
 
 
+def test_many_chunk_updates_write_what_one_by_one_would(tmp_path):
+    store = StateStore.open(tmp_path)
+    with store.transaction() as tx:
+        tx.add_chunks([ChunkRecord.planned("shop.t", i) for i in range(4)])
+        tx.update_chunks([
+            ("shop.t", 0, {"status": ChunkStatus.PREPARED, "rows": 5, "transactions": [{"txn_id": 1}]}),
+            ("shop.t", 1, {"status": ChunkStatus.PREPARED, "rows": 6, "transactions": [{"txn_id": 2}]}),
+            ("shop.t", 2, {"status": ChunkStatus.PENDING, "generation": 3, "transactions": None}),
+        ])
+    with store.transaction(readonly=True) as tx:
+        chunks = {c.chunk_index: c for c in tx.chunks()}
+    assert [(chunks[i].status, chunks[i].rows, chunks[i].transactions) for i in (0, 1)] == [
+        (ChunkStatus.PREPARED, 5, [{"txn_id": 1}]), (ChunkStatus.PREPARED, 6, [{"txn_id": 2}])]
+    assert (chunks[2].status, chunks[2].generation, chunks[3].status) == (ChunkStatus.PENDING, 3, ChunkStatus.PENDING)
+    with pytest.raises(KeyError, match="shop.t#9"), store.transaction() as tx:  # nothing of it written
+        tx.update_chunks([("shop.t", i, {"status": ChunkStatus.COMMITTED}) for i in (0, 9, 1)])
+    with store.transaction(readonly=True) as tx:
+        assert [c.status for c in tx.chunks()][:2] == [ChunkStatus.PREPARED] * 2
+
+
 def test_a_store_from_a_newer_release_is_refused(tmp_path):
     store = StateStore.open(tmp_path)
     with store.engine.begin() as conn:
