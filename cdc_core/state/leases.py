@@ -213,7 +213,8 @@ def try_acquire(store: StateStore, scopes: Sequence[str], *, owner: str, purpose
     with store.transaction() as tx:
         now = db_now(tx.conn)
         dead: list[LeaseRecord] = []
-        for record in holders(tx):
+        records = holders(tx)  # read once: a run of 300 tables takes 300 scopes
+        for record in records:
             if record.owner == owner or not any(overlaps(s, record.scope) for s in scopes):
                 continue
             if record.expired(now) or record.gone_here():
@@ -222,14 +223,13 @@ def try_acquire(store: StateStore, scopes: Sequence[str], *, owner: str, purpose
             raise LeaseHeld(scopes[0], record, now, pipeline)
         for record in dead:
             LEASES.key(record.scope).delete(tx)
+        mine = {r.scope: r for r in records if r.owner == owner}
+        host, pid, space, started = socket.gethostname(), os.getpid(), process_space(), pid_start(os.getpid())
         for scope in scopes:
-            current = LEASES.key(scope).get(tx)
-            acquired = now
-            if current is not None and current.get("owner") == owner:
-                acquired = float(current.get("acquired_at") or now)
-            LEASES.key(scope).put(tx, LeaseRecord(scope, owner, socket.gethostname(), os.getpid(), purpose, acquired,
-                                                  now, now + ttl_s, run_id, process_space(),
-                                                  pid_start(os.getpid())).to_dict())
+            current = mine.get(scope)
+            acquired = float(current.acquired_at or now) if current is not None else now
+            LEASES.key(scope).put(tx, LeaseRecord(scope, owner, host, pid, purpose, acquired, now, now + ttl_s, run_id,
+                                                  space, started).to_dict())
     for record in dead:
         logger.warning("the lease on %s of %s is a dead run's (%s): taken over; what it left prepared is resolved now",
                        record.scope, record.describe(now), record.death())
@@ -241,13 +241,13 @@ def renew(store: StateStore, scopes: Iterable[str], *, owner: str, ttl_s: float)
     lost: list[str] = []
     with store.transaction() as tx:
         now = db_now(tx.conn)
+        records = dict(LEASES.items(tx))  # read once, not once per scope
         for scope in scopes:
-            key = LEASES.key(scope)
-            current = key.get(tx)
+            current = records.get(scope)
             if current is None or current.get("owner") != owner:
                 lost.append(scope)
                 continue
-            key.put(tx, {**current, "heartbeat_at": now, "expires_at": now + ttl_s})
+            LEASES.key(scope).put(tx, {**current, "heartbeat_at": now, "expires_at": now + ttl_s})
     return lost
 
 
@@ -264,11 +264,10 @@ def release_run(store: StateStore, run_id: str) -> list[str]:
 def release(store: StateStore, scopes: Iterable[str], *, owner: str) -> None:
     """Delete ``owner``'s leases on ``scopes`` (another owner's record is left alone)."""
     with store.transaction() as tx:
+        mine = {r.scope for r in holders(tx) if r.owner == owner}  # read once, not once per scope
         for scope in scopes:
-            key = LEASES.key(scope)
-            current = key.get(tx)
-            if current is not None and current.get("owner") == owner:
-                key.delete(tx)
+            if scope in mine:
+                LEASES.key(scope).delete(tx)
 
 
 class LeaseKeeper:
