@@ -32,10 +32,6 @@ from cdc_core.pipeline.context import PipelineContext, transform_rule_index
 
 logger = logging.getLogger(__name__)
 
-# A schema recorded at any offset is at or before this one: the latest schema of a table.
-_LATEST = 2**63 - 1
-
-
 @dataclass(frozen=True)
 class TargetColumn:
     """One column of a Doris table as Tidemark creates it (hidden bookkeeping columns left out)."""
@@ -74,10 +70,10 @@ class TargetUpdate:
 def _latest_schemas(ctx: PipelineContext) -> dict[TableId, TableSchema]:
     found: dict[TableId, TableSchema] = {}
     with ctx.store.transaction(readonly=True) as tx:
-        for name in tx.schema_tables():
-            data = tx.schema_at(name, _LATEST)
-            if data is not None:  # None: the table was dropped
-                found[TableId.parse(name)] = TableSchema.from_dict(data)
+        latest = tx.latest_schemas()  # one query, not one per table
+    for name, data in sorted(latest.items()):
+        if data is not None:  # None: the table was dropped
+            found[TableId.parse(name)] = TableSchema.from_dict(data)
     return found
 
 

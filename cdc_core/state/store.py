@@ -270,6 +270,17 @@ class StateTransaction:
         ).first()
         return None if row is None else _loads(row[0])
 
+    def latest_schemas(self) -> dict[str, Any]:
+        """Each table's last recorded schema (``schema_at`` of the latest sequence, None for a table
+        recorded dropped), in one query rather than one per table."""
+        h = schema_history_table
+        latest = sa.select(h.c.table_id, sa.func.max(h.c.sequence).label("sequence")).group_by(h.c.table_id).subquery()
+        rows = self.conn.execute(
+            sa.select(h.c.table_id, h.c.schema)
+            .join(latest, sa.and_(h.c.table_id == latest.c.table_id, h.c.sequence == latest.c.sequence))
+        )
+        return {table_id: _loads(schema) for table_id, schema in rows}
+
     def schema_tables(self) -> list[str]:
         rows = self.conn.execute(sa.select(schema_history_table.c.table_id).distinct())
         return sorted(r[0] for r in rows)
