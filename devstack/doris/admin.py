@@ -12,8 +12,10 @@ Both answer on either port (use the BE port while the FE restarts and the FE por
 checks against ``max_running_txn_num_per_db``); ``peak_running`` is the most it held at once since the
 stand-in started or since the last reset. ``write_lock``: the seconds the storage's write lock has
 been held for DuckDB transactions since the stand-in started, and how many times (the stand-in's
-serial part: every begin, precommit, commit and DDL takes it; ``bench/standin_estate.py``). ``POST /_standin/txns`` with ``{"reset_peak": true}`` starts
-the peaks afresh, with ``{"max_running_txn_num_per_db": N}`` changes the limit for later begins (as
+serial part: every begin, precommit, commit and DDL takes it; ``bench/standin_estate.py``).
+``staged_by``: how many loads' rows were converted by Arrow's kernels (``arrow_kernels``,
+devstack/doris/fast_stage.py) and how many by the DuckDB query (``query``).
+``POST /_standin/txns`` with ``{"reset_peak": true}`` starts the peaks afresh, with ``{"max_running_txn_num_per_db": N}`` changes the limit for later begins (as
 ``ADMIN SET FRONTEND CONFIG`` does on a real FE); both answer as GET does.
 
 ``POST /_standin/restart`` with ``{"node": "be" | "fe", "downtime_s": 2.0, "unavailable_s": 0.0}``
@@ -50,8 +52,9 @@ def txn_stats(handler: BaseHandler) -> dict[str, Any]:
         lock = {"held_s": round(app.storage.lock_held_s, 3), "holds": app.storage.lock_holds}
     with app.loader._formats_lock:
         formats = {db: dict(counts) for db, counts in sorted(app.loader.formats.items())}
+        staged_by = dict(app.loader.staged_by)
     return {"status": "OK", "max_running_txn_num_per_db": txns.max_running_txn_num_per_db, "databases": dbs,
-            "write_lock": lock, "loads_by_format": formats}
+            "write_lock": lock, "loads_by_format": formats, "staged_by": staged_by}
 
 
 def _body(handler: BaseHandler) -> dict[str, Any]:

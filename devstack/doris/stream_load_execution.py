@@ -25,6 +25,7 @@ import sqlglot
 
 from . import loads
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Table
+from .fast_stage import fast_staged_rows
 from .load_request import LoadContext, LoadResult, header_flag, parse_columns
 from .storage import Storage
 from .transactions import (
@@ -60,6 +61,8 @@ class StreamLoader:
         # loads begun per database and body format (GET /_standin/txns: which format a client chose)
         self.formats: dict[str, dict[str, int]] = {}
         self._formats_lock = threading.Lock()
+        # loads staged by Arrow's kernels (devstack/doris/fast_stage.py) and by the DuckDB query
+        self.staged_by: dict[str, int] = {"arrow_kernels": 0, "query": 0}
         self.error_dir = error_dir
         error_dir.mkdir(parents=True, exist_ok=True)
 
@@ -232,6 +235,22 @@ class StreamLoader:
                columns: list[tuple[str, str | None]] | None, hidden: list[str], seq_src: str | None,
                merge_type: str, res: LoadResult) -> bool:
         h = ctx.headers
+        fast = fast_staged_rows(table, parsed, h, h.get("format", "csv").strip().lower() or "csv", columns, hidden,
+                                merge_type)
+        with self._formats_lock:
+            self.staged_by["arrow_kernels" if fast is not None else "query"] += 1
+        if fast is not None:  # every row converts and passes every check: none filtered, none unselected
+            res.filtered = res.unselected = 0
+            res.loaded = res.total
+            self.st.write_staging(txn_id, fast, table)
+            return True
+        rows = self._query_rows(table, txn_id, parsed, columns, hidden, seq_src, merge_type, h)
+        return self._filter_and_write(ctx, table, txn_id, parsed, rows, res)
+
+    def _query_rows(self, table: Table, txn_id: int, parsed: loads.Parsed, columns: list[tuple[str, str | None]] | None,
+                    hidden: list[str], seq_src: str | None, merge_type: str, h: dict[str, str]) -> pa.Table:
+        """The load converted by one DuckDB query: ``__ord``, the table's columns, ``__sign`` and
+        ``__seq`` (unique tables), ``__err`` (why a row is filtered) and ``__unsel`` (``where``)."""
         strict = header_flag(h, "strict_mode")
         src_names = [n for n in parsed.table.column_names if n != "__ord"]
         src_lookup = {n.lower(): n for n in src_names}
@@ -341,6 +360,11 @@ class StreamLoader:
                 raise loads.LoadError(f"[INTERNAL_ERROR]{e}") from e
             finally:
                 cur.unregister(view)
+        return rows
+
+    def _filter_and_write(self, ctx: LoadContext, table: Table, txn_id: int, parsed: loads.Parsed, rows: pa.Table,
+                          res: LoadResult) -> bool:
+        h = ctx.headers
         failed = pc.is_valid(rows.column("__err"))
         unselected_mask = pc.and_(pc.invert(failed), rows.column("__unsel"))
         filtered = pc.sum(failed).as_py() or 0
