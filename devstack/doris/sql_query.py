@@ -1,10 +1,17 @@
 """Doris queries on DuckDB: a SELECT (or WITH) parsed by sqlglot's Doris dialect, its table references
 resolved against the catalog (``information_schema`` redirected to the stand-in's own tables) and
 re-emitted as DuckDB SQL.
+
+sqlglot's parse and emit cost ~5 ms of CPU even for ``SELECT 1``, and pollers repeat the same
+statements, so :func:`translate_query` keeps the last :data:`CACHE_SIZE` translations by their exact
+text and current database; a hit still asks ``resolve`` about every table the statement names, in the
+same order, so an unknown table fails as before and a changed answer translates afresh.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import sqlglot
@@ -14,6 +21,12 @@ from .sql_lexer import SqlError
 
 INFO_SCHEMA = "information_schema"
 INFO_SCHEMA_STORE = "__standin_is"
+CACHE_SIZE = 256
+
+# (text, current db) -> (DuckDB SQL, referenced tables, every resolve call in order with its answer)
+_Entry = tuple[str, list[tuple[str, str]], list[tuple[tuple[str, str], tuple[str, str]]]]
+_cache: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
 def translate_query(sql: str, current_db: str, resolve: Any) -> tuple[str, list[tuple[str, str]]]:
@@ -22,6 +35,32 @@ def translate_query(sql: str, current_db: str, resolve: Any) -> tuple[str, list[
     ``resolve(db, table)`` returns the stored (db, table) pair or raises :class:`SqlError`; it is
     also how unknown tables get Doris' message. Returns the DuckDB SQL and the referenced tables.
     """
+    key = (sql, current_db)
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            _cache.move_to_end(key)
+    if entry is not None:
+        out, refs, calls = entry
+        if all(resolve(*args) == answer for args, answer in calls):
+            return out, list(refs)
+    calls: list[tuple[tuple[str, str], tuple[str, str]]] = []
+
+    def recorded(db: str, name: str) -> tuple[str, str]:
+        answer = resolve(db, name)
+        calls.append(((db, name), answer))
+        return answer
+
+    out, refs = _translate(sql, current_db, recorded)
+    with _cache_lock:
+        _cache[key] = (out, list(refs), calls)
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return out, refs
+
+
+def _translate(sql: str, current_db: str, resolve: Any) -> tuple[str, list[tuple[str, str]]]:
     try:
         tree = sqlglot.parse_one(sql, read="doris")
     except sqlglot.errors.ParseError as e:
