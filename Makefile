@@ -73,7 +73,7 @@ demo: setup
 	@echo "  mariadb -uroot --socket=.tidemark/devstack/mysql/mariadb.sock tidemark_demo \\"
 	@echo "    -e \"UPDATE customers SET balance = balance + 10 WHERE id <= 100\""
 	@echo "and watch binlog_stream materialize. Look at the rows in Doris (the stand-in answers only HTTP):"
-	@echo "  .venv/bin/tidemark sql pipelines/demo.yaml \"
+	@echo "  .venv/bin/tidemark sql pipelines/demo.yaml \\"
 	@echo "    \"SELECT COUNT(*) AS customers, SUM(balance) AS balance FROM tidemark_demo.customers\""
 	@echo "Ctrl-C stops the UI; 'make clean-stack' stops MariaDB and Doris."
 	$(VENV)/bin/tidemark dev pipelines/demo.yaml --host $(DAGSTER_HOST) --port $(DAGSTER_PORT)
