@@ -90,15 +90,21 @@ def _sink(doris: StandIn, **kwargs) -> DorisSink:
 @pytest.fixture
 def kinds(root_conn, fresh_db):
     """The table's schema and its rows as the snapshot and the binlog path hold them (Doris values)."""
+    # the zero date, as a legacy table holds it
+    return _created(root_conn, fresh_db, "kinds", ["SET SESSION sql_mode = ''", DDL, ROWS])
+
+
+def _created(root_conn, db: str, table: str, statements: list[str], tz: str | None = None):
+    """Run ``statements`` (``{db}`` filled in), then the table's schema and its rows as the snapshot
+    and the binlog path hold them (Doris values; TIMESTAMPs in ``tz`` when given)."""
     with root_conn.cursor() as cur:
-        cur.execute("SET SESSION sql_mode = ''")  # the zero date, as a legacy table holds it
-        cur.execute(DDL.format(db=fresh_db))
-        cur.execute(ROWS.format(db=fresh_db))
-        cur.execute(f"SELECT * FROM `{fresh_db}`.kinds ORDER BY id")
+        for statement in statements:
+            cur.execute(statement.format(db=db))
+        cur.execute(f"SELECT * FROM `{db}`.{table} ORDER BY id")
         names = [d[0] for d in cur.description]
         raw = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    schema = read_table_schema(root_conn, TableId(fresh_db, "kinds"))
-    return schema, rows_to_doris(raw, schema)
+    schema = read_table_schema(root_conn, TableId(db, table))
+    return schema, (rows_to_doris(raw, schema) if tz is None else rows_to_doris(raw, schema, tz=tz))
 
 
 def _snapshot_arrow(schema, rows) -> pa.Table:
@@ -330,15 +336,8 @@ TIMES_COLUMNS = "id, d0, d3, d6, ts0, ts3, note"
 @pytest.fixture
 def times(root_conn, fresh_db):
     """The table's schema and its rows as Tidemark holds them (wall-clock text, TIMESTAMPs in New York)."""
-    with root_conn.cursor() as cur:
-        cur.execute("SET SESSION time_zone = '+00:00'")
-        cur.execute(TIMES_DDL.format(db=fresh_db))
-        cur.execute(TIMES_ROWS.format(db=fresh_db))
-        cur.execute(f"SELECT * FROM `{fresh_db}`.times ORDER BY id")
-        names = [d[0] for d in cur.description]
-        raw = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    schema = read_table_schema(root_conn, TableId(fresh_db, "times"))
-    return schema, rows_to_doris(raw, schema, tz=TIMES_TZ)
+    return _created(root_conn, fresh_db, "times", ["SET SESSION time_zone = '+00:00'", TIMES_DDL, TIMES_ROWS],
+                    tz=TIMES_TZ)
 
 
 def _formats_into(standin: StandIn, db: str) -> dict[str, int]:
