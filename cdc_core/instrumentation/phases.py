@@ -18,7 +18,9 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+
+from cdc_core.instrumentation.proc_stat import START_TICKS, stat_fields
 
 _lock = threading.Lock()
 _totals: dict[str, float] = {}
@@ -30,10 +32,11 @@ def _process_start_perf() -> float:
     """This process's start on the ``perf_counter`` clock (the kernel's record of it, so the
     interpreter's own start and the imports before this module count too); now when unknown."""
     now = time.perf_counter()
+    fields = stat_fields(os.getpid())
+    if fields is None:
+        return now
     try:
-        with open(f"/proc/{os.getpid()}/stat", encoding="ascii") as stat:
-            fields = stat.read().rpartition(")")[2].split()
-        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # starttime: ticks since boot
+        started = int(fields[START_TICKS]) / os.sysconf("SC_CLK_TCK")
         return now - (time.clock_gettime(time.CLOCK_BOOTTIME) - started)
     except (OSError, ValueError, IndexError, AttributeError):
         return now
@@ -49,26 +52,26 @@ def _record(name: str, started: float, ended: float) -> None:
 
 
 @contextmanager
-def phase(name: str) -> Iterator[None]:
-    """Add the block's wall time to ``name``'s total (also when it raises), and place it in the timeline."""
+def _timed(name: str, *, total: bool) -> Iterator[None]:
     started = time.perf_counter()
     try:
         yield
     finally:
         ended = time.perf_counter()
-        with _lock:
-            _totals[name] = _totals.get(name, 0.0) + ended - started
+        if total:
+            with _lock:
+                _totals[name] = _totals.get(name, 0.0) + ended - started
         _record(name, started, ended)
 
 
-@contextmanager
-def span(name: str) -> Iterator[None]:
+def phase(name: str) -> AbstractContextManager[None]:
+    """Add the block's wall time to ``name``'s total (also when it raises), and place it in the timeline."""
+    return _timed(name, total=True)
+
+
+def span(name: str) -> AbstractContextManager[None]:
     """Place the block in the timeline only (no total)."""
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        _record(name, started, time.perf_counter())
+    return _timed(name, total=False)
 
 
 def mark(name: str) -> None:

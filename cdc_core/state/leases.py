@@ -53,6 +53,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from cdc_core.instrumentation.proc_stat import START_TICKS, stat_fields
 from cdc_core.state.keys import LEASES
 from cdc_core.state.store import StateStore, StateTransaction
 
@@ -165,11 +166,8 @@ class LeaseLost(RuntimeError):
 
 def pid_start(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot), None when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rpartition(")")[2].split()[19]
+    fields = stat_fields(pid)
+    return None if fields is None else fields[START_TICKS]
 
 
 def process_space() -> str | None:

@@ -21,11 +21,10 @@ import pyarrow.compute as pc
 
 from . import loads
 from .catalog import DELETE_SIGN, Table
-from .types import DorisType
+from .types import STRING_LIMIT_BYTES, DorisType
 
 log = logging.getLogger(__name__)
 
-STRING_LIMIT_BYTES = 1_048_576  # the same limit as stream_load_execution.STRING_LIMIT_BYTES
 
 # What the query's result holds for each stored type (DuckDB's Arrow export of DorisType.duck()).
 _STORED: dict[str, pa.DataType] = {

@@ -38,10 +38,9 @@ from .transactions import (
     TxnManager,
     fe_error,
 )
-from .types import DorisType, quote_ident, quote_str
+from .types import STRING_LIMIT_BYTES, DorisType, quote_ident, quote_str
 
 _ERR_PREFIX = "error_log_insert_stmt_"
-STRING_LIMIT_BYTES = 1_048_576  # BE config string_type_length_soft_limit_bytes (default): longest STRING value
 
 
 def _translate(expr: str) -> str:

@@ -25,6 +25,8 @@ _ALIASES = {
 
 INTEGER_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT"}
 STRING_TYPES = {"CHAR", "VARCHAR", "STRING"}
+# BE config string_type_length_soft_limit_bytes (its default): the longest STRING value a load stores
+STRING_LIMIT_BYTES = 1_048_576
 SUPPORTED = INTEGER_TYPES | STRING_TYPES | {
     "BOOLEAN", "FLOAT", "DOUBLE", "DECIMALV3", "DATEV2", "DATETIMEV2", "JSONB",
 }

@@ -38,7 +38,6 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
@@ -46,6 +45,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Run
 # Dagster's tag for a run's run key; it has no public name for it.
 from dagster._core.storage.tags import RUN_KEY_TAG
 
+from cdc_core.instrumentation.proc_stat import START_TICKS, STATE, stat_fields
 from cdc_core.state.leases import LeaseRecord, process_space
 
 # A run in one of these states has been launched but has not started executing.
@@ -97,12 +97,8 @@ class RunProcess:
 def _pid_start(pid: int) -> str | None:
     """When the process started (clock ticks since boot; None: no such process), so a pid the
     kernel has given to a new process is not taken for the run's."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] == "Z" else fields[19]
+    fields = stat_fields(pid)
+    return None if fields is None or fields[STATE] == "Z" else fields[START_TICKS]
 
 
 def record_run_process(instance: DagsterInstance, run_id: str) -> None:
