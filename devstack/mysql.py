@@ -243,6 +243,24 @@ class MariaDBServer:
     def binlog_files(self) -> list[str]:
         return [line.split("\t")[0] for line in self.root_sql("SHOW BINARY LOGS").splitlines() if line]
 
+    def purge_binary_logs_to(self, file: str, timeout_s: float = 60.0) -> list[str]:
+        """``PURGE BINARY LOGS TO file``, repeated until ``file`` is the oldest log; returns the logs left.
+
+        MariaDB purges up to the first log it still needs, without an error: one whose binlog
+        checkpoint InnoDB has not yet written, or one a dump thread still reads (a reader that has
+        just disconnected leaves its thread until the server notices). Both pass within seconds, so
+        a test that needs the purge done asks again rather than failing on the first answer.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.root_sql(f"PURGE BINARY LOGS TO '{file}';")
+            left = self.binlog_files()
+            if not left or left[0] == file:
+                return left
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"PURGE BINARY LOGS TO '{file}' still left {left} after {timeout_s:.0f} s")
+            time.sleep(0.1)
+
     def identity(self) -> ServerIdentity:
         """Who this server is and where its GTID history stands."""
         row = self.root_sql(

@@ -131,14 +131,7 @@ def test_purged_binlog_stops_with_recovery_advice(tmp_path: Path):
         committed = current_offset(conn)
         _exec(conn, "FLUSH BINARY LOGS", "INSERT INTO p.t VALUES (2)", "FLUSH BINARY LOGS")
         newest = current_offset(conn)
-        for _ in range(50):  # MariaDB keeps a log until its binlog checkpoint is written: retry briefly
-            _exec(conn, f"PURGE BINARY LOGS TO '{newest.file}'")
-            with conn.cursor() as cur:
-                cur.execute("SHOW BINARY LOGS")
-                remaining = [r[0] for r in cur.fetchall()]
-            if committed.file not in remaining:
-                break
-            time.sleep(0.1)
+        remaining = server.purge_binary_logs_to(newest.file)
         assert committed.file not in remaining
         ep = server.endpoint
         settings = {"host": ep.host, "port": ep.port, "user": ep.user, "password": ep.password}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pymysql
@@ -277,13 +276,7 @@ def test_a_resnapshot_after_a_failover_outranks_what_the_stream_wrote_there(tmp_
 
 def _purge_to_current(server: MariaDBServer, gone: str) -> None:
     """Rotate the binlog and purge every file before the new one (``gone`` among them)."""
-    current = server.flush_binary_logs(1)
-    for _ in range(100):  # MariaDB keeps a log until its binlog checkpoint is written: retry briefly
-        server.root_sql(f"PURGE BINARY LOGS TO '{current}';")
-        if gone not in server.binlog_files():
-            break
-        time.sleep(0.1)
-    assert gone not in server.binlog_files()
+    assert gone not in server.purge_binary_logs_to(server.flush_binary_logs(1))
 
 
 @pytest.mark.parametrize(("on_purged", "batch_on_primary"), [

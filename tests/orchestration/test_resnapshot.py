@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pymysql
@@ -53,19 +52,9 @@ def _current(conn) -> BinlogOffset:
     return BinlogOffset(row[0], int(row[1]))
 
 
-def _purge_all_but_newest(conn, gone: str) -> None:
+def _purge_all_but_newest(server: MariaDBServer, gone: str) -> None:
     """Rotate the binlog and purge every older file (``gone`` must no longer be on the server)."""
-    sql(conn, "FLUSH BINARY LOGS")
-    newest = _current(conn)
-    for _ in range(100):  # MariaDB keeps a log until its binlog checkpoint is written: retry briefly
-        sql(conn, f"PURGE BINARY LOGS TO '{newest.file}'")
-        with conn.cursor() as cur:
-            cur.execute("SHOW BINARY LOGS")
-            remaining = [r[0] for r in cur.fetchall()]
-        if gone not in remaining:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{gone} was not purged: {remaining}")
+    assert gone not in server.purge_binary_logs_to(server.flush_binary_logs(1))
 
 
 def _setup(conn, db: str) -> None:
@@ -127,7 +116,7 @@ def test_purge_stops_the_run_and_resnapshot_heals_even_after_a_crash(purge_serve
     committed = _current(purge_conn)
 
     _gap_changes(purge_conn, db)
-    _purge_all_but_newest(purge_conn, committed.file)
+    _purge_all_but_newest(purge_server, committed.file)
 
     stopped = _tidemark(env, "run", str(path), "--once")
     assert stopped.returncode != 0
@@ -165,7 +154,7 @@ def test_on_purged_resnapshot_heals_unattended(purge_server, purge_conn, doris_s
     committed = _current(purge_conn)
 
     _gap_changes(purge_conn, db)
-    _purge_all_but_newest(purge_conn, committed.file)
+    _purge_all_but_newest(purge_server, committed.file)
     sql(purge_conn, f"INSERT INTO `{db}`.items VALUES (3000, 'after the purge', 5)")
 
     healed = _tidemark(env, "run", str(path), "--once")
@@ -200,7 +189,7 @@ def test_schema_changes_in_the_purged_range_are_carried_over(purge_server, purge
     sql(purge_conn, f"ALTER TABLE `{db}`.items ADD COLUMN tag VARCHAR(12) NULL",
         f"UPDATE `{db}`.items SET tag = CONCAT('t', id % 4) WHERE id % 3 = 0",
         f"ALTER TABLE `{db}`.notes DROP COLUMN body, ADD COLUMN score INT NOT NULL DEFAULT 7")
-    _purge_all_but_newest(purge_conn, committed.file)
+    _purge_all_but_newest(purge_server, committed.file)
     sql(purge_conn, f"UPDATE `{db}`.items SET tag = 'after', qty = qty + 1 WHERE id <= 40",
         f"INSERT INTO `{db}`.notes VALUES (7000, 8)")
     healed = _tidemark(env, "run", str(path), "--once")
@@ -227,7 +216,7 @@ def test_an_unfinished_schema_change_before_the_purge_is_superseded(purge_server
     crash = {**env, "TIDEMARK_FAULTS": json.dumps({"schema_change.after_quiesce": {"action": "kill"}})}
     killed = _tidemark(crash, "run", str(path), "--once")
     assert killed.returncode == -9, killed.stderr[-3000:]
-    _purge_all_but_newest(purge_conn, _current(purge_conn).file)
+    _purge_all_but_newest(purge_server, _current(purge_conn).file)
     sql(purge_conn, f"UPDATE `{db}`.items SET grade = -1 WHERE id >= 550")
     again = _tidemark(env, "run", str(path), "--once")
     assert again.returncode == 0, again.stderr[-3000:]
