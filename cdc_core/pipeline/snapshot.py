@@ -16,6 +16,7 @@ from typing import Any
 from cdc_core.doris.errors import DorisAuthError, DorisConnectionError, DorisUnavailableError
 from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.instrumentation.faults import fault_point
+from cdc_core.instrumentation.phases import span
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.discovery import DiscoveryError, TableNotFoundError, chunk_key_column
 from cdc_core.mysql.finished_chunk import FinishedChunk
@@ -56,14 +57,20 @@ def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: l
     its watermarks. Should a later group fail or the process die, the run's other chunks are
     PENDING (or resolved by ``resolve_pending``) and the next run reads only those: nothing is
     loaded twice and nothing lost. A chunk whose early commit Doris lost is PENDING again under
-    its next generation, as ``commit_chunks`` leaves it."""
+    its next generation, as ``commit_chunks`` leaves it.
+
+    Each group's reading and each early commit is a span of the timeline (``tidemark run
+    --timings``): the commits are a pause in which no chunk is read (~3 s of 300 small tables'
+    run, docs/performance.md)."""
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(keys, lambda k: [t.database for t in ctx.targets(parse_chunk_key(k)[0])], limit)
     results: list[ChunkResult] = []
     for n, group in enumerate(groups):
-        results += run_chunks(ctx, executor, group)
+        with span(f"group_read_load {n}"):
+            results += run_chunks(ctx, executor, group)
         if n < len(groups) - 1:
-            redo = commit_chunks(ctx, group)
+            with span(f"group_commit {n}"):
+                redo = commit_chunks(ctx, group)
             logger.info("chunk group %d/%d (%d chunk(s)) committed early to stay within %d running Doris "
                         "transactions per database%s", n + 1, len(groups), len(group), limit,
                         f"; {len(redo)} to read again" if redo else "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_core.instrumentation import phases
 from cdc_core.pipeline import binlog_batch
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import BatchStatus
@@ -68,8 +69,12 @@ def test_a_snapshot_run_and_a_batch_over_more_tables_than_the_bound(pipeline_fac
                                                                "tidemark.doris.max-running-txns-per-db": LIMIT})
     runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
     keys = list(runner.plan_splits().chunk_keys)
+    phases.reset()  # this run's timeline alone (it keeps at most MAX_SPANS)
     results = runner.run_chunks(keys)  # three groups: two committed in the run, the last PREPARED
     assert len(results) == tables
+    # the timeline places each group's reading and each early commit (docs/performance.md reads them)
+    assert [s["name"] for s in phases.timeline() if str(s["name"]).startswith("group_")] == [
+        "group_read_load 0", "group_commit 0", "group_read_load 1", "group_commit 1", "group_read_load 2"]
     statuses = runner.chunk_statuses()
     assert sum(s == "PREPARED" for s in statuses.values()) == tables - 2 * LIMIT
     assert sum(s == "COMMITTED" for s in statuses.values()) == 2 * LIMIT
