@@ -325,6 +325,33 @@ def test_a_local_worker_ends_itself_when_its_parent_is_gone(tmp_path):
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in workers)
 
 
+def test_ending_the_local_workers_ends_their_fork_server_at_once(tmp_path):
+    """``end_local_workers`` (a ``tidemark`` command's end) leaves no process holding the command's
+    stdout: the fork server is killed and reaped, not left to tear its preloaded modules down after
+    the command exited; a pool needed afterwards in the same process gets a new fork server."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "ending.py"
+    script.write_text(
+        "from multiprocessing import forkserver\n"
+        "from jobs.local_workers import end_local_workers, local_workers\n"
+        "if __name__ == '__main__':\n"
+        "    local_workers(1).warm()\n"
+        "    first = forkserver._forkserver._forkserver_pid\n"
+        "    end_local_workers()\n"
+        "    print(first, forkserver._forkserver._forkserver_pid, flush=True)\n"
+        "    local_workers(1).warm()\n"
+        "    print(forkserver._forkserver._forkserver_pid, flush=True)\n"
+        "    end_local_workers()\n")
+    # communicate() returns only once every holder of the pipes is gone: the fork servers included
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (first, after_end), (second,) = (line.split() for line in done.stdout.splitlines())
+    assert after_end == "None"  # reaped, not merely signalled
+    assert second not in (first, "None")  # the next pool started its own
+
+
 def _small_tables(root_conn, db: str, count: int, prefix: str = "m") -> None:
     with root_conn.cursor() as cur:
         for i in range(count):
