@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +49,9 @@ from cdc_core.state.locking import write_transaction
 from cdc_core.state.records import BatchRecord, BatchStatus, ChunkRecord, ChunkStatus
 
 logger = logging.getLogger(__name__)
+
+# How long a SQLite store waits for another process's write lock (its busy timeout, and the WAL switch).
+SQLITE_LOCK_TIMEOUT_S = 60.0
 
 SCHEMA_VERSION = 1
 
@@ -324,6 +329,26 @@ SQLITE_FILE = "state.sqlite"
 """The file of a state directory's store."""
 
 
+def _enter_wal(cur: Any, timeout_s: float = SQLITE_LOCK_TIMEOUT_S) -> None:
+    """``PRAGMA journal_mode=WAL`` on a new connection, asked again while the file is locked.
+
+    The switch to WAL happens once, on a new file, and the processes that open that new file at
+    once race for it: the switch reads the file and then writes its header, and SQLite answers
+    "database is locked" at once, without waiting out the busy timeout, to a connection that holds
+    its read while another holds the write lock (it would otherwise deadlock). The loser asks
+    again; the winner's switch is short, and once the file is in WAL the pragma changes nothing.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class StateStore:
     """A pipeline's durable memory. Open with a state directory or a SQLAlchemy URL."""
 
@@ -337,13 +362,13 @@ class StateStore:
             parsed = engine_url(url)
             if parsed.get_backend_name() != "sqlite":
                 return cls(sa.create_engine(parsed, pool_pre_ping=True))
-            engine = sa.create_engine(parsed, connect_args={"timeout": 60})
+            engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})
         else:
             if state_dir is None:
                 raise ValueError("a state directory or a SQLAlchemy URL is required")
             path = Path(state_dir)
             path.mkdir(parents=True, exist_ok=True)
-            engine = sa.create_engine(f"sqlite:///{path / SQLITE_FILE}", connect_args={"timeout": 60})
+            engine = sa.create_engine(f"sqlite:///{path / SQLITE_FILE}", connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})
         # A SQLite file, named by a state directory or by a ``sqlite:///`` URL alike: its writers
         # serialise on the file's write lock, taken by BEGIN IMMEDIATE before the first read.
 
@@ -353,7 +378,7 @@ class StateStore:
             # takes the write lock up front, so two writers queue instead of deadlocking.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            _enter_wal(cur)
             cur.execute("PRAGMA synchronous=FULL")
             cur.close()
 

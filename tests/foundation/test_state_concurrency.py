@@ -9,12 +9,15 @@ same value and one increment vanishes; with it the count is exact.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from cdc_core.state import BatchRecord, BatchStatus, StateStore
+from cdc_core.state.store import SQLITE_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = 6
@@ -73,6 +76,32 @@ def test_concurrent_writers_on_sqlite_lose_no_update(tmp_path):
     store = StateStore.open(tmp_path / "state")
     try:
         _assert_exact(store)
+    finally:
+        store.close()
+
+
+def test_a_new_sqlite_store_opened_while_another_process_switches_it_to_wal_waits(tmp_path):
+    """Found by the test above in a loaded run: the processes opening a new file race to switch it
+    to WAL, and SQLite answers the loser "database is locked" at once, busy timeout or not (it
+    holds its read while another holds the write lock). Here another connection holds the write
+    lock of a file still in rollback mode for a moment: the store's open waits for it."""
+    (tmp_path / "state").mkdir()
+    other = sqlite3.connect(tmp_path / "state" / SQLITE_FILE, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE other (x INTEGER)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO other VALUES (1)")
+    released = threading.Timer(0.5, other.execute, ["COMMIT"])
+    released.start()
+    try:
+        store = StateStore.open(tmp_path / "state")
+    finally:
+        released.join()
+        other.close()
+    try:
+        with store.transaction() as tx:
+            tx.put("test", "opened", True)
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     finally:
         store.close()
 
