@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -199,8 +200,13 @@ class SpreadWriter(threading.Thread):
                         share = rows // len(chosen) + (1 if n < rows % len(chosen) else 0)
                         ids = list(range(self.next_id, self.next_id + share))
                         self.next_id += share
-                        cur.executemany(f"INSERT INTO {self.database}.{table} (id, payload, written_at) "
-                                        "VALUES (%s, %s, NOW(6))", [(i, f"tick {i}") for i in ids])
+                        if not ids:
+                            continue
+                        # one statement (pymysql's executemany sends a row per statement when the
+                        # VALUES clause holds anything but placeholders, as NOW(6) here)
+                        cur.execute(f"INSERT INTO {self.database}.{table} (id, payload, written_at) VALUES "
+                                    + ", ".join(["(%s, %s, NOW(6))"] * len(ids)),
+                                    [v for i in ids for v in (i, f"tick {i}")])
                         written += [(i, table) for i in ids]
                 conn.commit()
                 committed = time.time()
@@ -251,6 +257,43 @@ class SamplePoller(threading.Thread):
             if maximum >= row_id:
                 return seen_at
         return None
+
+
+def batch_timeline(state_dir: Path, since: float, until: float) -> dict:
+    """Where the stream's freshness goes: the committed binlog batches that began reading in the
+    measured window, from their records' ``timings`` (``cdc_core/pipeline/binlog_batch.py``) —
+    how long each read, loaded and committed, the gap from one batch's commit to the next one's
+    start, and its lag (MySQL commit of its newest change → the batch prepared)."""
+    from cdc_core.state import BatchStatus
+    from cdc_core.state.store import StateStore
+
+    store = StateStore.open(state_dir)
+    try:
+        with store.transaction(readonly=True) as tx:
+            records = tx.batches(status=BatchStatus.COMMITTED)
+    finally:
+        store.engine.dispose()
+    rows: list[dict] = []
+    for r in records:
+        detail = r.detail or {}
+        timings = detail.get("timings") or {}
+        if "began_at" not in timings or not since <= timings["began_at"] <= until:
+            continue
+        rows.append({**timings, "events": sum((detail.get("events_per_table") or {}).values()),
+                     "tables": len(detail.get("events_per_table") or {}),
+                     "lag_s": round(detail["lag_s"], 2) if detail.get("lag_s") is not None else None})
+    rows.sort(key=lambda r: r["began_at"])
+    for earlier, later in zip(rows, rows[1:], strict=False):
+        if "committed_at" in earlier:
+            earlier["gap_to_next_s"] = round(later["began_at"] - earlier["committed_at"], 3)
+
+    def median(key: str) -> float | None:
+        values = [r[key] for r in rows if r.get(key) is not None]
+        return round(statistics.median(values), 3) if values else None
+
+    return {"count": len(rows), **{f"{k}_median": median(k) for k in
+                                  ("read_s", "load_s", "commit_s", "gap_to_next_s", "events", "tables", "lag_s")},
+            "timeline": [{k: (round(v - since, 2) if k.endswith("_at") else v) for k, v in r.items()} for r in rows]}
 
 
 def stream(mysql: MariaDBServer, doris: DorisStandIn, work: Path, tables: int = 300, rate: float = 10_000,
@@ -322,6 +365,7 @@ def stream(mysql: MariaDBServer, doris: DorisStandIn, work: Path, tables: int = 
             breakdown = run_breakdown(instance, handle.sensor_name, measured_from - warmup)
             ticks = sensor_ticks(instance, handle.sensor_name, measured_from - warmup)
         p50, p90, p99 = (percentile(latencies, q) for q in (0.5, 0.9, 0.99))
+        batches = batch_timeline(work / "state-stream", measured_from, measured_to)
         return {"tables": tables, "rate_rows_per_s": rate, "seconds": seconds, "sampled_tables": sample,
                 "rows_written": len(writer.commit_times),
                 "write_rate_rows_per_s": round(sum(1 for _, c in writer.commit_times.values()
@@ -330,7 +374,7 @@ def stream(mysql: MariaDBServer, doris: DorisStandIn, work: Path, tables: int = 
                 "freshness_s": {"p50": round(p50, 2), "p90": round(p90, 2), "p99": round(p99, 2),
                                 "max": round(max(latencies), 2) if latencies else None},
                 "target_p99_s": 5.0, "peak_running_txns": peaks.get(database, 0), "binlog_runs": breakdown,
-                "sensor": ticks, "poll_errors": poller.errors, "poll_interval_s": poller.interval_s}
+                "sensor": ticks, "batches": batches, "poll_errors": poller.errors, "poll_interval_s": poller.interval_s}
     finally:
         poller.halt.set()
         if writer.is_alive():

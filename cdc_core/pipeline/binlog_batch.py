@@ -196,6 +196,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
             t for t in captured_tables if not any(c.table_id == t for c in chunks)))
     selector = source.selector
     weigher = CollationWeigher(lambda: connect(ctx.settings))
+    reading = time.perf_counter()
     try:
         event_filter = split.event_filter(
             schemas, captured=lambda t: selector.matches(t.database, t.table), source=source, weigher=weigher
@@ -210,6 +211,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     finally:
         weigher.close()
     end = batch.end
+    read_s = time.perf_counter() - reading
     batch_id = binlog_batch_id(start.sequence, end.sequence)
     by_table: dict[TableId, list[Any]] = {}
     for event in batch.events:
@@ -228,6 +230,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(list(by_table), lambda t: [target.database for target in targets[t]], limit)
     copies = CopyCounts(ctx.sink.catalog)  # the keyless tables' copies of the images this batch touches
+    loading = time.perf_counter()
     try:
         for n, group in enumerate(groups):
             loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies)
@@ -256,8 +259,12 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     last_ms = max((e.commit_time_ms or 0 for e in batch.events if isinstance(e, DataChangeEvent)), default=0)
     lag = (time.time() - last_ms / 1000.0) if last_ms else None
     events_per_table = {str(t): len(e) for t, e in by_table.items()}
+    # where a batch's seconds go (docs/performance.md, the stream over 300 tables): when it began
+    # reading, how long the read and the loads (with any group commits) took
     detail = {"events_per_table": events_per_table, "stopped_at_ddl": ddl, "lag_s": lag,
-              "events_read": batch.events_read}
+              "events_read": batch.events_read,
+              "timings": {"began_at": round(read_started, 3), "read_s": round(read_s, 3),
+                          "load_s": round(time.perf_counter() - loading, 3), "prepared_at": round(time.time(), 3)}}
     if "committed_in_groups" in (running.detail or {}):
         detail["committed_in_groups"] = running.detail["committed_in_groups"]
     with ctx.store.transaction() as tx:
@@ -454,6 +461,7 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
         return True
     if batch.status is not BatchStatus.PREPARED:
         raise RuntimeError(f"binlog batch {batch_id} is {batch.status}, not PREPARED; it cannot be committed")
+    committing = time.perf_counter()
     lost = ctx.sink.commit_surviving(batch.transactions or [], streams=COMMIT_STREAMS)
     if lost:
         # The loads Doris kept are committed: the batch is read again over exactly its range, under
@@ -469,6 +477,9 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
                        "again from %s", batch_id, len(lost), ", ".join(c.label for c in lost), batch.start_offset)
         return False
     fault_point("binlog.committing", batch=batch_id)
+    detail = dict(batch.detail or {})
+    timings = detail["timings"] = dict(detail.get("timings") or {})
+    timings.update(commit_s=round(time.perf_counter() - committing, 3), committed_at=round(time.time(), 3))
     with ctx.store.transaction() as tx:
         current = COMMITTED_OFFSET.get(tx)
         if current is not None and current > BinlogOffset.from_dict(batch.start_offset):
@@ -476,7 +487,7 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
                 f"binlog batch {batch_id} starts at {batch.start_offset} but the committed offset is already "
                 f"{current.to_dict()}: two streams ran at once for this pipeline"
             )
-        tx.put_batch(batch.with_status(BatchStatus.COMMITTED))
+        tx.put_batch(batch.with_status(BatchStatus.COMMITTED, detail=detail))
         COMMITTED_OFFSET.put(tx, BinlogOffset.from_dict(batch.end_offset))
     logger.info("binlog batch %s committed; the stream is at %s", batch_id, batch.end_offset)
     return True
