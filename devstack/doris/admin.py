@@ -14,7 +14,9 @@ stand-in started or since the last reset. ``write_lock``: the seconds the storag
 been held for DuckDB transactions since the stand-in started, and how many times (the stand-in's
 serial part: every begin, precommit, commit and DDL takes it; ``bench/standin_estate.py``).
 ``staged_by``: how many loads' rows were converted by Arrow's kernels (``arrow_kernels``,
-devstack/doris/fast_stage.py) and how many by the DuckDB query (``query``).
+devstack/doris/fast_stage.py) and how many by the DuckDB query (``query``). ``group_commits``: how many
+DuckDB transactions applied more than one 2PC commit at once, and how many commits they applied
+(``TxnManager.commit_2pc``).
 ``POST /_standin/txns`` with ``{"reset_peak": true}`` starts the peaks afresh, with ``{"max_running_txn_num_per_db": N}`` changes the limit for later begins (as
 ``ADMIN SET FRONTEND CONFIG`` does on a real FE); both answer as GET does.
 
@@ -50,11 +52,12 @@ def txn_stats(handler: BaseHandler) -> dict[str, Any]:
                     "peak_running": txns.peak_running.get(db, 0)}
                for db, ids in sorted(txns.running.items())}
         lock = {"held_s": round(app.storage.lock_held_s, 3), "holds": app.storage.lock_holds}
+        groups = {"groups": txns.group_commits, "commits": txns.group_committed}
     with app.loader._formats_lock:
         formats = {db: dict(counts) for db, counts in sorted(app.loader.formats.items())}
         staged_by = dict(app.loader.staged_by)
     return {"status": "OK", "max_running_txn_num_per_db": txns.max_running_txn_num_per_db, "databases": dbs,
-            "write_lock": lock, "loads_by_format": formats, "staged_by": staged_by}
+            "write_lock": lock, "group_commits": groups, "loads_by_format": formats, "staged_by": staged_by}
 
 
 def _body(handler: BaseHandler) -> dict[str, Any]:
