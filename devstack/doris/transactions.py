@@ -423,6 +423,15 @@ class TxnManager:
         in one DuckDB transaction, or each alone should that transaction fail."""
         with self._commit_queue_lock:
             group, self._commit_queue = self._commit_queue, []
+        try:
+            self._apply_group(group)
+        finally:
+            for request in group:
+                if request.result is None and request.error is None:  # cut short (an interrupt)
+                    request.error = TxnError("the commit was interrupted; ask for the transaction's state again")
+                request.done = True
+
+    def _apply_group(self, group: list[_CommitRequest]) -> None:
         if len(group) > 1:
             before: dict[int, dict[str, Any]] = {}  # each applied transaction's state before, should the group roll back
             try:
@@ -445,8 +454,6 @@ class TxnManager:
         else:
             for request in group:
                 self._commit_alone(request)
-        for request in group:
-            request.done = True
 
     def _commit_alone(self, request: _CommitRequest) -> None:
         try:
