@@ -108,10 +108,8 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
     """Apply the staged rows ``stg`` (columns ``staged``, plus ``__ord``, ``__sign``, maybe ``__seq``) to
     ``target`` inside the caller's transaction, through the scratch table ``work``; returns rows applied.
     ``facts``: the staged rows' keys as computed when they were staged (used when they still match ``t``)."""
-    cols = [c.name for c in t.columns if c.name in staged]
-    col_sql = ", ".join(quote_ident(c) for c in cols)
     if not t.is_unique:
-        cur.execute(f"INSERT INTO {target} ({col_sql}) SELECT {col_sql} FROM {stg} ORDER BY __ord")
+        cur.execute(append_sql(t, target, stg, staged))
         return cur.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
     if facts is None or not facts.matches(t):
         facts = staged_keys(cur, t, stg)
@@ -122,17 +120,10 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
     part = ", ".join(quote_ident(k) for k in keys)
     has_seq = t.has_sequence and "__seq" in staged
     order = "__seq DESC NULLS LAST, __ord DESC" if has_seq else "__ord DESC"
-    hidden = [quote_ident(DELETE_SIGN)]
-    hidden_src = ["__sign"]
-    if t.has_sequence:
-        hidden.append(quote_ident(SEQUENCE_COL))
-        hidden_src.append("__seq" if "__seq" in staged else "NULL")
-    keep = "" if t.has_sequence else " WHERE __sign = 0"  # tombstones only matter with a sequence
-    insert = f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} FROM "
-    if _appends_only(cur, target, facts):
+    if appends_only(cur, target, facts):
         # A load whose keys are distinct and meet no stored row (a snapshot chunk, new keys): the
         # general merge below would keep every row as it is, so the rows are appended directly.
-        cur.execute(f"{insert}{stg}{keep}")
+        cur.execute(append_sql(t, target, stg, staged))
         return facts.rows
     cur.execute(f"DROP TABLE IF EXISTS {work}")
     cur.execute(
@@ -154,12 +145,39 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
             f"(__old.{seqc} > __new.__seq OR (__new.__seq IS NULL AND __old.{seqc} IS NOT NULL)){within('__old')})"
         )
     cur.execute(f"DELETE FROM {target} AS __old USING {work} AS __new WHERE {join}{within('__old')}")
-    cur.execute(f"{insert}{work}{keep}")
+    cur.execute(f"{_unique_insert(t, target, staged)}{work}{_keep(t)}")
     n = cur.execute(f"SELECT count(*) FROM {work}").fetchall()[0][0]
     cur.execute(f"DROP TABLE {work}")
     return n
 
-def _appends_only(cur: duckdb.DuckDBPyConnection, target: str, facts: StagedKeys) -> bool:
+def _unique_insert(t: Table, target: str, staged: set[str]) -> str:
+    """``INSERT INTO target (columns, hidden columns) SELECT ... FROM `` for a unique table's rows."""
+    col_sql = ", ".join(quote_ident(c.name) for c in t.columns if c.name in staged)
+    hidden = [quote_ident(DELETE_SIGN)]
+    hidden_src = ["__sign"]
+    if t.has_sequence:
+        hidden.append(quote_ident(SEQUENCE_COL))
+        hidden_src.append("__seq" if "__seq" in staged else "NULL")
+    return f"INSERT INTO {target} ({col_sql}, {', '.join(hidden)}) SELECT {col_sql}, {', '.join(hidden_src)} FROM "
+
+
+def _keep(t: Table) -> str:
+    """The rows a unique table stores of a load: tombstones only matter with a sequence column."""
+    return "" if t.has_sequence else " WHERE __sign = 0"
+
+
+def append_sql(t: Table, target: str, stg: str, staged: set[str]) -> str:
+    """The statement that appends the staged rows ``stg`` (columns ``staged``) to ``target`` as they
+    are: every load of a duplicate table, and a unique table's load when :func:`appends_only`.
+    One text for :func:`merge_rows` and for a load appended ahead of its commit
+    (``Storage.write_staging``), so both store the same rows."""
+    if not t.is_unique:
+        col_sql = ", ".join(quote_ident(c.name) for c in t.columns if c.name in staged)
+        return f"INSERT INTO {target} ({col_sql}) SELECT {col_sql} FROM {stg} ORDER BY __ord"
+    return f"{_unique_insert(t, target, staged)}{stg}{_keep(t)}"
+
+
+def appends_only(cur: duckdb.DuckDBPyConnection, target: str, facts: StagedKeys) -> bool:
     """The load's keys are distinct and no stored row (tombstones included) lies within their bounds."""
     if not facts.bounds or not facts.distinct:
         return False

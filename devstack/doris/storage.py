@@ -42,10 +42,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +57,17 @@ import pyarrow.ipc as ipc
 
 from . import crc32
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
-from .merge import StagedKeys, merge_rows, staged_keys, staged_keys_arrow
+from .merge import StagedKeys, append_sql, appends_only, merge_rows, staged_keys, staged_keys_arrow
 from .types import DorisType, quote_ident, quote_str
 
 META = "__standin"
 IS_SCHEMA = "__standin_is"
+
+log = logging.getLogger(__name__)
+
+# A load of at least this many rows is appended to its table ahead of its commit (Storage.write_staging);
+# a smaller one costs its commit a few milliseconds of DuckDB, less than holding a DuckDB transaction open.
+PREBUILD_MIN_ROWS = 50_000
 
 
 # The staged file's schema metadata key under which its rows' key facts are kept (merge.StagedKeys).
@@ -119,6 +127,9 @@ class Storage:
         self.staging_dir = data_dir / "staging"
         self.staging_dir.mkdir(exist_ok=True)
         self._unstage_after_commit: list[int] = []
+        # loads appended ahead of their commit, by transaction id (write_staging, publish_prebuilt)
+        self._prebuilt: dict[int, _Prebuilt] = {}
+        self._prebuilt_lock = threading.Lock()
         # run under the lock once the current transaction has committed (never when it rolls back)
         self._after_commit: list[Callable[[], None]] = []
         self._legacy_staging: set[int] = set()
@@ -352,6 +363,8 @@ class Storage:
 
     def close(self) -> None:
         with self.lock:
+            for txn_id in list(self._prebuilt):
+                self._drop_prebuilt(txn_id)
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("CHECKPOINT")
             self.con.close()
@@ -500,7 +513,9 @@ class Storage:
         With ``table`` (a unique table), what its commit's merge asks of these rows alone — their
         key bounds, whether their keys are distinct, how many — is computed here, while the load
         holds no lock, and kept in the file's schema metadata (``merge.StagedKeys``): a commit
-        holds the write lock that every load's begin, precommit and commit waits for."""
+        holds the write lock that every load's begin, precommit and commit waits for. For the same
+        reason a large load's rows are then appended to the table ahead of the commit
+        (:meth:`_prebuild`)."""
         if table is not None and table.is_unique:
             facts = staged_keys_arrow(table, rows)
             if facts is None:
@@ -513,6 +528,8 @@ class Storage:
                         cur.unregister(view)
             if facts is not None:
                 rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), _KEYS_META: facts.to_json()})
+        else:
+            facts = None
         path = self.staging_path(txn_id)
         tmp = path.with_suffix(".tmp")
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, rows.schema) as writer:
@@ -520,10 +537,96 @@ class Storage:
         _fsync(tmp)
         os.replace(tmp, path)
         _fsync(self.staging_dir)
+        if table is not None:
+            self._prebuild(txn_id, rows, table, facts)
+
+    def _prebuild(self, txn_id: int, rows: pa.Table, table: Table, facts: StagedKeys | None) -> None:
+        """Append a large load's rows to its table in a DuckDB transaction of their own, left open
+        until the load's commit (:meth:`publish_prebuilt`) or abort (:meth:`discard_staging`).
+
+        Why: writing the rows into DuckDB (its compression and row groups) is nearly all of a
+        large commit, ~0.1 s per 131,072 rows, and a commit holds the write lock that every other
+        commit waits for. Real Doris writes a load's segments on the BE before the load returns,
+        in parallel with other loads, and its publish only makes them visible; this does the same
+        work at the same point, outside the lock. The staged file stays what makes the load
+        durable: this transaction dies with the process, and a commit after a restart (or whenever
+        the appended rows no longer fit, see :meth:`publish_prebuilt`) merges the staged file as
+        before. Only rows the commit would append unchanged qualify: a duplicate table's, or a
+        unique table's whose keys are distinct (whether they meet stored rows is asked at commit)."""
+        if rows.num_rows < PREBUILD_MIN_ROWS:
+            return
+        if table.is_unique and (facts is None or not facts.bounds or not facts.distinct):
+            return
+        # Both read before the transaction begins: a journal fold or a DDL after these reads makes
+        # the commit refuse the appended rows (a fold rewrites transaction rows this transaction's
+        # snapshot would not see; a DDL may change what the rows would be).
+        fold_gen = self._journal_gen
+        current = self.tables.get((table.db, table.name))
+        if current is None:
+            return
+        definition = json.dumps(current.to_json(), sort_keys=True)
+        t = Table.from_json(json.loads(definition))
+        cur = self.con.cursor()
+        view = f"stg_pre_{txn_id}"
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            cur.register(view, rows)
+            try:
+                cur.execute(append_sql(t, data_ref(t.db, t.name), view, set(rows.column_names)))
+            finally:
+                cur.unregister(view)
+        except duckdb.Error as e:  # the table changed under the load: its commit merges the staged file
+            log.debug("load %d not appended ahead of its commit: %s", txn_id, e)
+            _close_quietly(cur)
+            return
+        with self._prebuilt_lock:
+            old = self._prebuilt.pop(txn_id, None)
+            self._prebuilt[txn_id] = _Prebuilt(cur, definition, fold_gen, facts)
+        if old is not None:
+            _close_quietly(old.cur)
+
+    def _drop_prebuilt(self, txn_id: int) -> None:
+        """Roll back the rows a load appended ahead of its commit, if any."""
+        with self._prebuilt_lock:
+            pre = self._prebuilt.pop(txn_id, None)
+        if pre is not None:
+            _close_quietly(pre.cur)
+
+    def publish_prebuilt(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int,
+                         record: Callable[[duckdb.DuckDBPyConnection], None]) -> bool:
+        """Commit the rows load ``txn_id`` appended ahead of its commit (:meth:`_prebuild`), with the
+        transaction's VISIBLE record, which ``record`` writes on the cursor it is given: rows and
+        record in one DuckDB transaction, as :meth:`merge` and the caller's record are. Under the
+        lock, inside the caller's transaction ``cur`` (whose snapshot sees every commit so far).
+
+        False, with nothing written, when the load appended nothing, or its rows would not be what
+        the commit stores now — the table's definition changed, a journal fold rewrote transaction
+        rows, a unique table now holds rows within the load's key range (the general merge
+        applies), or DuckDB refuses the commit (a conflict): the caller merges the staged file."""
+        with self._prebuilt_lock:
+            pre = self._prebuilt.pop(txn_id, None)
+        if pre is None:
+            return False
+        try:
+            if (pre.fold_gen != self._journal_gen or json.dumps(t.to_json(), sort_keys=True) != pre.definition
+                    or (t.is_unique and (pre.facts is None or not pre.facts.matches(t)
+                                         or not appends_only(cur, data_ref(t.db, t.name), pre.facts)))):
+                return False
+            record(pre.cur)
+            pre.cur.execute("COMMIT")
+        except duckdb.Error as e:
+            log.info("load %d: the rows appended ahead of its commit were refused (%s); merging its staged rows",
+                     txn_id, e)
+            return False
+        finally:
+            _close_quietly(pre.cur)
+        return True
 
     def discard_staging(self, txn_id: int) -> None:
         """Delete what a load staged: before it failed (no record holds the file yet), or once its
-        ABORTED record is in the journal (no record holds it any more); no transaction is needed."""
+        ABORTED record is in the journal (no record holds it any more); no transaction is needed.
+        Rows it appended ahead of its commit are rolled back."""
+        self._drop_prebuilt(txn_id)
         self.staging_path(txn_id).unlink(missing_ok=True)
 
     def has_legacy_staging(self, txn_id: int) -> bool:
@@ -553,6 +656,8 @@ class Storage:
         its file deleted, meanwhile): :meth:`merge` uses rows read here only for the transaction
         it was given them for.
         """
+        if txn_id in self._prebuilt:  # its commit needs the rows only if it cannot use the appended ones
+            return None
         try:
             return ipc.open_file(pa.memory_map(str(self.staging_path(txn_id)))).read_all()
         except FileNotFoundError:
@@ -621,6 +726,24 @@ class Storage:
             rel = cur.execute(f"SELECT * FROM {META}.txns ORDER BY txn_id")
             names = [d[0] for d in rel.description]  # type: ignore[union-attr]
             return [dict(zip(names, r, strict=True)) for r in rel.fetchall()]
+
+
+@dataclass(frozen=True)
+class _Prebuilt:
+    """A load's rows appended to its table in an open DuckDB transaction (``Storage._prebuild``)."""
+
+    cur: duckdb.DuckDBPyConnection  # the open transaction
+    definition: str  # the table's definition (sorted JSON) the rows were appended under
+    fold_gen: int  # the journal's generation before the transaction began
+    facts: StagedKeys | None  # a unique table's staged keys
+
+
+def _close_quietly(cur: duckdb.DuckDBPyConnection) -> None:
+    """Close a cursor, rolling back its open transaction (if any)."""
+    with contextlib.suppress(duckdb.Error):
+        cur.execute("ROLLBACK")
+    with contextlib.suppress(duckdb.Error):
+        cur.close()
 
 
 def _fsync(path: Path) -> None:

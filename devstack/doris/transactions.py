@@ -361,10 +361,22 @@ class TxnManager:
     def _publish(self, cur: Any, t: Txn, rows: Any = None) -> None:
         """Apply ``t``'s staged rows (``rows``: already read, :meth:`Storage.read_staged`) and make it VISIBLE."""
         table = self.st.table(t.db, t.tbl)
+        if t.staged and table is not None:
+            # rows the load appended ahead of this commit, committed with the VISIBLE record
+            before = replace(t)
+            if self.st.publish_prebuilt(cur, table, t.txn_id, lambda appended: self._visible(appended, t)):
+                self.st.drop_staging(cur, t.txn_id)
+                return
+            vars(t).update(vars(before))
+            self._track(t)
         if t.staged:
             if table is not None:
                 self.st.merge(cur, table, t.txn_id, rows)
             self.st.drop_staging(cur, t.txn_id)
+        self._visible(cur, t)
+
+    def _visible(self, cur: Any, t: Txn) -> None:
+        """Make ``t`` VISIBLE, recorded in the DuckDB transaction of ``cur`` (that of its rows)."""
         t.staged = False
         t.status = "VISIBLE"
         t.finish_ms = now_ms()
