@@ -181,7 +181,8 @@ def appends_only(cur: duckdb.DuckDBPyConnection, target: str, facts: StagedKeys)
     """The load's keys are distinct and no stored row (tombstones included) lies within their bounds."""
     if not facts.bounds or not facts.distinct:
         return False
-    return not cur.execute(f"SELECT EXISTS (SELECT 1 FROM {target} WHERE {facts.bounds})").fetchone()[0]  # type: ignore[index]
+    # fetchall: a half-read result would refuse the cursor's next statement (or a registration)
+    return not cur.execute(f"SELECT EXISTS (SELECT 1 FROM {target} WHERE {facts.bounds})").fetchall()[0][0]
 
 
 def _key_bounds(cur: duckdb.DuckDBPyConnection, t: Table, work: str, key: str) -> str:

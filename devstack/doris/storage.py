@@ -65,9 +65,10 @@ IS_SCHEMA = "__standin_is"
 
 log = logging.getLogger(__name__)
 
-# A load of at least this many rows is appended to its table ahead of its commit (Storage.write_staging);
-# a smaller one costs its commit a few milliseconds of DuckDB, less than holding a DuckDB transaction open.
-PREBUILD_MIN_ROWS = 50_000
+# A load of at least this many rows is appended to its table ahead of its commit (Storage._prebuild);
+# a smaller one costs its commit a few milliseconds of DuckDB, less than holding a DuckDB transaction
+# open. The environment variable lets a test run every load through that path.
+PREBUILD_MIN_ROWS = int(os.environ.get("DORIS_STANDIN_PREBUILD_MIN_ROWS") or 50_000)
 
 
 # The staged file's schema metadata key under which its rows' key facts are kept (merge.StagedKeys).
