@@ -47,6 +47,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,9 +129,12 @@ class Storage:
         self.staging_dir = data_dir / "staging"
         self.staging_dir.mkdir(exist_ok=True)
         self._unstage_after_commit: list[int] = []
-        # loads appended ahead of their commit, by transaction id (write_staging, publish_prebuilt)
+        # loads appended ahead of their commit, by transaction id (_prebuild, publish_prebuilt): done,
+        # and being appended (by _builders, after the load has replied)
         self._prebuilt: dict[int, _Prebuilt] = {}
+        self._building: dict[int, Future[None]] = {}
         self._prebuilt_lock = threading.Lock()
+        self._builders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="standin-prebuild")
         # run under the lock once the current transaction has committed (never when it rolls back)
         self._after_commit: list[Callable[[], None]] = []
         self._legacy_staging: set[int] = set()
@@ -364,7 +368,8 @@ class Storage:
 
     def close(self) -> None:
         with self.lock:
-            for txn_id in list(self._prebuilt):
+            self._builders.shutdown(wait=True, cancel_futures=True)
+            for txn_id in list(self._prebuilt) + list(self._building):
                 self._drop_prebuilt(txn_id)
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("CHECKPOINT")
@@ -508,15 +513,15 @@ class Storage:
     def staging_path(self, txn_id: int) -> Path:
         return self.staging_dir / f"{txn_id}.arrow"
 
-    def write_staging(self, txn_id: int, rows: pa.Table, table: Table | None = None) -> None:
+    def write_staging(self, txn_id: int, rows: pa.Table, table: Table | None = None, *, ahead: bool = False) -> None:
         """Persist a load's converted rows (before its PRECOMMITTED record: see the module doc).
 
         With ``table`` (a unique table), what its commit's merge asks of these rows alone — their
         key bounds, whether their keys are distinct, how many — is computed here, while the load
         holds no lock, and kept in the file's schema metadata (``merge.StagedKeys``): a commit
         holds the write lock that every load's begin, precommit and commit waits for. For the same
-        reason a large load's rows are then appended to the table ahead of the commit
-        (:meth:`_prebuild`)."""
+        reason, with ``ahead`` (a two-phase load, whose commit comes later), a large load's rows are
+        then appended to the table ahead of the commit (:meth:`_prebuild`)."""
         if table is not None and table.is_unique:
             facts = staged_keys_arrow(table, rows)
             if facts is None:
@@ -538,12 +543,16 @@ class Storage:
         _fsync(tmp)
         os.replace(tmp, path)
         _fsync(self.staging_dir)
-        if table is not None:
-            self._prebuild(txn_id, rows, table, facts)
+        if ahead and table is not None and rows.num_rows >= PREBUILD_MIN_ROWS:
+            with self._prebuilt_lock:
+                self._building[txn_id] = self._builders.submit(self._prebuild, txn_id, rows, table, facts)
 
     def _prebuild(self, txn_id: int, rows: pa.Table, table: Table, facts: StagedKeys | None) -> None:
         """Append a large load's rows to its table in a DuckDB transaction of their own, left open
-        until the load's commit (:meth:`publish_prebuilt`) or abort (:meth:`discard_staging`).
+        until the load's commit (:meth:`publish_prebuilt`) or abort (:meth:`discard_staging`). On a
+        builder thread, from the load's staging on: the load replies once its staged file is durable,
+        and the client reads its next rows meanwhile (a commit waits for the appending to end,
+        :meth:`wait_prebuilt`).
 
         Why: writing the rows into DuckDB (its compression and row groups) is nearly all of a
         large commit, ~0.1 s per 131,072 rows, and a commit holds the write lock that every other
@@ -554,17 +563,31 @@ class Storage:
         the appended rows no longer fit, see :meth:`publish_prebuilt`) merges the staged file as
         before. Only rows the commit would append unchanged qualify: a duplicate table's, or a
         unique table's whose keys are distinct (whether they meet stored rows is asked at commit)."""
-        if rows.num_rows < PREBUILD_MIN_ROWS:
-            return
+        try:
+            pre = self._append_ahead(txn_id, rows, table, facts)
+        except BaseException:
+            with self._prebuilt_lock:
+                self._building.pop(txn_id, None)
+            raise
+        with self._prebuilt_lock:
+            wanted = self._building.pop(txn_id, None) is not None  # else aborted or committed meanwhile
+            if pre is not None and wanted:
+                self._prebuilt[txn_id] = pre
+                return
+        if pre is not None:
+            _close_quietly(pre.cur)
+
+    def _append_ahead(self, txn_id: int, rows: pa.Table, table: Table, facts: StagedKeys | None) -> _Prebuilt | None:
+        """:meth:`_prebuild`'s transaction, or None when the load does not qualify."""
         if table.is_unique and (facts is None or not facts.bounds or not facts.distinct):
-            return
+            return None
         # Both read before the transaction begins: a journal fold or a DDL after these reads makes
         # the commit refuse the appended rows (a fold rewrites transaction rows this transaction's
         # snapshot would not see; a DDL may change what the rows would be).
         fold_gen = self._journal_gen
         current = self.tables.get((table.db, table.name))
         if current is None:
-            return
+            return None
         definition = json.dumps(current.to_json(), sort_keys=True)
         t = Table.from_json(json.loads(definition))
         cur = self.con.cursor()
@@ -579,16 +602,22 @@ class Storage:
         except duckdb.Error as e:  # the table changed under the load: its commit merges the staged file
             log.debug("load %d not appended ahead of its commit: %s", txn_id, e)
             _close_quietly(cur)
-            return
+            return None
+        return _Prebuilt(cur, definition, fold_gen, facts)
+
+    def wait_prebuilt(self, txn_id: int) -> None:
+        """Wait (without the lock) until the appending of load ``txn_id``'s rows, if any, has ended."""
         with self._prebuilt_lock:
-            old = self._prebuilt.pop(txn_id, None)
-            self._prebuilt[txn_id] = _Prebuilt(cur, definition, fold_gen, facts)
-        if old is not None:
-            _close_quietly(old.cur)
+            building = self._building.get(txn_id)
+        if building is not None:
+            with contextlib.suppress(Exception):  # a failed appending leaves the staged file to merge
+                building.result()
 
     def _drop_prebuilt(self, txn_id: int) -> None:
-        """Roll back the rows a load appended ahead of its commit, if any."""
+        """Roll back the rows a load appended ahead of its commit, if any; an appending still under way
+        rolls itself back when it ends."""
         with self._prebuilt_lock:
+            self._building.pop(txn_id, None)
             pre = self._prebuilt.pop(txn_id, None)
         if pre is not None:
             _close_quietly(pre.cur)
@@ -605,6 +634,7 @@ class Storage:
         rows, a unique table now holds rows within the load's key range (the general merge
         applies), or DuckDB refuses the commit (a conflict): the caller merges the staged file."""
         with self._prebuilt_lock:
+            self._building.pop(txn_id, None)  # still appending (nobody waited): it rolls itself back
             pre = self._prebuilt.pop(txn_id, None)
         if pre is None:
             return False
@@ -657,6 +687,7 @@ class Storage:
         its file deleted, meanwhile): :meth:`merge` uses rows read here only for the transaction
         it was given them for.
         """
+        self.wait_prebuilt(txn_id)
         if txn_id in self._prebuilt:  # its commit needs the rows only if it cannot use the appended ones
             return None
         try:

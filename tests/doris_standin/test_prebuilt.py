@@ -44,7 +44,7 @@ def _load(storage: Storage, txns: TxnManager, table: Table, label: str, ids: lis
     rows = pa.table({"__ord": list(range(len(ids))), "id": ids, "v": [value] * len(ids)})
     if table.is_unique:
         rows = rows.append_column("__sign", pa.array([0] * len(ids), pa.int8()))
-    storage.write_staging(txn.txn_id, rows, table)
+    storage.write_staging(txn.txn_id, rows, table, ahead=True)
     txns.precommit(txn, True)
     return txn
 
@@ -71,6 +71,7 @@ def test_appended_rows_are_invisible_until_the_commit_which_records_them_with_th
     storage, txns, table = _setup(tmp_path, keys_type)
     try:
         txn = _load(storage, txns, table, "a", [1, 2, 3], "a")
+        storage.wait_prebuilt(txn.txn_id)
         assert txn.txn_id in storage._prebuilt
         assert _stored(storage) == []  # written, not committed
         _no_merge(monkeypatch, storage)
