@@ -36,6 +36,15 @@ without a record that holds it (a load that died before its precommit, a deletio
 short) is an orphan, removed at start-up. Staging is a file and not a DuckDB table because a load's
 ``CREATE TABLE AS`` and the catalog churn of creating and dropping a table per load cost DuckDB
 more than the conversion itself.
+
+A two-phase load of at least :data:`PREBUILD_MIN_ROWS` rows is also appended to its table ahead of
+its commit (:meth:`Storage._prebuild`): once its file is staged, a builder thread runs the ``INSERT``
+its commit would run, in a DuckDB transaction of its own left open; the commit, under the lock,
+writes the VISIBLE record in that transaction and commits it (rows and record together, as ever),
+or rolls it back and merges the staged file when the appended rows are no longer what the commit
+would store. Nothing durable depends on the open transaction: it dies with the process, and the
+staged file is what a restart finds. So the heavy write of a snapshot chunk happens at load time, in
+parallel with other loads, as a BE writes a load's segments before the FE publishes it.
 """
 
 from __future__ import annotations
@@ -592,11 +601,17 @@ class Storage:
         t = Table.from_json(json.loads(definition))
         cur = self.con.cursor()
         view = f"stg_pre_{txn_id}"
+        target = data_ref(t.db, t.name)
         try:
             cur.execute("BEGIN TRANSACTION")
+            if facts is not None and not appends_only(cur, target, facts):
+                # keys the table already holds (a binlog batch's updates): the commit would merge
+                # them anyway, so appending them now would be work thrown away
+                _close_quietly(cur)
+                return None
             cur.register(view, rows)
             try:
-                cur.execute(append_sql(t, data_ref(t.db, t.name), view, set(rows.column_names)))
+                cur.execute(append_sql(t, target, view, set(rows.column_names)))
             finally:
                 cur.unregister(view)
         except duckdb.Error as e:  # the table changed under the load: its commit merges the staged file
