@@ -125,15 +125,34 @@ class PipelineService:
         or streamed since a schema change brought it in)."""
         return sorted({key.rpartition("#")[0] for key in self.chunk_statuses()})
 
-    def run_chunks(self, keys: list[str]) -> list[ChunkResult]:
+    def run_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[ChunkResult]:
         """Read and load these chunks with the executor; their transactions end up PREPARED (more
         chunks than ``tidemark.doris.max-running-txns-per-db`` allows at once: in groups, each but
-        the last committed already, ``snapshot.run_chunks_bounded``)."""
+        the last committed already, ``snapshot.run_chunks_bounded``).
+
+        ``parity_run_id``: the run whose ``chunk_parity`` check follows; MySQL's side of that check
+        is computed meanwhile (``parity/overlap.py``): the reads leave MySQL mostly idle, and the
+        commits that follow are short (Doris writes a load's rows when it loads them)."""
         if not keys:
             return []
         self.resolve_pending()
-        with phase("read_load"):
+        with phase("read_load"), self._parity_alongside(keys, parity_run_id):
             return snapshot.run_chunks_bounded(self.context, self.executor, keys)
+
+    @contextmanager
+    def _parity_alongside(self, keys: list[str], parity_run_id: str | None) -> Iterator[None]:
+        """MySQL's side of the ``chunk_parity`` check of ``parity_run_id`` (None: none follows),
+        computed on a thread while the block runs."""
+        if parity_run_id is None:
+            yield
+            return
+        try:
+            work = chunk_parity.range_work(self.context, keys)
+        except Exception:  # noqa: BLE001 - the block must not wait on it: the check reads MySQL itself
+            logger.warning("parity: could not plan MySQL's side; the check computes it", exc_info=True)
+            work = []
+        with overlap.alongside(self.context, parity_run_id, work):
+            yield
 
     def commit_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[str]:
         """Commit the prepared loads of these chunks (idempotent); they become COMMITTED. Returns
@@ -142,16 +161,8 @@ class PipelineService:
         ``parity_run_id``: the run whose ``chunk_parity`` check follows; MySQL's side of that check
         is computed meanwhile, on the core the commits leave idle (``parity/overlap.py``)."""
         self.check_lease()
-        with phase("commit"):
-            if parity_run_id is None:
-                return snapshot.commit_chunks(self.context, keys)
-            try:
-                work = chunk_parity.range_work(self.context, keys)
-            except Exception:  # noqa: BLE001 - the commit must not wait on it: the check reads MySQL itself
-                logger.warning("parity: could not plan MySQL's side for the commits; the check computes it", exc_info=True)
-                work = []
-            with overlap.alongside(self.context, parity_run_id, work):
-                return snapshot.commit_chunks(self.context, keys)
+        with phase("commit"), self._parity_alongside(keys, parity_run_id):
+            return snapshot.commit_chunks(self.context, keys)
 
     def sweep_reloads(self) -> list[reload.SweepResult]:
         """Delete from Doris the rows MySQL no longer has, for each table reloaded after partition

@@ -33,7 +33,7 @@ from cdc_core.pipeline.stream_run import StreamRunEnd
 from cdc_core.state.leases import LeaseHeld, Scope, snapshot_scope
 from orchestration.defs import live_run
 from orchestration.defs.failures import one_line_failures
-from orchestration.defs.hooks import PipelineHooks
+from orchestration.defs.hooks import PipelineHooks, run_checks_parity
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 from orchestration.defs.runs import fail_runs_of_dead_holders
 
@@ -333,7 +333,8 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
         step_key = step_key_of(context)
         ledger.record(context.run.run_id, step_key, chunk_keys=keys)
         started = time.monotonic()
-        results = service.run_chunks(keys)
+        parity = run_checks_parity(context.instance, context.run.run_id, handle)
+        results = service.run_chunks(keys, parity_run_id=context.run.run_id if parity else None)
         ledger.record(context.run.run_id, step_key, prepared=[r.key for r in results])
         elapsed = time.monotonic() - started
         add_partition_metadata(context, keys, {r.key: chunk_metadata(r) for r in results})

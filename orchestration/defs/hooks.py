@@ -36,6 +36,18 @@ from orchestration.defs.failures import expected_line
 from orchestration.defs.pipelines import PipelineHandle
 
 
+def run_checks_parity(instance: Any, run_id: str, handle: PipelineHandle) -> bool:
+    """Whether run ``run_id`` executes ``handle``'s ``chunk_parity`` check (its plan has the check's
+    step): the snapshot step computes MySQL's side of it while it reads, and the commit hook the rest
+    (``cdc_core/pipeline/parity/overlap.py``)."""
+    parity_step = f"{handle.chunks_key.to_python_identifier()}_chunk_parity"  # the check's op
+    run = instance.get_run_by_id(run_id)
+    if run is None or run.execution_plan_snapshot_id is None:
+        return False
+    plan = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+    return parity_step in (plan.step_keys_to_execute or [step.key for step in plan.steps])
+
+
 @dataclass(frozen=True)
 class PipelineHooks:
     commit_chunks: HookDefinition
@@ -61,8 +73,6 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
         finally:
             service.give_back_lease(run_id=context.run_id)
 
-    parity_step = f"{handle.chunks_key.to_python_identifier()}_chunk_parity"  # the check's op
-
     def parity_follows(context: HookContext) -> bool:
         """This run executes the ``chunk_parity`` check after the commit (its plan has the check's
         step): MySQL's side of it is computed during the commit, on the core the commits leave idle."""
@@ -70,11 +80,7 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
             instance = context.instance
         except DagsterInvariantViolationError:  # a hook context built without an instance: no run to look at
             return False
-        run = instance.get_run_by_id(context.run_id)
-        if run is None or run.execution_plan_snapshot_id is None:
-            return False
-        plan = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
-        return parity_step in (plan.step_keys_to_execute or [step.key for step in plan.steps])
+        return run_checks_parity(instance, context.run_id, handle)
 
     @success_hook(name=f"{handle.slug}_commit_chunks_hook", required_resource_keys={resource_key})
     def commit_chunks_hook(context: HookContext) -> None:

@@ -113,3 +113,44 @@ def test_a_stored_segment_stands_only_for_its_run_position_and_statement():
     assert not again.valid("r", {"file": "b.000001", "pos": 5}, fp)
     assert not again.valid("r", {"file": "b.000001", "pos": 4}, overlap.fingerprint(other, rng))
     assert not again.valid("r", {"file": "b.000001", "pos": 4}, overlap.fingerprint(plan, replace(rng, end=99)))
+
+
+def test_mysql_side_is_computed_during_the_reads_and_not_again_during_the_commits(
+        mysql_server, doris_standin, root_conn, fresh_db, tmp_path, spark_session, monkeypatch):
+    from cdc_core.config import load_pipeline
+    from cdc_core.pipeline import snapshot
+    from jobs.spark_executor import spark_service
+
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.big (id BIGINT PRIMARY KEY, v VARCHAR(20))")
+        cur.execute(f"INSERT INTO `{fresh_db}`.big SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_3000")
+    service = spark_service(load_pipeline(write_pipeline(mysql_server, doris_standin, tmp_path / "state",
+                                                         f"{fresh_db}.big")))
+    keys = list(service.plan_splits().chunk_keys)
+    real = snapshot.run_chunks_bounded
+
+    def slow_reads(*args, **kwargs):  # reads of a large table take a while: the overlap has time to work
+        results = real(*args, **kwargs)
+        time.sleep(3)
+        return results
+
+    monkeypatch.setattr(snapshot, "run_chunks_bounded", slow_reads)
+    service.run_chunks(keys, parity_run_id="run-1")
+    during_reads = stored_segments(service)
+    assert during_reads, "the reads took 3 s: MySQL's side of some chunks was computed meanwhile"
+    computed: list[str] = []
+    real_segment = overlap.mysql_segment
+
+    def counted(conn, plan, key_range):
+        computed.append(str(key_range))
+        return real_segment(conn, plan, key_range)
+
+    monkeypatch.setattr(overlap, "mysql_segment", counted)
+    assert service.commit_chunks(keys, parity_run_id="run-1") == []
+    assert len(computed) <= len(keys) - len(during_reads)  # the commits compute only the others
+    assert {k: v for k, v in stored_segments(service).items() if k in during_reads} == during_reads
+    with service.session():
+        results = service.chunks_parity(keys, "run-1")
+    assert all(r.ok for r in results) and sum(r.mysql_rows for r in results) == 3000
+    assert during_commit(results) >= len(during_reads)
+    service.close()

@@ -1,10 +1,10 @@
-"""The MySQL side of chunk parity, computed while the same chunks' Doris commits run.
+"""The MySQL side of chunk parity, computed while the same chunks are read and loaded, then committed.
 
-Why: a snapshot run's commits keep one core busy on the Doris side (a real Doris publishes, the
-stand-in merges load by load) and leave MySQL idle, and MySQL's side is most of what the parity
-check costs (its canonical text is built row by row). Computed beside the commits, on the core
-they leave free, it costs the run little; the check that follows in the same run then has only
-Doris's side left, and MySQL's for the chunks the commits did not leave time for.
+Why: MySQL's side is most of what the parity check costs (its canonical text is built row by row),
+and the snapshot step's reads leave MySQL mostly idle (a scan costs it far less than the checksums),
+as do the commits that follow (Doris writes a load's rows when it loads them; its publish is short).
+Computed beside them, it costs the run little; the check that follows in the same run then has only
+Doris's side left, and MySQL's for the chunks the reads and commits did not leave time for.
 
 When a stored segment may stand in for reading MySQL again (``Prefetched.valid``):
 - the same Dagster run asks (a later check, ``tidemark verify`` or another run reads MySQL);
@@ -98,10 +98,22 @@ def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any]
     return found
 
 
+def _not_stored(ctx: PipelineContext, run_id: str, work: list[Work]) -> list[Work]:
+    """The items of ``work`` with no segment stored by run ``run_id``."""
+    if not work:
+        return work
+    with ctx.store.transaction(readonly=True) as tx:
+        stored = {item.key for item in work
+                  if (data := PARITY_MYSQL_SIDE.key(item.key).get(tx)) is not None and data.get("run_id") == run_id}
+    return [item for item in work if item.key not in stored]
+
+
 @contextmanager
 def alongside(ctx: PipelineContext, run_id: str, work: list[Work]) -> Iterator[None]:
-    """Compute MySQL's side of ``work`` on a thread of its own while the block runs (the commits);
-    stop at the first chunk not started when the block ends, and store what was computed."""
+    """Compute MySQL's side of ``work`` on a thread of its own while the block runs (the reads, then
+    the commits); stop at the first chunk not started when the block ends, and store what was
+    computed. A chunk whose side this run already stored (during its reads) is not computed again."""
+    work = _not_stored(ctx, run_id, work)
     if not work:
         yield
         return
