@@ -379,7 +379,7 @@ class Storage:
         with self.lock:
             self._builders.shutdown(wait=True, cancel_futures=True)
             for txn_id in list(self._prebuilt) + list(self._building):
-                self._drop_prebuilt(txn_id)
+                self.drop_prebuilt(txn_id)
             with contextlib.suppress(duckdb.Error):
                 self.con.execute("CHECKPOINT")
             self.con.close()
@@ -628,7 +628,12 @@ class Storage:
             with contextlib.suppress(Exception):  # a failed appending leaves the staged file to merge
                 building.result()
 
-    def _drop_prebuilt(self, txn_id: int) -> None:
+    def has_prebuilt(self, txn_id: int) -> bool:
+        """Whether load ``txn_id``'s rows are appended ahead of its commit, ready to be committed."""
+        with self._prebuilt_lock:
+            return txn_id in self._prebuilt
+
+    def drop_prebuilt(self, txn_id: int) -> None:
         """Roll back the rows a load appended ahead of its commit, if any; an appending still under way
         rolls itself back when it ends."""
         with self._prebuilt_lock:
@@ -672,7 +677,7 @@ class Storage:
         """Delete what a load staged: before it failed (no record holds the file yet), or once its
         ABORTED record is in the journal (no record holds it any more); no transaction is needed.
         Rows it appended ahead of its commit are rolled back."""
-        self._drop_prebuilt(txn_id)
+        self.drop_prebuilt(txn_id)
         self.staging_path(txn_id).unlink(missing_ok=True)
 
     def has_legacy_staging(self, txn_id: int) -> bool:

@@ -356,19 +356,25 @@ class TxnManager:
                 t.visible_at_ms = t.commit_ms + visible_delay_ms
                 self._save(cur, t)
                 return
-            self._publish(cur, t)
+            self._publish(cur, t, alone=True)
 
-    def _publish(self, cur: Any, t: Txn, rows: Any = None) -> None:
-        """Apply ``t``'s staged rows (``rows``: already read, :meth:`Storage.read_staged`) and make it VISIBLE."""
+    def _publish(self, cur: Any, t: Txn, rows: Any = None, *, alone: bool = False) -> None:
+        """Apply ``t``'s staged rows (``rows``: already read, :meth:`Storage.read_staged`) and make it VISIBLE.
+
+        ``alone``: ``cur``'s DuckDB transaction holds this publish only, so rows the load appended
+        ahead of it (``Storage._prebuild``) may be committed in their own transaction, with the
+        VISIBLE record; in a group they are not (the group's later members would not see them, and
+        the group must commit or roll back as one), so they are rolled back and the staged file merged."""
         table = self.st.table(t.db, t.tbl)
-        if t.staged and table is not None:
-            # rows the load appended ahead of this commit, committed with the VISIBLE record
+        if t.staged and table is not None and alone:
             before = replace(t)
             if self.st.publish_prebuilt(cur, table, t.txn_id, lambda appended: self._visible(appended, t)):
                 self.st.drop_staging(cur, t.txn_id)
                 return
             vars(t).update(vars(before))
             self._track(t)
+        elif t.staged:
+            self.st.drop_prebuilt(t.txn_id)
         if t.staged:
             if table is not None:
                 self.st.merge(cur, table, t.txn_id, rows)
@@ -443,7 +449,21 @@ class TxnManager:
                     request.error = TxnError("the commit was interrupted; ask for the transaction's state again")
                 request.done = True
 
-    def _apply_group(self, group: list[_CommitRequest]) -> None:
+    def _apply_group(self, queued: list[_CommitRequest]) -> None:
+        """Apply queued commits in arrival order: a load appended ahead of its commit
+        (``Storage.has_prebuilt``) alone, committing its appended rows; the others between such
+        ones together (:meth:`_apply_together`)."""
+        run: list[_CommitRequest] = []
+        for request in queued:
+            if request.early is not None and self.st.has_prebuilt(request.early.txn_id):
+                self._apply_together(run)
+                run = []
+                self._commit_alone(request)
+            else:
+                run.append(request)
+        self._apply_together(run)
+
+    def _apply_together(self, group: list[_CommitRequest]) -> None:
         if len(group) > 1:
             before: dict[int, dict[str, Any]] = {}  # each applied transaction's state before, should the group roll back
             try:
@@ -493,7 +513,7 @@ class TxnManager:
         if before is not None:
             before.setdefault(n, dict(vars(t)))
         t.commit_ms = now_ms()
-        self._publish(cur, t, request.rows if t is request.early else None)
+        self._publish(cur, t, request.rows if t is request.early else None, alone=before is None)
         return t
 
     def abort_2pc(self, db: str, txn_id: int | None, label: str | None) -> Txn:

@@ -17,7 +17,7 @@ import pytest
 from devstack.doris import storage as storage_module
 from devstack.doris.catalog import Column, Table
 from devstack.doris.storage import Storage, data_ref
-from devstack.doris.transactions import Txn, TxnManager
+from devstack.doris.transactions import Txn, TxnManager, _CommitRequest
 
 from .conftest import StandInProcess
 from .helpers import JSONL, jsonl
@@ -128,6 +128,33 @@ def test_a_load_of_keys_the_table_holds_is_not_appended_ahead(tmp_path) -> None:
         assert not storage._prebuilt and not storage._building
         txns.commit_2pc("d", update.txn_id, None)
         assert _stored(storage) == [(1, "old"), (2, "new"), (3, "new")]
+    finally:
+        storage.close()
+
+
+def test_queued_commits_apply_appended_loads_alone_and_the_others_together_in_arrival_order(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group commit's members share one DuckDB transaction: a load appended ahead commits its own
+    transaction, so it is applied alone, between the groups, keeping the order of arrival."""
+    monkeypatch.setattr(storage_module, "PREBUILD_MIN_ROWS", 2)  # the one-row loads are merged
+    storage, txns, table = _setup(tmp_path)
+    try:
+        first = _load(storage, txns, table, "first", [1, 2, 3], "a")
+        small = [_load(storage, txns, table, f"small{k}", [k], "c") for k in (5, 6)]
+        last = _load(storage, txns, table, "last", [2, 3, 4], "b")
+        requests = []
+        for txn in (first, *small, last):
+            storage.wait_prebuilt(txn.txn_id)
+            requests.append(_CommitRequest("d", txn.txn_id, None, txn, None))
+        assert [storage.has_prebuilt(t.txn_id) for t in (first, *small, last)] == [True, False, False, True]
+        with storage.lock:
+            txns._commit_queue = requests
+            txns._commit_queued()
+        assert all(r.error is None and r.result is not None for r in requests)
+        assert txns.group_commits == 1 and txns.group_committed == 2  # the two small ones together
+        # the last one met the first one's keys: merged from its staged file, it wins them
+        assert _stored(storage) == [(1, "a"), (2, "b"), (3, "b"), (4, "b"), (5, "c"), (6, "c")]
+        assert not storage._prebuilt
     finally:
         storage.close()
 
