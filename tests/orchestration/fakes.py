@@ -79,7 +79,7 @@ class RecordingRunner(PipelineService):
         super().__init__(definition, store)
         self.script = script or Script()
         self.calls: list[tuple[str, Any]] = []
-        self.parity_run_ids: list[tuple[str, str | None]] = []  # the run ids commits and checks were given
+        self.parity_run_ids: list[tuple[str, str | None]] = []  # the run ids reads, commits and checks were given
         self._plan_calls = 0
         self._batches = itertools.count(1)
 
@@ -113,8 +113,9 @@ class RecordingRunner(PipelineService):
         with self.store.transaction(readonly=True) as tx:
             return [chunk_key(*c.key) for c in tx.chunks()]
 
-    def run_chunks(self, keys: list[str]) -> list[ChunkResult]:
+    def run_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[ChunkResult]:
         self._log("run_chunks", list(keys))
+        self.parity_run_ids.append(("run_chunks", parity_run_id))
         if self.script.fail_run_chunks:
             raise RuntimeError("boom: the chunk read failed")
         out = []

@@ -119,12 +119,13 @@ def test_a_chunk_that_differed_makes_the_tables_compared(harness):
 
 
 def test_the_commit_computes_mysqls_side_of_parity_only_for_a_run_that_checks_it(harness):
-    """The commit hook hands the run's id to the commit (MySQL's side of the parity check is computed
-    meanwhile) and the check asks with the same id; without the check, the commit computes nothing."""
+    """The snapshot step hands the run's id to the reads and the commit hook to the commit (MySQL's
+    side of the parity check is computed meanwhile) and the check asks with the same id; without the
+    check, neither computes anything."""
     run = once(harness)
     run.run()
     ids = dict(run.service.parity_run_ids)
-    assert ids["commit_chunks"] and ids["commit_chunks"] == ids["chunks_parity"]
+    assert ids["commit_chunks"] and ids["commit_chunks"] == ids["chunks_parity"] == ids["run_chunks"]
 
 
 
@@ -132,7 +133,7 @@ def test_without_the_parity_check_the_commit_computes_nothing_for_it(harness):
     run = once(harness, parity_checks=False)
     run.run()
     ids = run.service.parity_run_ids
-    assert ids and ids == [("commit_chunks", None)] * len(ids)
+    assert {name for name, _ in ids} == {"run_chunks", "commit_chunks"} and all(i is None for _, i in ids)
 
 
 def test_resumes_only_the_chunks_not_committed(harness):
