@@ -708,7 +708,7 @@ class Storage:
         it was given them for.
         """
         self.wait_prebuilt(txn_id)
-        if txn_id in self._prebuilt:  # its commit needs the rows only if it cannot use the appended ones
+        if self.has_prebuilt(txn_id):  # its commit needs the rows only if it cannot use the appended ones
             return None
         try:
             return ipc.open_file(pa.memory_map(str(self.staging_path(txn_id)))).read_all()
