@@ -169,7 +169,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         logger.info("binlog batch %s committed %d load(s) in groups before it failed: reading its range again",
                     redo.batch_id, len(redo.detail["committed_in_groups"]))
     ensure_offset_available(ctx.settings, start)
-    read_started = _pace(ctx)
+    read_started = time.time()
     source = ctx.definition.source
     history = SchemaHistory(ctx.store)
     captured_tables = ctx.captured_tables()
@@ -218,6 +218,12 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         if isinstance(event, DataChangeEvent):
             by_table.setdefault(event.table_id, []).append(event)
     targets = {t: ctx.sink.route(t) for t in by_table}
+    # only a batch with loads keeps the pace: one that loads nothing (it stopped before a DDL
+    # right where it began, a schema change's flush already at its DDL, a caught-up run's last
+    # batch, changes to tables not captured) gives Doris no new version, so it neither waits nor
+    # makes the next batch wait
+    pace_from = time.time()
+    loads_begin = _pace(ctx) if by_table else None
     running = BatchRecord(batch_id, start.to_dict(), end.to_dict(), BatchStatus.RUNNING, None,
                           {"probes": [[str(t), str(target), f"{t}:{batch_id}:p0"]
                                       for t in by_table for target in targets[t]]})
@@ -225,7 +231,8 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         running.detail["committed_in_groups"] = list(redo.detail["committed_in_groups"])
     with ctx.store.transaction() as tx:
         tx.put_batch(running)
-        LAST_BATCH_READ.put(tx, read_started)
+        if loads_begin is not None:
+            LAST_BATCH_READ.put(tx, loads_begin)
     committables: list[dict[str, Any]] = []
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(list(by_table), lambda t: [target.database for target in targets[t]], limit)
@@ -260,10 +267,13 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     lag = (time.time() - last_ms / 1000.0) if last_ms else None
     events_per_table = {str(t): len(e) for t, e in by_table.items()}
     # where a batch's seconds go (docs/performance.md, the stream over 300 tables): when it began
-    # reading, how long the read and the loads (with any group commits) took
+    # reading, how long the read, the wait for tidemark.binlog.batch-interval-s and the loads (with
+    # any group commits) took
+    paced_s = 0.0 if loads_begin is None else loads_begin - pace_from
     detail = {"events_per_table": events_per_table, "stopped_at_ddl": ddl, "lag_s": lag,
               "events_read": batch.events_read,
               "timings": {"began_at": round(read_started, 3), "read_s": round(read_s, 3),
+                          "paced_s": round(paced_s, 3),
                           "load_s": round(time.perf_counter() - loading, 3), "prepared_at": round(time.time(), 3)}}
     if "committed_in_groups" in (running.detail or {}):
         detail["committed_in_groups"] = running.detail["committed_in_groups"]
@@ -280,12 +290,15 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
 
 
 def _pace(ctx: PipelineContext) -> float:
-    """Wait until ``tidemark.binlog.batch-interval-s`` has passed since the last batch began reading
-    (recorded in the state store, so it holds across runs and processes: a stream run's next batch,
-    the next run, a schema change's flush); returns when this batch begins. Each batch loads a
-    table at most once, so a table gets at most one load per interval however fast the binlog
-    moves: under a steady stream the batches grow instead (Doris advises about one load per table
-    per second; each is a new version to compact)."""
+    """Wait until ``tidemark.binlog.batch-interval-s`` has passed since the last batch with loads
+    began them (recorded in the state store, so it holds across runs and processes: a stream run's
+    next batch, the next run, a schema change's flush); returns when this batch's loads begin. Each
+    batch loads a table at most once, so a table gets at most one load per interval however fast the
+    binlog moves: under a steady stream the batches grow instead (Doris advises about one load per
+    table per second; each is a new version to compact). The wait comes after the read (whose range
+    was fixed when the batch began) and only for a batch with something to load: ``tidemark run
+    --once`` over a backlog of DDLs reads three batches per DDL (the one that stops before it, the
+    schema change's flush, the first after it), two of them empty, and each waited an interval."""
     interval = ctx.definition.pipeline.binlog_batch_interval_s
     last = LAST_BATCH_READ.get(ctx.store)
     now = time.time()

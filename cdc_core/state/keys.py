@@ -143,8 +143,10 @@ STARTUP_SCHEMAS: StateKey[bool] = StateKey("binlog", "startup_schemas")
 PENDING_DDL: StateKey[JsonDict] = StateKey("binlog", "pending_ddl")
 """The DDL the last prepared batch stopped before."""
 LAST_BATCH_READ: StateKey[float] = StateKey("binlog", "last_batch_read")
-"""When (epoch seconds) the last batch with something to read began reading: the next one waits
-``tidemark.binlog.batch-interval-s`` from then, in any process (at most one load per table and interval)."""
+"""When (epoch seconds) the last batch with changes to load began its loads: the next such batch waits
+``tidemark.binlog.batch-interval-s`` from then, in any process (at most one load per table and interval).
+The key's name is older: it held when the batch began reading, until a batch with nothing to load
+stopped waiting (``binlog_batch._pace``)."""
 
 # -- flags ----------------------------------------------------------------------------------------
 

@@ -264,3 +264,42 @@ def test_batches_begin_at_most_once_per_interval_across_runs(pipeline_factory, r
     assert all(b - a >= 1.5 for a, b in zip(reads, reads[1:], strict=False)), reads
     _assert_equal(runner)
     runner.close()
+
+
+def test_a_batch_with_nothing_to_load_neither_waits_nor_makes_the_next_wait(pipeline_factory, root_conn, fresh_db,
+                                                                             doris_standin):
+    """The pace is for loads: a batch that reads only changes to a table not captured, or that stops
+    before a DDL where it begins (as a schema change's flush and the batch after it do), waits for no
+    interval and leaves the mark where the last batch with loads set it; the next batch with loads
+    still begins them an interval after that one."""
+    from cdc_core.state.keys import LAST_BATCH_READ
+
+    interval = 2.0
+    _tables(root_conn, fresh_db, 2)
+    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.binlog.batch-interval-s": interval}
+    runner = PipelineService(pipeline_factory(f"{fresh_db}.t.*", pipeline=options), executor=SparkExecutor(_no_spark))
+    _snapshot(runner, 2)
+
+    def paced(batch) -> float:
+        return binlog_batch.batch_record(runner.context, batch.batch_id).detail["timings"]["paced_s"]
+
+    _one_transaction_over_all(root_conn, fresh_db, 2, 20)
+    loading = runner.run_binlog_batch()
+    assert loading.events_per_table and runner.commit_batch(loading.batch_id)
+    mark = LAST_BATCH_READ.get(runner.store)
+    assert mark is not None
+    sql(root_conn, f"CREATE TABLE `{fresh_db}`.other (id INT PRIMARY KEY)", f"INSERT INTO `{fresh_db}`.other VALUES (1)")
+    uncaptured = runner.run_binlog_batch()
+    assert uncaptured.batch_id and not uncaptured.events_per_table and runner.commit_batch(uncaptured.batch_id)
+    sql(root_conn, f"ALTER TABLE `{fresh_db}`.t0 ADD COLUMN w INT NULL")
+    at_ddl = runner.run_binlog_batch()
+    assert at_ddl.batch_id and at_ddl.stopped_at_ddl and not at_ddl.events_per_table
+    assert runner.commit_batch(at_ddl.batch_id)
+    assert paced(uncaptured) == 0 and paced(at_ddl) == 0
+    assert LAST_BATCH_READ.get(runner.store) == mark
+    carry_next_ddl(runner)
+    _one_transaction_over_all(root_conn, fresh_db, 2, 21)
+    after = catch_up(runner)
+    assert LAST_BATCH_READ.get(runner.store) >= mark + interval, after
+    _assert_equal(runner)
+    runner.close()
