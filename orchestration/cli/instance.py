@@ -27,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from orchestration.defs import alembic_cache
 from orchestration.defs.pipelines import PipelineHandle
 from orchestration.defs.sqlite_sync import relax_sqlite_sync
 
@@ -99,6 +100,9 @@ def prepare_home(home: DagsterHome | Path) -> Path:
     and gets the template's ``dagster.yaml``; the user's is only checked to exist."""
     if isinstance(home, Path):
         home = DagsterHome(home.resolve(), HomeSource.TIDEMARK_ENV, owner_of(home))
+    # Dagster's schema revisions read once in this process, whoever owns the home: nothing in its
+    # files changes (orchestration/defs/alembic_cache.py)
+    alembic_cache.install()
     if home.owner is HomeOwner.USER:
         if not home.path.is_dir():
             raise FileNotFoundError(f"{home.source.value} {home.path} is not a directory: create it "
