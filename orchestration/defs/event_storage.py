@@ -12,7 +12,8 @@ partitioned output's materializations, a run's planned events, and the run-less 
 reports together, ``orchestration/defs/doris_tables.py``). dagster-postgres writes such a batch
 with one statement; Dagster's SQLite storage only loops over it. ``BatchingSqliteEventLogStorage``
 writes it as the loop would, event by event and with Dagster's own index bookkeeping, but in one
-connection and one transaction per file. Tidemark's ``dagster.yaml`` template names it; a user's
+connection and one transaction per file. Every connection it makes (a single event's too) comes
+from one engine kept per file instead of an engine built and disposed of each time (``_connect``). Tidemark's ``dagster.yaml`` template names it; a user's
 own ``dagster.yaml`` is never changed (``orchestration/cli/instance.py``).
 
 When a batch fails part-way (the index locked too long, a full disk), Dagster stores each of its
