@@ -79,28 +79,38 @@ def staged_keys(cur: duckdb.DuckDBPyConnection, t: Table, stg: str) -> StagedKey
     return StagedKeys(tuple(keys), _key_type(t), bounds, distinct == total, total)
 
 
+def _arrow_ordered(kind: pa.DataType) -> bool:
+    """Arrow types whose order and equality are DuckDB's for the column types they hold: integers and
+    dates by value, text by its bytes."""
+    return (pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_date32(kind))
+
+
 def staged_keys_arrow(t: Table, rows: pa.Table) -> StagedKeys | None:
     """:func:`staged_keys` computed by Arrow's kernels on the staged rows themselves, for a unique
-    table with one key column of an integer, text or date type (None otherwise: ask DuckDB).
+    table whose key columns are all of an integer, text or date type (None otherwise: ask DuckDB).
 
     Same answers (Arrow and DuckDB both order and compare text by its bytes, integers and dates by
-    value, and skip NULLs in min, max and the distinct count), without a DuckDB statement: its parse,
-    bind and plan cost a 2,000-row load ~4 ms, ten times the kernels' work."""
-    if not t.is_unique or len(t.key_names) != 1 or t.key_names[0] not in rows.column_names:
+    value, skip NULLs in min, max and a one-column distinct count, and group NULLs together in a
+    several-column ``DISTINCT``), without a DuckDB statement: its parse, bind and plan cost a
+    2,000-row load ~4 ms, ten times the kernels' work."""
+    keys = list(t.key_names)
+    if not t.is_unique or not keys or any(k not in rows.column_names for k in keys):
         return None
-    key = t.key_names[0]
+    if not all(_arrow_ordered(rows.column(k).type) for k in keys):
+        return None
+    key = keys[0]
     column = rows.column(key)
-    kind = column.type
-    if not (pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind)
-            or pa.types.is_date32(kind)):
-        return None
     bounds = pc.min_max(column)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     nulls = column.null_count
     total = rows.num_rows
     sql = _bounds_sql(t, key, lo, hi, nulls)
-    distinct = bool(sql) and pc.count_distinct(column, mode="only_valid").as_py() == total
-    return StagedKeys((key,), _key_type(t), sql, distinct, total)
+    if len(keys) == 1:
+        distinct = bool(sql) and pc.count_distinct(column, mode="only_valid").as_py() == total
+    else:  # SELECT DISTINCT k1, k2, ...: NULLs are one group, as in Arrow's group_by
+        distinct = rows.select(keys).group_by(keys).aggregate([]).num_rows == total
+    return StagedKeys(tuple(keys), _key_type(t), sql, distinct, total)
 
 
 def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, staged: set[str], work: str,
@@ -149,6 +159,71 @@ def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, 
     n = cur.execute(f"SELECT count(*) FROM {work}").fetchall()[0][0]
     cur.execute(f"DROP TABLE {work}")
     return n
+
+# The name under which :func:`merge_arrow`'s statements read a load's rows: DuckDB's replacement scan
+# finds the Arrow table as a local variable of that name in the frame that runs the statement. A
+# registered view costs two catalog changes a load (``register``, ``unregister``: ~2 ms, as much as
+# the INSERT); no Doris table or database name can start with ``_``, so no catalog entry shadows it.
+_ROWS = "__standin_rows"
+
+
+def merge_arrow(cur: duckdb.DuckDBPyConnection, t: Table, target: str, rows: pa.Table, work: str,
+                facts: StagedKeys | None = None, view: str = "stg") -> int:
+    """:func:`merge_rows` for staged rows held as an Arrow table (a staged file's, read whole), in
+    fewer DuckDB statements: same rows stored, same count returned.
+
+    * a duplicate table's rows: one ``INSERT``;
+    * a unique table's load whose keys are distinct and meet no stored row: one ``INSERT`` whose
+      ``NOT EXISTS`` over the load's key bounds is :func:`appends_only`'s question (a snapshot chunk,
+      a stream's new keys): it appends every kept row or, when a stored row lies within the bounds,
+      none (the subquery reads the table as the statement began, before any row it appends);
+    * distinct keys that meet stored rows (a stream's updates): a ``DELETE`` of the stored rows the
+      load replaces and an ``INSERT`` of the load's rows that won, with no scratch table — with a
+      sequence column a stored row of a higher sequence value wins and stays, as in :func:`merge_rows`;
+    * keys that repeat within the load: :func:`merge_rows` on the rows registered as ``view``."""
+    staged = set(rows.column_names)
+    __standin_rows = rows  # noqa: F841 - read by DuckDB's replacement scan (_ROWS)
+    if not t.is_unique:
+        cur.execute(append_sql(t, target, _ROWS, staged)).fetchall()
+        return rows.num_rows
+    if facts is None or not facts.matches(t):
+        facts = staged_keys_arrow(t, rows)
+    if facts is not None and facts.distinct:
+        keep = _keep(t)
+        if facts.bounds:
+            guard = f"NOT EXISTS (SELECT 1 FROM {target} WHERE {facts.bounds})"
+            appended = cur.execute(f"{_unique_insert(t, target, staged)}{_ROWS}{keep}{' AND ' if keep else ' WHERE '}"
+                                   f"{guard}").fetchall()[0][0]
+            kept = rows.num_rows if not keep else pc.sum(pc.equal(rows.column("__sign"), 0)).as_py() or 0
+            # every kept row appended (none met a stored row), or none to keep and no stored row to
+            # delete (a tombstone of a stored key is merged below)
+            if appended or (not kept and not cur.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM {target} WHERE {facts.bounds})").fetchall()[0][0]):
+                return facts.rows
+        keys = list(t.key_names)
+        nullable_key = any((t.column(k) or Column(k, "INT")).nullable for k in keys)
+        eq = " IS NOT DISTINCT FROM " if nullable_key else " = "
+        join = " AND ".join(f"__old.{quote_ident(k)}{eq}__new.{quote_ident(k)}" for k in keys)
+        within = f" AND __old.{facts.bounds}" if facts.bounds else ""
+        has_seq = t.has_sequence and "__seq" in staged
+        seqc = quote_ident(SEQUENCE_COL)
+        # merge_rows's rule: the stored row wins when its sequence value is higher (or the load's is NULL)
+        stored_wins = f"(__old.{seqc} > __new.__seq OR (__new.__seq IS NULL AND __old.{seqc} IS NOT NULL))"
+        cur.execute(f"DELETE FROM {target} AS __old USING {_ROWS} AS __new WHERE {join}{within}"
+                    + (f" AND {stored_wins} IS NOT TRUE" if has_seq else ""))
+        if not has_seq:
+            cur.execute(f"{_unique_insert(t, target, staged)}{_ROWS}{keep}").fetchall()
+            return facts.rows
+        # the stored rows of the load's keys still there won: the load's rows of those keys lost
+        won = f"NOT EXISTS (SELECT 1 FROM {target} AS __old WHERE {join}{within})"
+        inserted = cur.execute(f"{_unique_insert(t, target, staged)}{_ROWS} AS __new WHERE {won}").fetchall()[0][0]
+        return inserted
+    cur.register(view, rows)
+    try:
+        return merge_rows(cur, t, target, view, staged, work, facts)
+    finally:
+        cur.unregister(view)
+
 
 def _unique_insert(t: Table, target: str, staged: set[str]) -> str:
     """``INSERT INTO target (columns, hidden columns) SELECT ... FROM `` for a unique table's rows."""

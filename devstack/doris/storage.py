@@ -22,8 +22,10 @@ DuckDB statements but lines appended to the transaction journal ``<data-dir>/txn
 (:meth:`Storage.journal`; one ``write`` under the lock, where a DuckDB statement cost ~1 ms of parse,
 bind and plan and its ``COMMIT`` a WAL write and fsync): a line is in the file once ``write``
 returns, so a ``kill -9`` after it loses nothing, and an ``fdatasync`` after the lock is released and
-before the reply (:meth:`Storage.sync_journal`, one for all the records written meanwhile) makes it as
-durable against an OS crash as DuckDB's own commit. A change that applies rows (a commit: its rows and its
+before the reply that depends on it (:meth:`Storage.sync_journal`, one for all the records written
+meanwhile; a begin's record is synced by its load's precommit or abort, or before a reply that names
+the PREPARE transaction: ``TxnManager.begin``) makes it as durable against an OS crash as DuckDB's
+own commit. A change that applies rows (a commit: its rows and its
 VISIBLE record) stays one DuckDB transaction. At start-up a transaction's state is the furthest one
 recorded in either place (states only move forward: PREPARE, PRECOMMITTED, COMMITTED, then
 VISIBLE or ABORTED); the journal is folded into ``__standin.txns`` (:meth:`TxnManager.fold_journal`
@@ -67,7 +69,15 @@ import pyarrow.ipc as ipc
 
 from . import crc32
 from .catalog import DELETE_SIGN, SEQUENCE_COL, Column, Table
-from .merge import StagedKeys, append_sql, appends_only, merge_rows, staged_keys, staged_keys_arrow
+from .merge import (
+    StagedKeys,
+    append_sql,
+    appends_only,
+    merge_arrow,
+    merge_rows,
+    staged_keys,
+    staged_keys_arrow,
+)
 from .types import DorisType, quote_ident, quote_str
 
 META = "__standin"
@@ -80,6 +90,10 @@ log = logging.getLogger(__name__)
 # open. The environment variable lets a test run every load through that path.
 PREBUILD_MIN_ROWS = int(os.environ.get("DORIS_STANDIN_PREBUILD_MIN_ROWS") or 50_000)
 
+
+# A load's staged rows of at most 1/64 of this many bytes are also kept in memory until its commit or
+# abort (Storage.read_staged), while all those kept hold at most this many.
+STAGED_ROWS_KEPT_BYTES = 256 << 20
 
 # The staged file's schema metadata key under which its rows' key facts are kept (merge.StagedKeys).
 _KEYS_META = b"standin.staged_keys"
@@ -138,6 +152,10 @@ class Storage:
         self.staging_dir = data_dir / "staging"
         self.staging_dir.mkdir(exist_ok=True)
         self._unstage_after_commit: list[int] = []
+        # small loads' staged rows as written, by transaction id, until their file goes (read_staged):
+        # their commit reads them here rather than from the file, and their bytes in all
+        self._staged_rows: dict[int, pa.Table] = {}
+        self._staged_rows_bytes = 0
         # loads appended ahead of their commit, by transaction id (_prebuild, publish_prebuilt): done,
         # and being appended (by _builders, after the load has replied)
         self._prebuilt: dict[int, _Prebuilt] = {}
@@ -224,6 +242,7 @@ class Storage:
             for hook in hooks:
                 hook()
         for txn_id in dropped:
+            self._forget_staged_rows(txn_id)
             self.staging_path(txn_id).unlink(missing_ok=True)
 
     def after_commit(self, hook: Callable[[], None]) -> None:
@@ -552,6 +571,11 @@ class Storage:
         _fsync(tmp)
         os.replace(tmp, path)
         _fsync(self.staging_dir)
+        if rows.nbytes <= STAGED_ROWS_KEPT_BYTES // 64:
+            with self._prebuilt_lock:
+                if self._staged_rows_bytes + rows.nbytes <= STAGED_ROWS_KEPT_BYTES and txn_id not in self._staged_rows:
+                    self._staged_rows[txn_id] = rows
+                    self._staged_rows_bytes += rows.nbytes
         if ahead and table is not None and rows.num_rows >= PREBUILD_MIN_ROWS:
             with self._prebuilt_lock:
                 self._building[txn_id] = self._builders.submit(self._prebuild, txn_id, rows, table, facts)
@@ -678,7 +702,14 @@ class Storage:
         ABORTED record is in the journal (no record holds it any more); no transaction is needed.
         Rows it appended ahead of its commit are rolled back."""
         self.drop_prebuilt(txn_id)
+        self._forget_staged_rows(txn_id)
         self.staging_path(txn_id).unlink(missing_ok=True)
+
+    def _forget_staged_rows(self, txn_id: int) -> None:
+        with self._prebuilt_lock:
+            rows = self._staged_rows.pop(txn_id, None)
+            if rows is not None:
+                self._staged_rows_bytes -= rows.nbytes
 
     def has_legacy_staging(self, txn_id: int) -> bool:
         """Whether ``txn_id`` staged its rows in a DuckDB table (a data directory of an earlier stand-in)."""
@@ -705,11 +736,16 @@ class Storage:
         schema and key facts, ~1 ms a load not spent under the lock. The reader must still check,
         under the lock, that a record holds the file (the transaction may have been aborted, and
         its file deleted, meanwhile): :meth:`merge` uses rows read here only for the transaction
-        it was given them for.
+        it was given them for. A small load's rows are still in memory as it wrote them, kept until
+        its file goes (:data:`STAGED_ROWS_KEPT_BYTES`): the file is only read after a restart.
         """
         self.wait_prebuilt(txn_id)
-        if self.has_prebuilt(txn_id):  # its commit needs the rows only if it cannot use the appended ones
-            return None
+        with self._prebuilt_lock:
+            if txn_id in self._prebuilt:  # its commit needs the rows only if it cannot use the appended ones
+                return None
+            kept = self._staged_rows.get(txn_id)
+        if kept is not None:
+            return kept
         try:
             return ipc.open_file(pa.memory_map(str(self.staging_path(txn_id)))).read_all()
         except FileNotFoundError:
@@ -748,11 +784,21 @@ class Storage:
     def merge(self, cur: duckdb.DuckDBPyConnection, t: Table, txn_id: int, rows: pa.Table | None = None) -> int:
         """Apply a staged load (one that staged rows) to its table inside the caller's transaction;
         returns rows applied. ``rows``: its staged file's rows, read before the lock (:meth:`read_staged`)."""
-        with self._staged(cur, txn_id, rows) as (stg, columns, facts):
-            if not columns:
-                return 0
-            work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
-            return merge_rows(cur, t, data_ref(t.db, t.name), stg, set(columns), work, facts)
+        work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
+        path = self.staging_path(txn_id)
+        if rows is None:
+            with self._prebuilt_lock:
+                rows = self._staged_rows.get(txn_id)
+        if rows is None and path.exists():
+            rows = ipc.open_file(pa.memory_map(str(path))).read_all()  # the map closes with its last buffer
+        if rows is None:  # nothing staged, or staged in a DuckDB table by an earlier stand-in
+            with self._staged(cur, txn_id) as (stg, columns, facts):
+                if not columns:
+                    return 0
+                return merge_rows(cur, t, data_ref(t.db, t.name), stg, set(columns), work, facts)
+        meta = (rows.schema.metadata or {}).get(_KEYS_META)
+        facts = StagedKeys.from_json(meta) if meta else None
+        return merge_arrow(cur, t, data_ref(t.db, t.name), rows, work, facts, view=f"stg_{txn_id}")
 
     # ---- transactions -----------------------------------------------------------------------
     def save_txn(self, cur: duckdb.DuckDBPyConnection, rec: dict[str, Any], *, new: bool = False) -> None:

@@ -119,6 +119,7 @@ class StreamLoader:
         try:
             txn = self.txns.begin(ctx.db, label, table.name, two_pc, be_epoch)
         except LabelAlreadyUsed as e:
+            self.st.sync_journal()  # the reply names the holder, maybe a begin not yet synced (TxnManager.begin)
             res.status = "Label Already Exists"
             res.existing = e.txn.job_status()
             res.message = f"[LABEL_ALREADY_EXISTS]{fe_error(str(e))}"

@@ -12,7 +12,8 @@ counted per database; a begin is refused once a database holds ``max_running_txn
 peak count per database is kept for tests and benchmarks (``/_standin/txns``, :mod:`devstack.doris.admin`).
 
 Every state change is recorded before the reply: PREPARE, PRECOMMITTED and ABORTED as a line of the
-transaction journal (written under the write lock, fdatasynced after it; :meth:`TxnManager._journaled`),
+transaction journal (written under the write lock, fdatasynced after it and before any reply that
+depends on it; a begin's by the load's precommit or abort, :meth:`TxnManager._journaled`, :meth:`TxnManager.begin`),
 PRECOMMITTED after the load's staged file is on disk, an aborted load's staged file deleted once its
 record is synced; COMMITTED and VISIBLE as a ``__standin.txns`` row in the same DuckDB transaction as the merged
 rows. So a restart — even after ``kill -9`` — sees a consistent picture: each transaction in the
@@ -291,6 +292,9 @@ class TxnManager:
         return None
 
     def label_state(self, db: str, label: str) -> str:
+        """The state of ``label``'s transaction in ``db`` for a reply: its record synced first (a
+        begin's is not synced by the begin, :meth:`begin`)."""
+        self.st.sync_journal()
         ids = [i for i in self.by_label.get((db, label), []) if i in self.txns]
         if not ids:
             return "UNKNOWN"
@@ -301,8 +305,15 @@ class TxnManager:
     def begin(self, db: str, label: str, tbl: str, two_pc: bool, be_epoch: int | None = None) -> Txn:
         """Start a load transaction (PREPARE); raises :class:`LabelAlreadyUsed`, then
         :class:`RunningTxnLimitExceeded` (the FE's order), or :class:`BackendRestarted` when
-        ``be_epoch`` (read when the load reached the BE) is older than the last BE restart."""
-        with self._journaled():
+        ``be_epoch`` (read when the load reached the BE) is older than the last BE restart.
+
+        Its PREPARE record is written (a ``kill -9`` keeps it) but not synced here: no reply depends
+        on it alone. The load answers after its precommit's (or abort's) sync, which covers every
+        record written before it; a reply that tells of a PREPARE transaction (the label's holder,
+        its state) syncs first (:meth:`Storage.sync_journal`). So a begin costs no ``fdatasync``
+        of its own, as a Doris FE does not persist a stream load's PREPARE (a lost one only fails
+        the load's commit)."""
+        with self.st.locked():
             if be_epoch is not None and be_epoch != self.be_epoch:
                 raise BackendRestarted()
             self._fe_rpc()

@@ -197,3 +197,101 @@ def test_a_loads_key_facts_by_arrow_kernels_are_the_ones_duckdb_gives() -> None:
             seen["distinct"] += by_arrow.distinct
             seen["repeated"] += bool(by_arrow.bounds) and not by_arrow.distinct
     assert all(seen.values()), seen  # every kind of answer was compared
+
+
+def test_a_composite_keys_facts_by_arrow_kernels_are_the_ones_duckdb_gives() -> None:
+    """For a key of several columns ``staged_keys_arrow`` answers as ``staged_keys`` too: the first
+    column's bounds, and distinctness over all of them, a NULL one group as in ``SELECT DISTINCT``."""
+    import random
+
+    import duckdb
+
+    from devstack.doris.merge import staged_keys, staged_keys_arrow
+
+    rnd = random.Random(31)
+    table = Table("d", "t", "UNIQUE_KEYS", [Column("a", "INT", is_key=True), Column("b", "VARCHAR(16)", is_key=True),
+                                            Column("v", "INT")], ["a", "b"])
+    con = duckdb.connect()
+    seen = {"bounds": 0, "no_bounds": 0, "distinct": 0, "repeated": 0}
+    for _ in range(200):
+        size = rnd.randint(1, 10)
+        a = [None if rnd.random() < 0.05 else rnd.randint(-3, 3) for _ in range(size)]
+        b = [None if rnd.random() < 0.1 else rnd.choice(["x", "y", "é", ""]) for _ in range(size)]
+        rows = pa.table({"a": pa.array(a, pa.int32()), "b": pa.array(b, pa.utf8()), "v": pa.array(range(size), pa.int32())})
+        con.register("s", rows)
+        by_duckdb = staged_keys(con, table, "s")
+        con.unregister("s")
+        by_arrow = staged_keys_arrow(table, rows)
+        assert by_arrow == by_duckdb, (a, b)
+        seen["bounds" if by_arrow.bounds else "no_bounds"] += 1
+        seen["distinct" if by_arrow.distinct else "repeated"] += 1
+    assert all(seen.values()), seen
+
+
+def test_merge_arrow_stores_what_merge_rows_stores(tmp_path) -> None:
+    """A commit's rows applied by ``merge_arrow`` (its guarded append, its DELETE and INSERT without a
+    scratch table, its fall-back) end as ``merge_rows`` leaves them, and it answers the same count:
+    random stored rows and loads, keys distinct or repeated, NULL keys, tombstones, sequence values
+    higher and lower (and NULL), with and without a sequence column, one key column or two."""
+    import random
+
+    import duckdb
+
+    from devstack.doris.merge import merge_arrow, staged_keys_arrow
+
+    rnd = random.Random(32)
+    shapes = []
+    for seq in (False, True):
+        for composite in (False, True):
+            for nullable in (False, True):
+                cols = [Column("a", "INT", nullable, True)] + ([Column("b", "VARCHAR(4)", nullable, True)] if composite
+                                                                else []) + [Column("v", "INT")]
+                props = {"function_column.sequence_type": "BIGINT"} if seq else {}
+                shapes.append(Table("d", "t", "UNIQUE_KEYS", cols, [c.name for c in cols if c.is_key], properties=props))
+    seen = {"append": 0, "overlap": 0, "repeated": 0}
+
+    def key(nullable: bool) -> tuple:
+        return (None if nullable and rnd.random() < 0.1 else rnd.randint(0, 6),
+                None if nullable and rnd.random() < 0.1 else rnd.choice(["x", "y"]))
+
+    def staged(shape: Table, n: int, offset: int) -> pa.Table:
+        nullable = shape.columns[0].nullable
+        keys = [key(nullable) for _ in range(n)]
+        if rnd.random() < 0.3:  # a snapshot chunk or a stream's new keys: distinct, beyond the stored ones
+            keys = [(offset + i, "x") for i in range(n)]
+        out = {"__ord": pa.array(range(n), pa.int64()), "a": pa.array([k[0] for k in keys], pa.int32())}
+        if len(shape.key_names) == 2:
+            out["b"] = pa.array([k[1] for k in keys], pa.utf8())
+        out["v"] = pa.array([rnd.randint(0, 99) for _ in range(n)], pa.int32())
+        out["__sign"] = pa.array([int(rnd.random() < 0.2) for _ in range(n)], pa.int8())
+        if shape.has_sequence:
+            out["__seq"] = pa.array([None if rnd.random() < 0.1 else rnd.randint(0, 9) for _ in range(n)], pa.int64())
+        return pa.table(out)
+
+    cons = {way: duckdb.connect() for way in ("rows", "arrow")}
+    for con in cons.values():
+        con.execute("CREATE SCHEMA s; CREATE SCHEMA __standin")
+    for trial in range(96):
+        shape = shapes[trial % len(shapes)]
+        results = []
+        loads = [staged(shape, rnd.randint(1, 6), 100 + 10 * i) for i in range(4)]
+        for way, con in cons.items():
+            cols = [f"{c.name} {c.dtype.duck()}" for c in shape.columns] + ["__DORIS_DELETE_SIGN__ TINYINT DEFAULT 0"]
+            if shape.has_sequence:
+                cols.append("__DORIS_SEQUENCE_COL__ BIGINT")
+            con.execute(f"CREATE OR REPLACE TABLE s.t ({', '.join(cols)})")
+            counts = []
+            for rows in loads:
+                facts = staged_keys_arrow(shape, rows)
+                if way == "rows":
+                    con.register("stg", rows)
+                    counts.append(merge_rows(con, shape, "s.t", "stg", set(rows.column_names), "__standin.w", facts))
+                    con.unregister("stg")
+                else:
+                    counts.append(merge_arrow(con, shape, "s.t", rows, "__standin.w", facts))
+                    if way == "arrow" and facts is not None:
+                        seen["append" if facts.distinct and facts.bounds else "overlap" if facts.distinct
+                             else "repeated"] += 1
+            results.append((counts, sorted(con.execute("SELECT * FROM s.t").fetchall(), key=repr)))
+        assert results[0] == results[1], (shape, loads)
+    assert all(seen.values()), seen
