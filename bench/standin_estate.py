@@ -111,6 +111,8 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json
         proc = subprocess.Popen(
             [*prefix, sys.executable, "-m", "devstack.doris", "--host", "127.0.0.1", "--fe-port", str(fe_port),
              "--be-port", str(be_port), "--data-dir", str(Path(tmp) / "data")],
+            # ``-m`` puts the working directory first on the path: the checkout's own, not ours
+            cwd=os.environ.get("STANDIN_ROOT") or str(ROOT),
             env=dict(os.environ, PYTHONPATH=os.environ.get("STANDIN_ROOT") or str(ROOT)), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         fe, be = f"http://127.0.0.1:{fe_port}", f"http://127.0.0.1:{be_port}"
         try:

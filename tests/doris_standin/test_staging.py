@@ -295,3 +295,74 @@ def test_merge_arrow_stores_what_merge_rows_stores(tmp_path) -> None:
             results.append((counts, sorted(con.execute("SELECT * FROM s.t").fetchall(), key=repr)))
         assert results[0] == results[1], (shape, loads)
     assert all(seen.values()), seen
+
+
+def test_a_begin_is_written_at_once_and_synced_before_any_reply_that_tells_of_it(tmp_path) -> None:
+    """A begin's PREPARE record is in the journal file when ``begin`` returns (a ``kill -9`` keeps it)
+    but costs no ``fdatasync`` of its own; the precommit's sync covers it, and a reply naming the
+    PREPARE transaction — its label's state, a Label Already Exists — syncs it first."""
+    import json
+
+    from devstack.doris.load_request import LoadContext
+    from devstack.doris.stream_load_execution import StreamLoader
+    from devstack.doris.transactions import TxnManager
+
+    storage = Storage(tmp_path / "data")
+    try:
+        _unique_table(storage)
+        txns = TxnManager(storage)
+
+        def on_file() -> list[tuple[int, str]]:
+            lines = storage._journal_path(storage._journal_gen).read_bytes().splitlines()
+            return [(json.loads(line)["txn_id"], json.loads(line)["status"]) for line in lines]
+
+        def unsynced() -> int:
+            return storage._journal_written - storage._journal_synced
+
+        first = txns.begin("d", "l1", "t", True)
+        assert on_file()[-1] == (first.txn_id, "PREPARE") and unsynced() == 1
+        assert txns.label_state("d", "l1") == "PREPARE" and unsynced() == 0
+
+        second = txns.begin("d", "l2", "t", True)
+        assert unsynced() == 1
+        loader = StreamLoader(storage, txns, tmp_path / "errors")
+        res = loader.run(LoadContext("d", "t", {"label": "l2", "format": "json", "read_json_by_line": "true"},
+                                     b'{"id": 1, "v": "x"}\n', "127.0.0.1", 8040))
+        assert res.status == "Label Already Exists" and f"txn [{second.txn_id}]" in res.message
+        assert unsynced() == 0
+
+        third = txns.begin("d", "l3", "t", True)
+        txns.precommit(third, False)
+        assert unsynced() == 0  # one sync for the begin and the precommit
+        assert on_file()[-2:] == [(third.txn_id, "PREPARE"), (third.txn_id, "PRECOMMITTED")]
+    finally:
+        storage.close()
+
+
+def test_a_small_loads_staged_rows_are_kept_in_memory_until_its_file_goes(tmp_path) -> None:
+    """A commit reads a small load's rows from memory (its file is still written and fsynced first);
+    they go with the file, at the commit that applies them or at the abort, and a restart reads the file."""
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+        storage.write_staging(1, _staged([1, 2], ["a", "b"]), table)
+        storage.write_staging(2, _staged([3], ["c"]), table)
+        assert storage.staging_path(1).exists() and storage.staging_path(2).exists()
+        kept = storage.read_staged(1)
+        assert kept is storage._staged_rows[1] and kept.column("v").to_pylist() == ["a", "b"]
+        with storage.transaction() as cur:
+            storage.merge(cur, table, 1, kept)
+            storage.drop_staging(cur, 1)
+        storage.discard_staging(2)
+        assert storage._staged_rows == {} and storage._staged_rows_bytes == 0
+        assert not storage.staging_path(1).exists() and not storage.staging_path(2).exists()
+        assert _stored(storage) == [(1, "a"), (2, "b")]
+        storage.write_staging(3, _staged([4], ["d"]), table)
+    finally:
+        storage.close()
+    again = Storage(tmp_path)
+    try:
+        assert again._staged_rows == {}
+        assert again.read_staged(3).column("v").to_pylist() == ["d"]  # from its file
+    finally:
+        again.close()
