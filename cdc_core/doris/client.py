@@ -21,7 +21,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 BodyFactory = Callable[[], bytes | Iterable[bytes] | None]
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
+# Within ``reusing_redirects``: how many more loads and 2PC operations go to the BE an FE last
+# redirected a load to, and for how long, before an FE is asked again.
+REDIRECT_REUSES = 16
+REDIRECT_REUSE_S = 5.0
 
 
 def _split_nodes(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -171,6 +176,8 @@ class DorisHttpClient:
         self._be_cycle = itertools.count()
         self._lock = threading.Lock()
         self._discovered: tuple[str, ...] | None = None
+        self._reusing = 0
+        self._redirect: tuple[str, float, int] | None = None  # BE base URL, until, uses left
 
     # -- construction ------------------------------------------------------------------------
 
@@ -241,6 +248,47 @@ class DorisHttpClient:
     def forget_backends(self) -> None:
         """Drop the discovered BE list (a BE failed; ask the FE again next time)."""
         self._discovered = None
+
+    @contextmanager
+    def reusing_redirects(self) -> Iterator[None]:
+        """While it lasts, a stream load or a 2PC commit/abort the FE would redirect goes straight
+        to the BE the FE last redirected a load to, for the next ``REDIRECT_REUSES`` requests within
+        ``REDIRECT_REUSE_S``; then an FE is asked again. A binlog batch over hundreds of tables
+        makes a load and a commit per table, and each redirect is one more request (a new
+        connection: the FE closes it after its 307), as much work on both sides as the load itself;
+        asking every few requests still follows the FE's choice of BE. A failed request goes
+        through an FE on its retry (the BE may be gone)."""
+        with self._lock:
+            self._reusing += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reusing -= 1
+                if not self._reusing:
+                    self._redirect = None
+
+    def reuse_redirect(self) -> str | None:
+        """``scheme://host:port`` of the BE to send one more load or 2PC operation to, or None."""
+        with self._lock:
+            known = self._redirect
+            if not self._reusing or known is None or known[2] <= 0 or time.monotonic() > known[1]:
+                self._redirect = None
+                return None
+            self._redirect = (known[0], known[1], known[2] - 1)
+            return known[0]
+
+    def remember_redirect(self, url: str) -> None:
+        """The BE an FE redirected a load to (its 307's URL, user-info stripped)."""
+        parts = urlsplit(url)
+        with self._lock:
+            if self._reusing:
+                self._redirect = (f"{parts.scheme}://{parts.netloc}", time.monotonic() + REDIRECT_REUSE_S,
+                                  REDIRECT_REUSES)
+
+    def forget_redirect(self) -> None:
+        with self._lock:
+            self._redirect = None
 
     # -- sending -----------------------------------------------------------------------------
 

@@ -215,6 +215,12 @@ class StreamLoader:
         transaction under a generated label; that transaction is aborted at once and the node
         is used directly.
         """
+        if attempt == 0:
+            reused = self.client.reuse_redirect()  # within DorisHttpClient.reusing_redirects
+            if reused is not None:
+                return reused + path
+        else:
+            self.client.forget_redirect()
         order = self.client.fe_order()
         node = order[attempt % len(order)]
         url = self.client.url(node, path)
@@ -225,7 +231,9 @@ class StreamLoader:
 
             from cdc_core.doris.client import _strip_userinfo
 
-            return _strip_userinfo(urljoin(url, resp.headers["Location"]))
+            target = _strip_userinfo(urljoin(url, resp.headers["Location"]))
+            self.client.remember_redirect(target)
+            return target
         if resp.status_code >= 500:
             return url  # let the caller's retry handle the failure on the real request
         raw = self.client.json_of(resp, f"stream load of {database}.{table}")

@@ -20,6 +20,7 @@ import logging
 import re
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -175,8 +176,21 @@ class TwoPhaseCommitter:
                 return client.send("PUT", client.url(nodes[n % len(nodes)], path), headers=headers, body=lambda: b"")
 
             resp = client.with_retries(f"{op} of txn {txn_id or label}", attempt)
+        elif (reused := client.reuse_redirect()) is not None:  # within DorisHttpClient.reusing_redirects
+            order = client.fe_order()
+
+            def through(n: int) -> requests.Response:
+                if n == 0:
+                    return client.send("PUT", reused + path, headers=headers, body=lambda: b"")
+                client.forget_redirect()  # the BE may be gone: an FE redirects the retry
+                return client.send("PUT", client.url(order[(n - 1) % len(order)], path), headers=headers,
+                                   body=lambda: b"")
+
+            resp = client.with_retries(f"{op} of txn {txn_id or label}", through)
         else:
             resp = client.request("PUT", path, headers=headers, body=lambda: b"")
+            if urlsplit(resp.url or "").netloc not in client.fenodes:  # the BE an FE redirected it to
+                client.remember_redirect(resp.url)
         body: Any = client.json_of(resp, f"{op} of transaction {txn_id or label}")
         if not isinstance(body, dict):
             raise DorisError(f"{op} of transaction {txn_id or label}: unexpected answer {client.redact(str(body))[:300]}")

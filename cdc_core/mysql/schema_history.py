@@ -11,7 +11,7 @@ offset greater than ``D``; ``schema_at(o)`` returns the last schema recorded at 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cdc_core.model.events import SchemaChangeEvent
@@ -79,8 +79,16 @@ class SchemaHistory:
         with self.store.transaction(readonly=True) as tx:
             return self._at(tx, table_id, offset)
 
+    def schemas_at(self, offset: BinlogOffset) -> dict[TableId, TableSchema | None]:
+        """``schema_at(t, offset)`` of every table the history knows, in one state-store read (a
+        table recorded dropped maps to None; one never recorded by then is absent)."""
+        with self.store.transaction(readonly=True) as tx:
+            found = tx.schemas_at(offset.sequence)
+        return {TableId.parse(t): None if data is None else TableSchema.from_dict(data) for t, data in found.items()}
+
     def lookup_at(self, offset: BinlogOffset, fallback: Callable[[TableId], TableSchema | None] | None = None,
-                  *, keep: bool = False) -> Callable[[TableId], TableSchema | None]:
+                  *, keep: bool = False, known: Mapping[TableId, TableSchema | None] | None = None
+                  ) -> Callable[[TableId], TableSchema | None]:
         """A ``schemas`` callable for :class:`BinlogSplitReader` reading from ``offset``.
 
         With ``keep``, a schema found in the history is kept for the callable's life: for a caller
@@ -88,12 +96,17 @@ class SchemaHistory:
         first DDL), the schema valid after a fixed offset does not change, and one batch asks for
         each table several times (the filter, the reader, the loads), a state-store read each
         (issue 30: 900 reads, ~0.5 s of a 300-table batch). A miss is always asked again, as the
-        fallback's answer (the live server) may change."""
+        fallback's answer (the live server) may change.
+
+        ``known``: ``schemas_at(offset)``, read by the caller (the same holder that records
+        nothing): a table it lacks is not asked of the store again, only of the fallback."""
         found_at: dict[TableId, TableSchema] = {}
+        if known is not None:
+            found_at.update({t: s for t, s in known.items() if s is not None})
 
         def lookup(table_id: TableId) -> TableSchema | None:
             found = found_at.get(table_id)
-            if found is None:
+            if found is None and known is None:
                 found = self.schema_at(table_id, offset)
                 if found is not None and keep:
                     found_at[table_id] = found

@@ -173,14 +173,17 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     source = ctx.definition.source
     history = SchemaHistory(ctx.store)
     captured_tables = ctx.captured_tables()
+    known = history.schemas_at(start)  # every table's, in one read (not one per table and use)
     if not STARTUP_SCHEMAS.get(ctx.store):
         # Schemas not recorded when the stream's start was fixed (a snapshot's tables are
         # recorded by its plan; a state from an older release has none): as they are now.
         # Otherwise a table the history lacks was created after the start, and its CREATE
         # TABLE in the binlog brings it in.
-        with ctx.connection():
-            history.bootstrap([ctx.live_schema(t) for t in captured_tables
-                               if history.schema_at(t, start) is None], start)
+        missing = [t for t in captured_tables if known.get(t) is None]
+        if missing:
+            with ctx.connection():
+                history.bootstrap([ctx.live_schema(t) for t in missing], start)
+            known = history.schemas_at(start)
 
     def live_schema(table_id: TableId) -> TableSchema | None:
         # A table the history does not know (renamed into a captured name, created before a
@@ -190,7 +193,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         except Exception:  # noqa: BLE001 - gone from the server: the stream decides what that means
             return None
 
-    schemas = history.lookup_at(start, fallback=live_schema, keep=True)
+    schemas = history.lookup_at(start, fallback=live_schema, keep=True, known=known)
     if not plan.snapshot:
         split = dataclasses.replace(split, stream_tables=tuple(
             t for t in captured_tables if not any(c.table_id == t for c in chunks)))
@@ -239,12 +242,15 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     copies = CopyCounts(ctx.sink.catalog)  # the keyless tables' copies of the images this batch touches
     loading = time.perf_counter()
     try:
-        for n, group in enumerate(groups):
-            loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies)
-            if n == len(groups) - 1:
-                committables = loaded
-            else:
-                running = _commit_group(ctx, running, loaded, n, len(groups), limit)
+        # a load and a commit per table: to the BE an FE redirected the last one to, for a few
+        # (DorisHttpClient.reusing_redirects), not through an FE's redirect every time
+        with ctx.sink.client.reusing_redirects():
+            for n, group in enumerate(groups):
+                loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies)
+                if n == len(groups) - 1:
+                    committables = loaded
+                else:
+                    running = _commit_group(ctx, running, loaded, n, len(groups), limit)
         fault_point("binlog.after_loads", batch=batch_id)
     except BaseException:
         # The failure itself is the run's error; what follows from it goes to the log file.
@@ -475,7 +481,8 @@ def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
     if batch.status is not BatchStatus.PREPARED:
         raise RuntimeError(f"binlog batch {batch_id} is {batch.status}, not PREPARED; it cannot be committed")
     committing = time.perf_counter()
-    lost = ctx.sink.commit_surviving(batch.transactions or [], streams=COMMIT_STREAMS)
+    with ctx.sink.client.reusing_redirects():
+        lost = ctx.sink.commit_surviving(batch.transactions or [], streams=COMMIT_STREAMS)
     if lost:
         # The loads Doris kept are committed: the batch is read again over exactly its range, under
         # the same labels (_partly_committed), so those are answered as committed and only the lost

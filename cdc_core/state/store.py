@@ -275,6 +275,18 @@ class StateTransaction:
         ).first()
         return None if row is None else _loads(row[0])
 
+    def schemas_at(self, sequence: int) -> dict[str, Any]:
+        """Every table's ``schema_at(sequence)`` in one query rather than one per table (a binlog
+        batch over 300 tables asked 600 times); a table with no schema recorded by then is absent."""
+        h = schema_history_table
+        last = (sa.select(h.c.table_id, sa.func.max(h.c.sequence).label("sequence"))
+                .where(h.c.sequence <= sequence).group_by(h.c.table_id).subquery())
+        rows = self.conn.execute(
+            sa.select(h.c.table_id, h.c.schema)
+            .join(last, sa.and_(h.c.table_id == last.c.table_id, h.c.sequence == last.c.sequence))
+        )
+        return {table_id: _loads(schema) for table_id, schema in rows}
+
     def latest_schemas(self) -> dict[str, Any]:
         """Each table's last recorded schema (``schema_at`` of the latest sequence, None for a table
         recorded dropped), in one query rather than one per table."""

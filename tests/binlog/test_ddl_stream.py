@@ -271,3 +271,32 @@ def test_statement_based_dml_on_captured_table_stops(settings, root_conn, fresh_
     reader = BinlogSplitReader(settings, next_server_id(), schemas.get, None, is_captured=lambda x: x == t)
     with pytest.raises(DdlParseError, match="binlog_format=ROW"):
         reader.read_batch(start)
+
+
+def test_lookup_with_every_schema_read_at_once_answers_as_one_read_per_table(root_conn, fresh_db, tmp_path):
+    """A binlog batch reads every table's schema at its start in one state-store read
+    (``schemas_at``) and hands it to its lookup (``known``): the same answers as a read per table,
+    a table recorded dropped or never recorded goes to the fallback, and the store is not asked
+    again for any table."""
+    t, gone, unknown = TableId(fresh_db, "k"), TableId(fresh_db, "gone"), TableId(fresh_db, "not_recorded")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.k (id int primary key, a int)")
+    _exec(root_conn, f"CREATE TABLE `{fresh_db}`.gone (id int primary key)")
+    o0 = current_offset(root_conn)
+    store = StateStore.open(tmp_path / "state")
+    history = SchemaHistory(store)
+    history.bootstrap([read_schema(root_conn, t), read_schema(root_conn, gone)], o0)
+    history.record(gone, o0, None)  # recorded dropped
+    known = history.schemas_at(o0)
+    assert known == {t: history.schema_at(t, o0), gone: None}
+    asked: list[TableId] = []
+
+    def fallback(table_id):
+        asked.append(table_id)
+        return None
+
+    lookup = history.lookup_at(o0, fallback=fallback, keep=True, known=known)
+    with store.transaction() as tx:  # were the store asked again, it would see this
+        tx.put_schema(str(unknown), o0.sequence, o0.to_dict(), read_schema(root_conn, t).to_dict())
+    assert lookup(t).column_names == ("id", "a")
+    assert lookup(gone) is None and lookup(unknown) is None
+    assert asked == [gone, unknown]

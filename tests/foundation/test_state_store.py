@@ -85,6 +85,22 @@ def test_latest_schemas_are_what_schema_at_the_end_reads(tmp_path):
             "shop.t": {"v": 2}, "shop.gone": None}
 
 
+def test_schemas_at_are_what_schema_at_reads_table_by_table(tmp_path):
+    store = StateStore.open(tmp_path)
+    with store.transaction() as tx:
+        tx.put_schema("shop.t", 10, {"file": "binlog.000001", "position": 10}, {"v": 1})
+        tx.put_schema("shop.t", 20, {"file": "binlog.000001", "position": 20}, {"v": 2})
+        tx.put_schema("shop.gone", 5, {"file": "binlog.000001", "position": 5}, {"v": 3})
+        tx.put_schema("shop.gone", 7, {"file": "binlog.000001", "position": 7}, None)  # dropped
+        tx.put_schema("shop.late", 30, {"file": "binlog.000001", "position": 30}, {"v": 4})
+    with store.transaction(readonly=True) as tx:
+        for at in (4, 5, 6, 7, 15, 20, 25, 30):
+            expected = {t: tx.schema_at(t, at) for t in tx.schema_tables()
+                        if any(seq <= at for seq in {"shop.t": (10, 20), "shop.gone": (5, 7), "shop.late": (30,)}[t])}
+            assert tx.schemas_at(at) == expected
+        assert tx.schemas_at(15) == {"shop.t": {"v": 1}, "shop.gone": None}
+
+
 def test_a_store_from_a_newer_release_is_refused(tmp_path):
     store = StateStore.open(tmp_path)
     with store.engine.begin() as conn:

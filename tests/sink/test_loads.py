@@ -167,3 +167,41 @@ def test_deletes_are_dropped_where_they_cannot_apply(doris, doris_db):
     s.commit([s.load(target, "b1", table, sequence=6, fmt="arrow")])
     assert select(s, target, "id, name") == [(1, "keep"), (2, "new")]
     s.close()
+
+
+def test_a_batch_reuses_the_fe_redirect_for_a_few_loads_and_commits(doris, doris_db, sink, monkeypatch):
+    """Within ``reusing_redirects`` (a binlog batch's loads and commits) a load or a 2PC commit
+    goes straight to the BE an FE last redirected a load to, for ``REDIRECT_REUSES`` requests, then
+    an FE is asked again; outside it, every load asks an FE; a remembered BE that fails is not
+    asked again on the retry, which goes through an FE."""
+    from cdc_core.doris import client as client_module
+
+    target = TableId(doris_db, "users")
+    sink.create_table(users_schema(doris_db))
+    monkeypatch.setattr(client_module, "REDIRECT_REUSES", 3)
+    sent: list[str] = []
+    send = sink.client.send
+
+    def counting(method, url, **kwargs):
+        sent.append(url.split("/")[2].rsplit("@", 1)[-1])
+        return send(method, url, **kwargs)
+
+    monkeypatch.setattr(sink.client, "send", counting)
+    fe = doris.fe
+    loaded = [sink.load(target, f"chunk-{i}-g0", [{"id": i, "name": "x"}], sequence=1) for i in range(2)]
+    assert sent.count(fe) == 2  # no reuse outside the scope: each load asks an FE
+    sent.clear()
+    with sink.client.reusing_redirects():
+        loaded += [sink.load(target, f"chunk-{i}-g0", [{"id": i, "name": "x"}], sequence=1) for i in range(2, 6)]
+        sink.commit(loaded[:2])
+    # 4 loads and 2 commits: an FE asked by the first load (a probe, then the load to the BE) and
+    # by the first commit (send follows its 307 itself); the 3 loads between and the last commit reuse
+    assert sent.count(fe) == 2 and len(sent) == 7
+    assert sink.client.reuse_redirect() is None  # forgotten once the scope ends
+    sent.clear()
+    with sink.client.reusing_redirects():
+        sink.commit(loaded[2:3])  # a commit redirected by an FE is remembered too
+        sink.client._redirect = ("http://127.0.0.1:9", *sink.client._redirect[1:])  # a BE gone: refused
+        sink.commit(loaded[3:])
+    assert sent[0] == fe and "127.0.0.1:9" in sent and sent[-1] != "127.0.0.1:9"
+    assert [r[0] for r in select(sink, target, "id")] == list(range(6))
