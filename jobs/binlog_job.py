@@ -11,9 +11,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pyspark.sql import Window
-from pyspark.sql import functions as F
-
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.doris.sink import DorisSink
@@ -30,6 +27,9 @@ def load_with_spark(spark: Any, definition: PipelineDefinition, sink: DorisSink,
                     batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:
     """The table's changes as a DataFrame, compacted by a window over the key, transformed, loaded
     under ``sink``'s label prefix."""
+    from pyspark.sql import Window  # here: a process that never loads on Spark imports no PySpark
+    from pyspark.sql import functions as F
+
     activate_in_thread(spark)
     table = arrow_rows(rows, schema, definition.source.tinyint1_as_boolean)
     df = spark.createDataFrame(table)

@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
 
 from cdc_core.instrumentation import faults
 from cdc_core.model.offsets import BinlogOffset
@@ -35,6 +31,9 @@ from cdc_core.mysql.snapshot_reader import SnapshotSplitReader
 from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import doris_arrow_type
 from jobs.specs import ChunkSpec, ReadSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +46,7 @@ FORMAT = "tidemark_snapshot"
 
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
     """The Spark schema of what ``read`` yields: derived from its Arrow schema."""
+    from pyspark.sql.pandas.types import from_arrow_schema  # here: the in-process path needs no PySpark
 
     return from_arrow_schema(spark_schema_arrow(arrow_schema))
 
@@ -55,12 +55,6 @@ def arrow_schema_of(spec: ReadSpec) -> pa.Schema:
     """The Arrow schema of the spec's table as a chunk read yields it (before :func:`spark_typed`)."""
     tinyint = spec.source.tinyint1_as_boolean
     return pa.schema([pa.field(c.name, doris_arrow_type(c, tinyint1_as_boolean=tinyint)) for c in spec.schema.columns])
-
-
-class ChunkPartition(InputPartition):
-    def __init__(self, chunk: ChunkSpec):
-        super().__init__(chunk.index)
-        self.chunk = chunk
 
 
 def spark_typed(table: pa.Table) -> pa.Table:
@@ -105,28 +99,6 @@ def _chunk_reader(spec: ReadSpec, password: str) -> Any:
     return reader
 
 
-class SnapshotChunkReader(DataSourceReader):
-    def __init__(self, spec: ReadSpec, password: str):
-        self.spec = spec
-        self.password = password
-
-    def partitions(self) -> list[InputPartition]:
-        return [ChunkPartition(c) for c in self.spec.chunks]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        spec, chunk = self.spec, partition.chunk  # type: ignore[attr-defined]
-        data, meta = read_chunk(spec, self.password, chunk)
-        target = spark_schema_arrow(arrow_schema_of(spec))
-        seq = meta["sequence"]
-        if data.num_rows:
-            data = data.append_column(CHUNK, pa.array([chunk.index] * data.num_rows, pa.int32()))
-            data = data.append_column(META, pa.nulls(data.num_rows, pa.string()))
-            yield from data.cast(target).to_batches(max_chunksize=spec.batch_rows)
-        marker = {f.name: [None] for f in target}
-        marker.update({SEQ: [seq], CHUNK: [chunk.index], META: [json.dumps(meta)]})
-        yield pa.RecordBatch.from_pydict(marker, schema=target)
-
-
 def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec) -> tuple[pa.Table, dict[str, Any]]:
     """One chunk as it was at its high watermark, Spark-typed (:func:`spark_typed`), with the
     ``__tidemark_seq`` column; and its report: index, rows, watermarks, backfill events, timings."""
@@ -165,21 +137,3 @@ def spark_schema_arrow(arrow_schema: pa.Schema) -> pa.Schema:
               for f in arrow_schema]
     fields += [pa.field(SEQ, pa.int64()), pa.field(CHUNK, pa.int32()), pa.field(META, pa.string())]
     return pa.schema(fields)
-
-
-class SnapshotChunkDataSource(DataSource):
-    """``spark.read.format("tidemark_snapshot").option("spec", json).option("password", pw)``.
-
-    ``spec``: ``ReadSpec.to_json()`` (``jobs/specs.py``). The password travels as its own option
-    (Spark redacts options named like passwords in plans and logs).
-    """
-
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> StructType:
-        return spark_schema(arrow_schema_of(ReadSpec.from_json(self.options["spec"])))
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return SnapshotChunkReader(ReadSpec.from_json(self.options["spec"]), self.options.get("password", ""))

@@ -26,8 +26,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from cdc_core.config.selectors import split_top_level
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.pipeline.context import transform_rule_index
@@ -78,6 +76,8 @@ class TableTransform:
             items += [f"`{c}`" for c in present if not _projects(items, c)]
             df = df.selectExpr(*items)
         if self.soft_delete and has_sign:
+            from pyspark.sql import functions as F  # here: the in-process path imports no PySpark
+
             df = df.withColumn(DELETE_SIGN, F.lit(0).cast(df.schema[DELETE_SIGN].dataType))
         return df
 

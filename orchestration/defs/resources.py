@@ -18,7 +18,6 @@ import os
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
-from dagster_pyspark import LazyPySparkResource
 from pydantic import PrivateAttr, SecretStr
 
 from cdc_core.config import PipelineDefinition, load_pipeline
@@ -91,14 +90,31 @@ def _resolved(value: Any) -> Any:
     return value
 
 
-class TidemarkPySparkResource(LazyPySparkResource):
-    """dagster-pyspark's lazy session (nothing starts until a chunk needs Spark), with the
-    environment PySpark needs here: workers on this interpreter, a local driver on loopback."""
+class TidemarkPySparkResource(ConfigurableResource):
+    """A lazy Spark session (nothing starts until a chunk needs Spark), built by dagster-pyspark
+    as its ``LazyPySparkResource`` builds it, with the environment PySpark needs here: workers on
+    this interpreter, a local driver on loopback.
+
+    Not a ``LazyPySparkResource`` subclass: that would import dagster-pyspark and PySpark (~1.2 s)
+    wherever these resources are defined, ``tidemark run --once`` of a snapshot the local workers
+    read included, which never starts Spark. Both are imported when the session is first asked for.
+    """
+
+    spark_config: dict[str, Any]
+    _spark_session: Any = PrivateAttr(default=None)
 
     @property
     def spark_session(self) -> Any:
-        prepare_environment(self.spark_config.get("spark.master"))
-        return super().spark_session
+        if self._spark_session is None:
+            prepare_environment(self.spark_config.get("spark.master"))
+            from dagster_pyspark.resources import spark_session_from_config
+
+            self._spark_session = spark_session_from_config(self.spark_config)
+        return self._spark_session
+
+    @property
+    def spark_context(self) -> Any:
+        return self.spark_session.sparkContext
 
 
 class TidemarkPipelineResource(ConfigurableResource):
