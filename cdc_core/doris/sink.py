@@ -28,7 +28,7 @@ from cdc_core.config.selectors import TableSelector
 from cdc_core.config.sink_options import DorisSinkOptions
 from cdc_core.doris import oversize
 from cdc_core.doris.arrow_layout import arrow_ready, arrow_types
-from cdc_core.doris.catalog import DorisCatalog, qualified
+from cdc_core.doris.catalog import DorisCatalog, DorisTableInfo, qualified
 from cdc_core.doris.client import DorisHttpClient
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import StreamLoadError, TableMismatchError, TransactionLostError
@@ -109,6 +109,9 @@ class DorisSink:
         self.include_schema_changes = tuple(include_schema_changes) if include_schema_changes is not None else None
         self.exclude_schema_changes = tuple(exclude_schema_changes or ())
         self._tables: dict[TableId, DorisTable] = {}
+        # what Doris said of each table this sink created or read (``table_info``), forgotten with
+        # its layout
+        self._infos: dict[TableId, DorisTableInfo] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -196,9 +199,11 @@ class DorisSink:
         """Create the Doris table for ``schema`` (or check the existing one) and remember its layout
         (``absent``: just seen missing, in a database that exists: ``doris_tables``)."""
         target = target or self.route(schema.table_id)[0]
-        table = self.creator_for(schema.table_id).ensure(schema, target, absent=absent)
+        info = self.creator_for(schema.table_id).ensure_info(schema, target, absent=absent)
+        table = DorisTable.from_info(info)
         with self._lock:
             self._tables[target] = table
+            self._infos[target] = info
         return table
 
     def doris_tables(self, targets: Iterable[TableId]) -> DorisTables:
@@ -242,6 +247,7 @@ class DorisSink:
             return
         with self._lock:
             self._tables.setdefault(target, DorisTable.from_info(info))
+            self._infos.setdefault(target, info)
 
     def remember(self, target: TableId, table: DorisTable) -> None:
         """Take ``table`` as ``target``'s layout unless one is cached: the driver's, read or created
@@ -254,6 +260,23 @@ class DorisSink:
         """Drop the cached layout of ``target`` (the table was dropped or re-created)."""
         with self._lock:
             self._tables.pop(target, None)
+            self._infos.pop(target, None)
+
+    def table_info(self, target: TableId) -> DorisTableInfo | None:
+        """What Doris says of ``target`` (None: no such table): as this sink last created or read
+        it, the same description its loads go by, else asked of Doris (``GET .../_schema``). A
+        commit's report of the tables it wrote (``cdc_core/pipeline/targets.py``) needs every
+        table's columns, which the run that created or checked them has just read: asking again
+        cost a request per table of a database of small tables."""
+        with self._lock:
+            cached = self._infos.get(target)
+        if cached is not None:
+            return cached
+        info = self.catalog.table_info(target.database, target.table)
+        if info is not None:
+            with self._lock:
+                self._infos[target] = info
+        return info
 
     def table(self, target: TableId, *, refresh: bool = False) -> DorisTable:
         """The layout of an existing Doris table (read once, then cached)."""
@@ -269,6 +292,7 @@ class DorisSink:
         table = DorisTable.from_info(info)
         with self._lock:
             self._tables[target] = table
+            self._infos[target] = info
         return table
 
     # -- exactly-once loads -----------------------------------------------------------------------
@@ -423,8 +447,7 @@ class DorisSink:
                                                            "include/exclude.schema.changes")
         applier = DorisMetadataApplier(self.catalog, self.creator_for(event.table_id))
         result = applier.apply(event, target, merged=merged)
-        with self._lock:
-            self._tables.pop(target, None)
+        self.forget(target)
         return result
 
     def recreate_table(self, schema: TableSchema, target: TableId) -> str:
@@ -434,8 +457,7 @@ class DorisSink:
         call creates. The rows are the caller's to read again."""
         self.catalog.execute(target.database, f"DROP TABLE IF EXISTS {qualified(target.database, target.table)}")
         self.creator_for(schema.table_id).ensure(schema, target)
-        with self._lock:
-            self._tables.pop(target, None)
+        self.forget(target)
         log.warning("re-created Doris table %s from the schema of %s (key: %s)", target, schema.table_id,
                     ", ".join(schema.primary_key) or "none")
         return f"DROP TABLE {target}; CREATE TABLE {target} keyed on ({', '.join(schema.primary_key) or 'none'})"

@@ -278,7 +278,14 @@ class TableCreator:
     # -- ensure ---------------------------------------------------------------------------------
 
     def ensure(self, schema: TableSchema, target: TableId | None = None, *, absent: bool = False) -> DorisTable:
-        """The Doris table for ``schema`` (at ``target``, default the same name), created if missing.
+        """The Doris table for ``schema`` (at ``target``, default the same name), created if missing
+        (:meth:`ensure_info`'s table as loads need it)."""
+        return DorisTable.from_info(self.ensure_info(schema, target, absent=absent))
+
+    def ensure_info(self, schema: TableSchema, target: TableId | None = None, *,
+                    absent: bool = False) -> DorisTableInfo:
+        """What Doris says of the table for ``schema`` (at ``target``, default the same name),
+        created if missing.
 
         ``absent``: the caller has just seen that the table does not exist and that its database
         does (``DorisSink.doris_tables``, one statement for a whole database), so neither is asked
@@ -303,7 +310,7 @@ class TableCreator:
                 raise TableMismatchError(f"Doris accepted CREATE TABLE {target} but does not show the table")
         else:
             self.check(schema, info)
-        return DorisTable.from_info(info)
+        return info
 
     def check(self, schema: TableSchema, info: DorisTableInfo) -> None:
         problems = []

@@ -134,8 +134,10 @@ def target_update(ctx: PipelineContext, target: DorisTarget) -> TargetUpdate:
 
 
 def _doris_columns(ctx: PipelineContext, target: DorisTarget) -> tuple[TargetColumn, ...]:
-    """The target's columns as Doris has them (the expected ones when Doris has no such table)."""
-    info = ctx.sink.catalog.table_info(target.database, target.table)
+    """The target's columns as Doris has them (the expected ones when Doris has no such table):
+    as the sink last created or read the table in this process, which its loads went by
+    (``DorisSink.table_info``), else asked of Doris."""
+    info = ctx.sink.table_info(TableId(target.database, target.table))
     if info is None:
         return target.columns
     return tuple(
