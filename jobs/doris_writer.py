@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import ExitStack
 from typing import Any
 
 import pyarrow as pa
@@ -37,28 +38,43 @@ logger = logging.getLogger(__name__)
 FORMAT = "tidemark_doris"
 
 
-# Python workers are reused across tasks: keep one sink (HTTP session, table layouts) per worker.
-_SINKS: dict[str, DorisSink] = {}
+# Python workers are reused across tasks: keep one sink (HTTP session, table layouts) per worker,
+# with the scope in which its client reuses an FE's redirect (closed with the sink).
+_SINKS: dict[str, tuple[DorisSink, ExitStack]] = {}
 
 
 def make_sink(spec: WriterSpec, password: str) -> DorisSink:
     """The worker's ``DorisSink`` for this job (``SinkSpec.build``: the driver's factory, the
-    driver's label prefix); nothing secret in the spec."""
+    driver's label prefix); nothing secret in the spec.
+
+    The sink's client reuses the BE an FE last redirected a load to for its whole life in this
+    worker (``DorisHttpClient.reusing_redirects``: a few requests within seconds, then an FE is
+    asked again; a failed request's retry goes through an FE). A run over hundreds of one-chunk
+    tables makes a load per table in each worker, and asking an FE first for every one is one more
+    request and connection per table on both sides."""
 
     cache_key = json.dumps([spec.sink.to_dict(), spec.token], sort_keys=True)
-    sink = _SINKS.get(cache_key)
-    if sink is None:
-        sink = spec.sink.build(password)
-        for stale in _SINKS.values():
-            stale.close()
-        _SINKS.clear()
-        _SINKS[cache_key] = sink
+    cached = _SINKS.get(cache_key)
+    if cached is not None:
+        return cached[0]
+    _close_sinks()
+    sink = spec.sink.build(password)
+    scope = ExitStack()
+    scope.enter_context(sink.client.reusing_redirects())
+    _SINKS[cache_key] = (sink, scope)
     return sink
+
+
+def _close_sinks() -> None:
+    for stale, scope in _SINKS.values():
+        scope.close()
+        stale.close()
+    _SINKS.clear()
 
 
 def discard_sink(sink: DorisSink) -> None:
     """After a failed load: the next task of this worker starts with a fresh sink."""
-    _SINKS.clear()
+    _close_sinks()
     sink.close()
 
 

@@ -294,8 +294,10 @@ def commit_chunks(ctx: PipelineContext, keys: list[str]) -> list[str]:
     failures: list[tuple[str, Exception]] = []
     redo: list[ChunkRecord] = []
     done: list[ChunkRecord] = []
-    with ThreadPoolExecutor(max_workers=min(COMMIT_STREAMS, len(records)),
-                            thread_name_prefix="tidemark-commit") as pool:
+    # hundreds of one-chunk tables make a commit each: straight to the BE an FE last redirected one
+    # to, for a few commits at a time (DorisHttpClient.reusing_redirects), not an FE's 307 each time
+    with ctx.sink.client.reusing_redirects(), ThreadPoolExecutor(
+            max_workers=min(COMMIT_STREAMS, len(records)), thread_name_prefix="tidemark-commit") as pool:
         futures = {pool.submit(commit, r): r for r in records}
         for future, record in futures.items():
             try:
