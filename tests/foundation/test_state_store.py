@@ -73,13 +73,18 @@ def test_many_chunk_updates_write_what_one_by_one_would(tmp_path):
         assert [c.status for c in tx.chunks()][:2] == [ChunkStatus.PREPARED] * 2
 
 
+def _two_tables_one_dropped(tx) -> None:
+    """shop.t at 10 and 20; shop.gone at 5, dropped at 7."""
+    tx.put_schema("shop.t", 10, {"file": "binlog.000001", "position": 10}, {"v": 1})
+    tx.put_schema("shop.t", 20, {"file": "binlog.000001", "position": 20}, {"v": 2})
+    tx.put_schema("shop.gone", 5, {"file": "binlog.000001", "position": 5}, {"v": 3})
+    tx.put_schema("shop.gone", 7, {"file": "binlog.000001", "position": 7}, None)  # dropped
+
+
 def test_latest_schemas_are_what_schema_at_the_end_reads(tmp_path):
     store = StateStore.open(tmp_path)
     with store.transaction() as tx:
-        tx.put_schema("shop.t", 10, {"file": "binlog.000001", "position": 10}, {"v": 1})
-        tx.put_schema("shop.t", 20, {"file": "binlog.000001", "position": 20}, {"v": 2})
-        tx.put_schema("shop.gone", 5, {"file": "binlog.000001", "position": 5}, {"v": 3})
-        tx.put_schema("shop.gone", 7, {"file": "binlog.000001", "position": 7}, None)  # dropped
+        _two_tables_one_dropped(tx)
     with store.transaction(readonly=True) as tx:
         assert tx.latest_schemas() == {t: tx.schema_at(t, 2**63 - 1) for t in tx.schema_tables()} == {
             "shop.t": {"v": 2}, "shop.gone": None}
@@ -88,10 +93,7 @@ def test_latest_schemas_are_what_schema_at_the_end_reads(tmp_path):
 def test_schemas_at_are_what_schema_at_reads_table_by_table(tmp_path):
     store = StateStore.open(tmp_path)
     with store.transaction() as tx:
-        tx.put_schema("shop.t", 10, {"file": "binlog.000001", "position": 10}, {"v": 1})
-        tx.put_schema("shop.t", 20, {"file": "binlog.000001", "position": 20}, {"v": 2})
-        tx.put_schema("shop.gone", 5, {"file": "binlog.000001", "position": 5}, {"v": 3})
-        tx.put_schema("shop.gone", 7, {"file": "binlog.000001", "position": 7}, None)  # dropped
+        _two_tables_one_dropped(tx)
         tx.put_schema("shop.late", 30, {"file": "binlog.000001", "position": 30}, {"v": 4})
     with store.transaction(readonly=True) as tx:
         for at in (4, 5, 6, 7, 15, 20, 25, 30):
