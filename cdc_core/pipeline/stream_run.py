@@ -26,7 +26,7 @@ batch PREPARED for the hook's retry and ``resolve_pending`` (never aborting a co
 Within a run a batch starts no sooner than ``tidemark.binlog.batch-interval-s`` after the previous
 one started: a quiet stream's batches take a fraction of a second, and back to back they would
 give Doris a new version of the table several times a second. ``binlog_batch.run_batch`` holds the
-same interval across runs and processes (the last read's start is in the state store).
+same interval across runs and processes (when the last batch with loads began them is in the state store).
 """
 
 from __future__ import annotations
