@@ -23,10 +23,11 @@ run goes on is decided before the commit: the batch a run ends with is committed
 hook, as a single-batch run's is, and a commit that fails inside the run ends it, leaving the
 batch PREPARED for the hook's retry and ``resolve_pending`` (never aborting a complete batch).
 
-Within a run a batch starts no sooner than ``tidemark.binlog.batch-interval-s`` after the previous
-one started: a quiet stream's batches take a fraction of a second, and back to back they would
-give Doris a new version of the table several times a second. ``binlog_batch.run_batch`` holds the
-same interval across runs and processes (when the last batch with loads began them is in the state store).
+Within a run a batch's loads begin no sooner than ``tidemark.binlog.batch-interval-s`` after the
+previous loads began: a quiet stream's batches take a fraction of a second, and back to back they
+would give Doris a new version of the table several times a second. ``binlog_batch.run_batch`` holds
+the same interval across runs and processes (when the last batch with loads began them is in the
+state store); a batch with nothing to load does not wait.
 """
 
 from __future__ import annotations
