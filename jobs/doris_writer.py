@@ -73,9 +73,9 @@ def _close_sinks() -> None:
 
 
 def discard_sink(sink: DorisSink) -> None:
-    """After a failed load: the next task of this worker starts with a fresh sink."""
+    """After a failed load: the next task of this worker starts with a fresh sink (``sink`` is the
+    cached one, :func:`make_sink`'s, closed with the others)."""
     _close_sinks()
-    sink.close()
 
 
 def load_chunk(sink: DorisSink, spec: WriterSpec, chunk: dict[str, Any], table: pa.Table) -> list[dict[str, Any]]:

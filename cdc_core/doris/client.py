@@ -389,8 +389,11 @@ class DorisHttpClient:
 
     def request(self, method: str, path: str, *, headers: dict[str, str] | None = None,
                 body: BodyFactory | None = None, params: dict[str, str] | None = None,
-                json_body: Any = None) -> requests.Response:
-        """A request to the FEs (trying each in turn on failures, with retries and backoff)."""
+                json_body: Any = None, first: str | None = None, what: str | None = None) -> requests.Response:
+        """A request to the FEs (trying each in turn on failures, with retries and backoff).
+
+        ``first``: ``scheme://host:port`` of a BE to try before them (:meth:`reuse_redirect`'s);
+        its failure forgets it, and the retries go through the FEs (the BE may be gone)."""
         if json_body is not None:
             import json as _json
 
@@ -400,10 +403,15 @@ class DorisHttpClient:
         order = self.fe_order()
 
         def attempt(n: int) -> requests.Response:
+            if first is not None:
+                if n == 0:
+                    return self.send(method, first + path, headers=headers, body=body, params=params)
+                self.forget_redirect()
+                n -= 1
             node = order[n % len(order)]
             return self.send(method, self.url(node, path), headers=headers, body=body, params=params)
 
-        return self.with_retries(f"{method} {path}", attempt)
+        return self.with_retries(what or f"{method} {path}", attempt)
 
     # -- answers -----------------------------------------------------------------------------
 

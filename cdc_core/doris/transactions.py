@@ -177,16 +177,8 @@ class TwoPhaseCommitter:
 
             resp = client.with_retries(f"{op} of txn {txn_id or label}", attempt)
         elif (reused := client.reuse_redirect()) is not None:  # within DorisHttpClient.reusing_redirects
-            order = client.fe_order()
-
-            def through(n: int) -> requests.Response:
-                if n == 0:
-                    return client.send("PUT", reused + path, headers=headers, body=lambda: b"")
-                client.forget_redirect()  # the BE may be gone: an FE redirects the retry
-                return client.send("PUT", client.url(order[(n - 1) % len(order)], path), headers=headers,
-                                   body=lambda: b"")
-
-            resp = client.with_retries(f"{op} of txn {txn_id or label}", through)
+            resp = client.request("PUT", path, headers=headers, body=lambda: b"", first=reused,
+                                  what=f"{op} of txn {txn_id or label}")
         else:
             resp = client.request("PUT", path, headers=headers, body=lambda: b"")
             if urlsplit(resp.url or "").netloc not in client.fenodes:  # the BE an FE redirected it to

@@ -275,12 +275,15 @@ class StateTransaction:
         ).first()
         return None if row is None else _loads(row[0])
 
-    def schemas_at(self, sequence: int) -> dict[str, Any]:
-        """Every table's ``schema_at(sequence)`` in one query rather than one per table (a binlog
-        batch over 300 tables asked 600 times); a table with no schema recorded by then is absent."""
+    def schemas_at(self, sequence: int | None) -> dict[str, Any]:
+        """Every table's ``schema_at(sequence)`` (None: its latest) in one query rather than one per
+        table (a binlog batch over 300 tables asked 600 times); a table with no schema recorded by
+        then is absent, one recorded dropped maps to None."""
         h = schema_history_table
-        last = (sa.select(h.c.table_id, sa.func.max(h.c.sequence).label("sequence"))
-                .where(h.c.sequence <= sequence).group_by(h.c.table_id).subquery())
+        last = sa.select(h.c.table_id, sa.func.max(h.c.sequence).label("sequence"))
+        if sequence is not None:
+            last = last.where(h.c.sequence <= sequence)
+        last = last.group_by(h.c.table_id).subquery()
         rows = self.conn.execute(
             sa.select(h.c.table_id, h.c.schema)
             .join(last, sa.and_(h.c.table_id == last.c.table_id, h.c.sequence == last.c.sequence))
@@ -290,13 +293,7 @@ class StateTransaction:
     def latest_schemas(self) -> dict[str, Any]:
         """Each table's last recorded schema (``schema_at`` of the latest sequence, None for a table
         recorded dropped), in one query rather than one per table."""
-        h = schema_history_table
-        latest = sa.select(h.c.table_id, sa.func.max(h.c.sequence).label("sequence")).group_by(h.c.table_id).subquery()
-        rows = self.conn.execute(
-            sa.select(h.c.table_id, h.c.schema)
-            .join(latest, sa.and_(h.c.table_id == latest.c.table_id, h.c.sequence == latest.c.sequence))
-        )
-        return {table_id: _loads(schema) for table_id, schema in rows}
+        return self.schemas_at(None)
 
     def schema_tables(self) -> list[str]:
         rows = self.conn.execute(sa.select(schema_history_table.c.table_id).distinct())

@@ -740,15 +740,20 @@ class Storage:
         its file goes (:data:`STAGED_ROWS_KEPT_BYTES`): the file is only read after a restart.
         """
         self.wait_prebuilt(txn_id)
+        if self.has_prebuilt(txn_id):  # its commit needs the rows only if it cannot use the appended ones
+            return None
+        return self._staged_table(txn_id)
+
+    def _staged_table(self, txn_id: int) -> pa.Table | None:
+        """A load's staged rows: kept in memory (a small load's), else its staged file's; None when
+        neither exists (nothing staged, or staged in a DuckDB table by an earlier stand-in)."""
         with self._prebuilt_lock:
-            if txn_id in self._prebuilt:  # its commit needs the rows only if it cannot use the appended ones
-                return None
             kept = self._staged_rows.get(txn_id)
         if kept is not None:
             return kept
         try:
-            return ipc.open_file(pa.memory_map(str(self.staging_path(txn_id)))).read_all()
-        except FileNotFoundError:
+            return ipc.open_file(pa.memory_map(str(self.staging_path(txn_id)))).read_all()  # the map closes
+        except FileNotFoundError:  # with its last buffer
             return None
 
     @contextlib.contextmanager
@@ -762,16 +767,15 @@ class Storage:
                 rows: pa.Table | None = None) -> Iterator[tuple[str, list[str], StagedKeys | None]]:
         """``staged_rows``, and the key facts computed at staging (None: staged without them);
         ``rows``: the staged file's rows, already read (:meth:`read_staged`)."""
-        path = self.staging_path(txn_id)
-        if rows is None and not path.exists():
+        if rows is None:
+            rows = self._staged_table(txn_id)
+        if rows is None:
             if txn_id in self._legacy_staging:
                 rel = cur.execute(f"SELECT * FROM {legacy_staging_ref(txn_id)} LIMIT 0")
                 yield legacy_staging_ref(txn_id), [d[0] for d in rel.description or []], None
             else:
                 yield "", [], None
             return
-        if rows is None:
-            rows = ipc.open_file(pa.memory_map(str(path))).read_all()  # the map closes with its last buffer
         meta = (rows.schema.metadata or {}).get(_KEYS_META)
         facts = StagedKeys.from_json(meta) if meta else None
         view = f"stg_{txn_id}"
@@ -785,12 +789,8 @@ class Storage:
         """Apply a staged load (one that staged rows) to its table inside the caller's transaction;
         returns rows applied. ``rows``: its staged file's rows, read before the lock (:meth:`read_staged`)."""
         work = f"{META}.{quote_ident(f'merge_{txn_id}')}"
-        path = self.staging_path(txn_id)
         if rows is None:
-            with self._prebuilt_lock:
-                rows = self._staged_rows.get(txn_id)
-        if rows is None and path.exists():
-            rows = ipc.open_file(pa.memory_map(str(path))).read_all()  # the map closes with its last buffer
+            rows = self._staged_table(txn_id)
         if rows is None:  # nothing staged, or staged in a DuckDB table by an earlier stand-in
             with self._staged(cur, txn_id) as (stg, columns, facts):
                 if not columns:
