@@ -250,3 +250,41 @@ def test_uuid_and_inet_reach_doris_as_their_text_by_snapshot_and_by_binlog(
             assert [tuple(r) for r in rows] == expected, f"Doris table {target.table}"
     finally:
         sink.close()
+
+
+def test_a_decoder_is_compiled_once_for_every_batch_and_table_of_one_shape(settings, root_conn, fresh_db,
+                                                                          monkeypatch):
+    """The stream makes a new reader per batch with schemas read anew from the history: the
+    generated decoder is shared by value (layout, schema columns, converter), not compiled again
+    per batch and table; another converter gets its own."""
+    import dataclasses
+
+    from cdc_core.mysql import row_decoder
+
+    with root_conn.cursor() as cur:
+        for name in ("a", "b"):
+            cur.execute(f"CREATE TABLE `{fresh_db}`.{name} (id BIGINT PRIMARY KEY, v VARCHAR(20), ts DATETIME(3))")
+    builds: list[int] = []
+    real_build = row_decoder._Builder.build
+    monkeypatch.setattr(row_decoder._Builder, "build", lambda self, update: builds.append(1) or real_build(self, update))
+    monkeypatch.setattr(row_decoder, "_SHARED_PLANS", {})
+
+    def batch(converter, k: int) -> list[dict]:
+        start = current_offset(root_conn)
+        with root_conn.cursor() as cur:
+            for name in ("a", "b"):
+                cur.execute(f"INSERT INTO `{fresh_db}`.{name} VALUES ({k}, 'x{k}', '2026-01-0{k} 10:00:00.125')")
+        root_conn.commit()
+        stop = current_offset(root_conn)
+        # as a batch reads them: equal schema objects, new ones every batch
+        schemas = {t: dataclasses.replace(read_schema(root_conn, t)) for t in (TableId(fresh_db, "a"), TableId(fresh_db, "b"))}
+        reader = BinlogSplitReader(settings, next_server_id(), schemas.get, converter)
+        with reader:
+            return [e.after for e in reader.read_batch(start, stop).events if isinstance(e, DataChangeEvent)]
+
+    utc = DorisValueConverter("UTC")
+    assert batch(utc, 1) == [{"id": 1, "v": "x1", "ts": "2026-01-01 10:00:00.125"}] * 2
+    assert batch(DorisValueConverter("UTC"), 2) == [{"id": 2, "v": "x2", "ts": "2026-01-02 10:00:00.125"}] * 2
+    assert len(builds) == 1  # two tables, two batches, two equal converters: one decoder
+    batch(DorisValueConverter("UTC", tinyint1_as_boolean=False), 3)
+    assert len(builds) == 2
