@@ -13,6 +13,11 @@ Profile it (the stand-in is a child process, so ``--subprocesses`` separates its
     .venv/bin/py-spy record --subprocesses --format raw -o /tmp/stream.txt -- \\
         .venv/bin/python bench/stream_batch.py --rows 100000
     PYTHONPATH=. .venv/bin/python bench/stream_batch.py --rows 100000 [--max-events 200000]
+
+The estate stream's batch shape, CPU per batch of 300 tables (this process's threads and the
+stand-in's, from ``/proc``; the first round compiles and connects, compare the later ones)::
+
+    PYTHONPATH=. .venv/bin/python bench/stream_batch.py --rows 15000 --tables 300 --repeat 4
 """
 
 from __future__ import annotations
@@ -114,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="spread the rows over this many extra tables (0: the one ticks table)")
     parser.add_argument("--tables-per-commit", type=int, default=75)
     parser.add_argument("--max-events", type=int, default=200_000, help="tidemark.binlog.max-events")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="write --rows and catch up this many times (the first round warms the process up: "
+                             "compare the CPU of the later rounds' batches)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the batches (the driver's side) into FILE")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--standin-on-tmpfs", action="store_true",
@@ -148,33 +156,40 @@ def main(argv: list[str] | None = None) -> int:
         keys = list(service.plan_splits().chunk_keys)
         service.run_chunks(keys)
         service.commit_chunks(keys)
-        started = time.perf_counter()
-        if args.tables:
-            write_spread(root, 1_000, args.rows, args.tables, args.per_commit, args.tables_per_commit)
-        else:
-            write_rows(root, 1_000, args.rows, args.per_commit)
-        print(f"wrote {args.rows} rows in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         batches = []
         profiler = None
-        if args.profile:
-            import cProfile
+        total = 0.0
+        standin_cpu = 0.0
+        for round_ in range(args.repeat):
+            started = time.perf_counter()
+            first_id = 1_000 + round_ * args.rows
+            if args.tables:
+                write_spread(root, first_id, args.rows, args.tables, args.per_commit, args.tables_per_commit)
+            else:
+                write_rows(root, first_id, args.rows, args.per_commit)
+            print(f"wrote {args.rows} rows in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            if args.profile and profiler is None and round_ == args.repeat - 1:
+                import cProfile
 
-            profiler = cProfile.Profile()
-            profiler.enable()
-        total_started = time.perf_counter()
-        standin_cpu0 = _cpu_s(doris.pid())
-        while service.binlog_lag().behind:
-            t0 = time.perf_counter()
-            batch = service.run_binlog_batch()
-            t1 = time.perf_counter()
-            assert service.commit_batch(batch.batch_id)
-            t2 = time.perf_counter()
-            events = sum(batch.events_per_table.values())
-            batches.append({"changes": events, "prepare_s": round(t1 - t0, 2), "commit_s": round(t2 - t1, 2)})
-            print(f"batch {batch.batch_id}: {events} change(s), prepared in {t1 - t0:.2f} s, "
-                  f"committed in {t2 - t1:.2f} s", file=sys.stderr)
-        total = time.perf_counter() - total_started
-        standin_cpu = _cpu_s(doris.pid()) - standin_cpu0
+                profiler = cProfile.Profile()
+                profiler.enable()
+            total_started = time.perf_counter()
+            standin_cpu0 = _cpu_s(doris.pid())
+            while service.binlog_lag().behind:
+                t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_s(doris.pid())
+                batch = service.run_binlog_batch()
+                t1, c1 = time.perf_counter(), time.process_time()
+                assert service.commit_batch(batch.batch_id)
+                t2, c2, s2 = time.perf_counter(), time.process_time(), _cpu_s(doris.pid())
+                events = sum(batch.events_per_table.values())
+                batches.append({"round": round_, "changes": events, "tables": len(batch.events_per_table),
+                                "prepare_s": round(t1 - t0, 2), "commit_s": round(t2 - t1, 2),
+                                "cpu_prepare_s": round(c1 - c0, 3), "cpu_commit_s": round(c2 - c1, 3),
+                                "standin_cpu_s": round(s2 - s0, 3)})
+                print(f"batch {batch.batch_id}: {events} change(s), prepared in {t1 - t0:.2f} s "
+                      f"({c1 - c0:.2f} CPU-s), committed in {t2 - t1:.2f} s ({c2 - c1:.2f} CPU-s)", file=sys.stderr)
+            total += time.perf_counter() - total_started
+            standin_cpu += _cpu_s(doris.pid()) - standin_cpu0
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(args.profile)
