@@ -27,6 +27,7 @@ from cdc_core.model.offsets import BinlogOffset
 from cdc_core.mysql.server_check import ServerCheckError
 from cdc_core.schema_evolution.registry import RequestStatus
 from cdc_core.state import ChunkStatus
+from cdc_core.state.keys import BINLOG_PAUSED, PENDING_DDL
 from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
 from orchestration.defs.assets import PLAN_STEPS_TAG
@@ -477,9 +478,31 @@ class OnceRun:
                                    "run again once it is finished", code=3)
             self._schema_change(None)
 
+    def _stream_at_ddl(self, committed: BinlogOffset | None) -> BinlogOffset | None:
+        """The DDL the stream stands before, when the state says so: a batch stopped before it
+        (``PENDING_DDL``, cleared when the schema change releases the stream past it), the committed
+        offset is before it in the same epoch, and no schema change is under way or paused by hand.
+        A binlog run from there would read nothing, stop at this DDL again and hand it to the
+        schema_change job; that job's flush applies whatever lies before the DDL itself
+        (``cdc_core/pipeline/schema_change.py``), so handing the DDL to it directly loses nothing."""
+        if committed is None:
+            return None
+        with self.service.store.transaction(readonly=True) as tx:
+            pending = PENDING_DDL.get(tx)
+            paused = BINLOG_PAUSED.get(tx)
+        if paused or not pending or not pending.get("offset"):
+            return None
+        ddl = BinlogOffset.from_dict(pending["offset"])
+        if ddl.epoch != committed.epoch or not committed < ddl:
+            return None
+        if self.service.schema_registry().status is not RequestStatus.IDLE:
+            return None
+        return ddl
+
     def _binlog(self, target: BinlogOffset | None) -> None:
         started = time.monotonic()
         self._resume_paused()
+        handed: BinlogOffset | None = None  # the last DDL handed to the schema_change job without a binlog run
         with self.console.status("") as status:
             for attempt in range(MAX_BATCHES):
                 lag = self.service.binlog_lag()
@@ -488,6 +511,16 @@ class OnceRun:
                 caught_up = committed is not None and target is not None and committed >= target
                 if caught_up and attempt:
                     break
+                # A schema change's resume batch (or an earlier run's last batch) stopped before the next
+                # DDL: the binlog run would be an empty batch stopping there again (issue 30: ~half of the
+                # corpus's binlog phase in mt_alter_table). The same DDL twice means the schema change did
+                # not carry it over: then the binlog run, as before, says what is wrong.
+                ddl = self._stream_at_ddl(committed)
+                if ddl is not None and ddl != handed:
+                    handed = ddl
+                    self.console.log(f"binlog: the stream stands before the DDL at {ddl}")
+                    self._schema_change(ddl)
+                    continue
                 # caught up already (a run right after the snapshot): one batch all the same, so that
                 # binlog_stream is materialized, saying where the stream stands (nothing new since the
                 # snapshot), rather than "never materialized" after a complete run

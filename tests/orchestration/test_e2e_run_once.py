@@ -14,6 +14,7 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from cdc_core.config import load_pipeline
+from devstack.pipeline_file import write_pipeline
 from jobs.spark_executor import spark_service
 from tests.orchestration.test_e2e_dagster import (  # noqa: F401
     _create_tables,
@@ -154,3 +155,56 @@ def test_a_failed_commit_hook_fails_the_run_visibly_and_heals(mysql_server, root
                               env=env, capture_output=True, text=True, timeout=300)
     assert verified.returncode == 0, verified.stdout[-3000:] + verified.stderr[-3000:]
     assert json.loads(verified.stdout)["equal"]
+
+
+def test_ddls_one_after_another_go_to_the_schema_change_job_without_an_empty_binlog_run(
+        mysql_server, root_conn, fresh_db, doris_standin, tmp_path):  # noqa: F811
+    """Three DDLs with row changes between and after them, then ``tidemark run --once``: the first
+    binlog run stops before the first DDL; each schema change's resume batch stops before the next
+    one, which the state records (``PENDING_DDL``), so the next DDL goes to the schema_change job
+    straight away instead of through a binlog run that would read nothing and stop there again (issue
+    30: half of the whole corpus's binlog phase). Every change before, between and after the DDLs
+    arrives: Doris equals MySQL."""
+    from orchestration.defs.pipelines import PipelineHandle
+    from orchestration.defs.schema_change_job import schema_change_job_name
+
+    _create_tables(root_conn, fresh_db)
+    path = write_pipeline(tmp_path / "ddls.yaml", host=mysql_server.endpoint.host, port=mysql_server.endpoint.port,
+                          fe=doris_standin.fe_http, tables=f"{fresh_db}.\\.*", name=f"ddls_{fresh_db}",
+                          state_dir=tmp_path / "state", server_id="5505-5509",
+                          source={"scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.logs:log_id"},
+                          pipeline={"schema.change.behavior": "evolve"})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TIDEMARK_DAGSTER_HOME": str(tmp_path / "dagster")}
+    cmd = [sys.executable, "-m", "orchestration.cli", "run", str(path), "--once"]
+    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    handle = PipelineHandle.load(path)
+    with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        before = {r.run_id for r in instance.get_runs()}
+    with root_conn.cursor() as cur:
+        cur.execute(f"USE `{fresh_db}`")
+        cur.execute("UPDATE items SET qty = qty + 1 WHERE id <= 100")
+        cur.execute("ALTER TABLE items ADD COLUMN a INT NULL")
+        cur.execute("INSERT INTO items VALUES (3001, 'after a', 1, 1.00, '2026-01-03 00:00:00', 7)")
+        cur.execute("UPDATE items SET a = id WHERE id BETWEEN 200 AND 260")
+        cur.execute("ALTER TABLE items ADD COLUMN b VARCHAR(10) NULL")
+        cur.execute("DELETE FROM items WHERE id BETWEEN 1000 AND 1010")
+        cur.execute("ALTER TABLE logs ADD COLUMN c INT NOT NULL DEFAULT 3")
+        cur.execute("INSERT INTO logs VALUES (9001, 'after c', '2026-01-04 00:00:00', 4)")
+        cur.execute("UPDATE items SET b = 'x' WHERE id <= 50")
+    second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "3 schema change(s)" in second.stderr, second.stderr[-3000:]
+    with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        runs = [r for r in instance.get_runs() if r.run_id not in before]
+    jobs = [r.job_name for r in runs]
+    assert jobs.count(schema_change_job_name(handle)) == 3, jobs
+    # one binlog run (to the first DDL); the resume batches stopped before the second and third
+    assert jobs.count(handle.binlog_job_name) == 1, jobs
+    service = spark_service(load_pipeline(path))
+    try:
+        assert service.pending_transactions() == []
+        for table in ("items", "logs"):
+            assert service.table_parity(f"{fresh_db}.{table}").ok
+    finally:
+        service.close()
