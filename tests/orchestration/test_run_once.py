@@ -43,16 +43,25 @@ def test_snapshot_then_binlog_up_to_the_start_offset(harness):
     assert names.index("plan_splits") < names.index("run_chunks") < names.index("run_binlog_batch")
     assert runner.pending_transactions(log=False) == []
     assert "5 of 5 chunks" in str(summary_table(harness.handle, summary).columns[1]._cells)
-    # a second run finds everything done: no snapshot, no batch; binlog_stream is materialized all the same,
-    # at the offset where the stream stands
+    # a second run finds everything done: no snapshot, no batch, and no binlog run (nothing to read: the
+    # server's position is where the stream stands); binlog_stream is materialized all the same, at the
+    # offset where the stream stands, with its no_pending_transactions check evaluated against it
     runner.calls.clear()
-    before = harness.instance.get_latest_materialization_event(harness.handle.binlog_key)
+    before = harness.instance.fetch_materializations(harness.handle.binlog_key, limit=1).records[0]
+    binlog_runs = lambda: [r for r in harness.instance.get_run_records()  # noqa: E731
+                           if r.dagster_run.job_name == harness.handle.binlog_job_name]
+    runs_before = len(binlog_runs())
     again = once(harness).run()
     assert again.chunks_loaded == 0 and again.batches == 0 and again.events == 0
-    assert "run_chunks" not in runner.names() and runner.names().count("run_binlog_batch") == 1
-    after = harness.instance.get_latest_materialization_event(harness.handle.binlog_key)
-    assert after.run_id != before.run_id
+    assert "run_chunks" not in runner.names() and "run_binlog_batch" not in runner.names()
+    assert len(binlog_runs()) == runs_before == 1
+    after = harness.instance.fetch_materializations(harness.handle.binlog_key, limit=1).records[0]
+    assert after.storage_id > before.storage_id
     assert after.asset_materialization.metadata["end_offset"].value == "binlog.000001:400"
+    pending = harness.instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [harness.handle.check_key(harness.handle.binlog_key, "no_pending_transactions")])
+    evaluation = next(iter(pending.values()))
+    assert evaluation.status.value == "SUCCEEDED" and evaluation.event.timestamp >= after.timestamp
     # issue 29, item 10: the re-run's summary says the snapshot is done, not "0 of 0 chunks loaded"
     assert again.snapshot_done_before and again.chunks_total == 5
     text = str(summary_table(harness.handle, again).columns[1]._cells)
