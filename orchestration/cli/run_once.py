@@ -30,7 +30,7 @@ from cdc_core.state import ChunkStatus
 from cdc_core.state.keys import BINLOG_PAUSED, PENDING_DDL
 from cdc_core.state.leases import LeaseHeld, Scope
 from orchestration.definitions import build_definitions
-from orchestration.defs.assets import PLAN_STEPS_TAG
+from orchestration.defs.assets import PLAN_STEPS_TAG, plan_and_register
 from orchestration.defs.failures import EXPECTED_FAILURES, one_line
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 from orchestration.defs.runs import LeaseView, fail_runs_of_dead_holders, runs_in_flight
@@ -404,13 +404,12 @@ class OnceRun:
             task = progress.add_task(f"{name} (planning)", total=None, completed=0, rows=0, rate=0.0)
             complete = False
             while not complete:
-                result = self._execute(self.handle.splits_job_name, tags={PLAN_STEPS_TAG: str(steps)})
+                md = {k: getattr(v, "value", v) for k, v in self._plan(steps).items()}
                 progress.start()
-                md = result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_splits")[0].metadata
                 notes = md.get("notes")
-                if notes is not None and notes.value != "(none)" and notes.value not in self.summary.notes:
-                    self.summary.notes.append(notes.value)
-                complete = bool(md["complete"].value) if "complete" in md else True
+                if notes is not None and notes != "(none)" and notes not in self.summary.notes:
+                    self.summary.notes.append(notes)
+                complete = bool(md["complete"]) if "complete" in md else True
                 ordered = self.instance.get_dynamic_partitions(self.handle.partitions_name)
                 status = self.service.chunk_statuses()
                 todo = {k for k in ordered if status.get(k) is not ChunkStatus.COMMITTED}
@@ -436,6 +435,29 @@ class OnceRun:
         if not self.service.snapshot_done():
             raise RunOnceError(f"the snapshot of '{self.handle.slug}' is not complete after loading every chunk "
                                "(a commit failed?); run again to resume")
+
+    def _plan(self, steps: int) -> dict[str, Any]:
+        """Plan ``steps`` split steps in this process, as the snapshot_splits asset does
+        (``orchestration/defs/assets.py:plan_and_register``), and report its materialization without
+        a Dagster run: the UI shows snapshot_splits materialized with the same metadata, for the
+        ~0.4 CPU-s less of a run whose work is a few queries (issue 30). The command holds the
+        pipeline's lease and resolved what was prepared, as the run would have first; a crash
+        mid-plan resumes from the splitter's cursor, as in a run. A planning that fails is done
+        again as the Dagster run it was: the failure is then in the UI, and said as before."""
+        from dagster import AssetMaterialization
+
+        try:
+            with span("plan in process"):
+                metadata = plan_and_register(self.instance, self.handle.partitions_name, self.service, steps,
+                                             logger.info)
+        except Exception:  # noqa: BLE001 - the run below does it again and reports its failure its way
+            logger.info("planning %s in process failed; planning in a Dagster run", self.handle.slug, exc_info=True)
+            result = self._execute(self.handle.splits_job_name, tags={PLAN_STEPS_TAG: str(steps)})
+            return dict(result.asset_materializations_for_node(f"{self.handle.slug}__snapshot_splits")[0].metadata)
+        self.instance.report_runless_asset_event(AssetMaterialization(
+            asset_key=self.handle.splits_key, metadata=metadata,
+            description=f"planned by `{self.command}` in its own process (no Dagster run)"))
+        return metadata
 
     def _load(self, ordered: list[str], todo: set[str], progress: Progress, task: Any, started: float) -> bool:
         """Load the ``todo`` chunks in partition ranges; False when a stop was requested."""

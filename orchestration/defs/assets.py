@@ -8,6 +8,7 @@ behind is finished before new work is prepared.
 
 
 import json
+import logging
 import time
 import warnings
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from orchestration.defs.failures import one_line_failures
 from orchestration.defs.hooks import PipelineHooks, run_checks_parity
 from orchestration.defs.pipelines import BINLOG_RUN_SECONDS_TAG, PipelineHandle
 from orchestration.defs.runs import fail_runs_of_dead_holders
+
+logger = logging.getLogger(__name__)
 
 # BackfillPolicy is "beta" in 1.13; it is what puts many chunks into one run, so we use it knowingly.
 warnings.filterwarnings("ignore", category=BetaWarning, message=r".*backfill_policy.*")
@@ -241,6 +244,45 @@ def add_partition_metadata(context: AssetExecutionContext, keys: list[str],
     step._metadata_accumulator = accumulator
 
 
+def plan_and_register(instance: Any, partitions_name: str, service: PipelineService, limit: int | None,
+                      log: Any = logger.info) -> dict[str, Any]:
+    """Plan the snapshot's split (``limit`` steps, or rounds to the end), register one
+    snapshot_chunks partition per new chunk as each round ends, and drop the partitions of chunks a
+    complete plan no longer has; the metadata of snapshot_splits' materialization. Shared by the
+    asset and by ``tidemark run --once``, which plans in its own process without a Dagster run
+    (``orchestration/cli/run_once.py``): the same steps, so a crash between any two resumes alike."""
+    known = set(instance.get_dynamic_partitions(partitions_name))
+    rounds = 0
+    while True:
+        plan = service.plan_splits(max_steps=limit or PLAN_STEPS_PER_ROUND)
+        rounds += 1
+        new = [k for k in plan.chunk_keys if k not in known]
+        if new:
+            instance.add_dynamic_partitions(partitions_name, new)
+            known.update(new)
+            log(f"Registered {len(new)} chunk partition(s) ({len(known)} in all)")
+        if plan.complete or limit:
+            break
+    planned = set(plan.chunk_keys)
+    stale = sorted(known - planned) if plan.complete else []
+    for key in stale:
+        instance.delete_dynamic_partition(partitions_name, key)
+    per_table: dict[str, int] = {}
+    for key in plan.chunk_keys:
+        table = key.rpartition("#")[0]
+        per_table[table] = per_table.get(table, 0) + 1
+    notes = "\n".join(f"- {n}" for n in plan.notes) or "(none)"
+    return {
+        "tables": len(plan.tables),
+        "chunks": len(plan.chunk_keys),
+        "chunks_per_table": MetadataValue.json(per_table),
+        "planning_rounds": rounds,
+        "complete": plan.complete,
+        "stale_partitions_removed": len(stale),
+        "notes": MetadataValue.md(notes),
+    }
+
+
 def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets:
     resource_key = handle.resource_key
     partitions = DynamicPartitionsDefinition(name=handle.partitions_name)
@@ -268,43 +310,12 @@ def build_assets(handle: PipelineHandle, hooks: PipelineHooks) -> PipelineAssets
 
     def _plan(context: AssetExecutionContext, service: PipelineService) -> MaterializeResult:
         resolved = resolve_first(context, service)
-        instance = context.instance
-        known = set(instance.get_dynamic_partitions(partitions.name))
-        rounds = 0
         # `tidemark run` plans a slice, loads it, plans the next (PLAN_STEPS_TAG); a run without the
         # tag (the UI, a schedule) plans to the end, registering each round's chunks as it goes
         limit = context.run.tags.get(PLAN_STEPS_TAG)
-        while True:
-            plan = service.plan_splits(max_steps=int(limit) if limit else PLAN_STEPS_PER_ROUND)
-            rounds += 1
-            new = [k for k in plan.chunk_keys if k not in known]
-            if new:
-                instance.add_dynamic_partitions(partitions.name, new)
-                known.update(new)
-                context.log.info(f"Registered {len(new)} chunk partition(s) ({len(known)} in all)")
-            if plan.complete or limit:
-                break
-        planned = set(plan.chunk_keys)
-        stale = sorted(known - planned) if plan.complete else []
-        for key in stale:
-            instance.delete_dynamic_partition(partitions.name, key)
-        per_table: dict[str, int] = {}
-        for key in plan.chunk_keys:
-            table = key.rpartition("#")[0]
-            per_table[table] = per_table.get(table, 0) + 1
-        notes = "\n".join(f"- {n}" for n in plan.notes) or "(none)"
-        return MaterializeResult(
-            metadata={
-                "tables": len(plan.tables),
-                "chunks": len(plan.chunk_keys),
-                "chunks_per_table": MetadataValue.json(per_table),
-                "planning_rounds": rounds,
-                "complete": plan.complete,
-                "stale_partitions_removed": len(stale),
-                "notes": MetadataValue.md(notes),
-                **resolved,
-            }
-        )
+        metadata = plan_and_register(context.instance, partitions.name, service, int(limit) if limit else None,
+                                     context.log.info)
+        return MaterializeResult(metadata={**metadata, **resolved})
 
     @asset(
         key=handle.chunks_key,

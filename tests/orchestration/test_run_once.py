@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from cdc_core.state import ChunkStatus
 from cdc_core.state.keys import BINLOG_PAUSED
 from orchestration.cli.run_once import OnceRun, RunOnceError, _contiguous_ranges, summary_table
 from tests.orchestration.fakes import recording_resource
@@ -186,3 +187,52 @@ def test_doris_down_at_a_commit_the_loads_are_committed_afterwards(harness):
     names = runner.names()
     assert names.index("resolve_pending", names.index("commit_chunks")) > names.index("commit_chunks")
     assert runner.pending_transactions(log=False) == []
+
+
+def test_the_plan_is_made_in_process_and_shows_materialized_without_a_run(harness):
+    """issue 30: ``tidemark run --once`` plans without a Dagster run of the planning job; the UI still
+    shows snapshot_splits materialized, with the plan's metadata, and its partitions registered."""
+    summary = once(harness).run()
+    assert summary.chunks_loaded == 5
+    jobs = {r.dagster_run.job_name for r in harness.instance.get_run_records()}
+    assert harness.handle.snapshot_job_name in jobs and harness.handle.splits_job_name not in jobs
+    record = harness.instance.fetch_materializations(harness.handle.splits_key, limit=1).records[0]
+    metadata = record.asset_materialization.metadata
+    assert metadata["chunks"].value == 5 and metadata["complete"].value is True and metadata["tables"].value == 2
+    assert len(harness.instance.get_dynamic_partitions(harness.handle.partitions_name)) == 5
+
+
+def test_a_plan_that_fails_in_process_is_made_again_as_a_dagster_run(harness, monkeypatch):
+    """A planning that fails in the command's process is done again by the planning job's run, as
+    before: a failure stays visible in the UI (a failed run) and is said the run's way; a passing
+    second attempt (the first met a moment's outage) goes on."""
+    run = once(harness)
+    runner = run.service
+    plan_splits = type(runner).plan_splits
+    calls = []
+
+    def flaky(self, max_steps=None):
+        calls.append(max_steps)
+        if len(calls) == 1:
+            raise ConnectionError("MySQL at 127.0.0.1:3306 does not answer: check source.hostname")
+        return plan_splits(self, max_steps)
+
+    monkeypatch.setattr(type(runner), "plan_splits", flaky)
+    summary = run.run()
+    assert summary.chunks_loaded == 5 and len(calls) == 2
+    runs = [r for r in harness.instance.get_run_records() if r.dagster_run.job_name == harness.handle.splits_job_name]
+    assert len(runs) == 1 and runs[0].dagster_run.is_success
+
+    def down(self, max_steps=None):
+        raise ConnectionError("MySQL at 127.0.0.1:3306 does not answer: check source.hostname")
+
+    monkeypatch.setattr(type(runner), "plan_splits", down)
+    runner.script.tables = {**runner.script.tables, "shop.extra": 1}
+    with runner.store.transaction() as tx:  # the snapshot to do again: a plan is needed
+        for chunk in tx.chunks():
+            tx.update_chunk(chunk.table_id, chunk.chunk_index, status=ChunkStatus.PENDING)
+    with pytest.raises(RunOnceError, match=r"__snapshot_splits: MySQL at 127.0.0.1:3306 does not answer"):
+        once(harness).run()
+    failed = [r for r in harness.instance.get_run_records()
+              if r.dagster_run.job_name == harness.handle.splits_job_name and r.dagster_run.is_failure]
+    assert len(failed) == 1
