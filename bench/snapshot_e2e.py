@@ -27,6 +27,12 @@ the row's number, in ``utf8mb4_general_ci``; the text-keyed table of issue 30):
   executed by ``dagster-daemon`` + the webserver under ``tidemark dev``: from the launch to the
   backfill's COMPLETED, then its ratio to the ``tidemark run`` figure.
 
+``--ab TREE_A TREE_B [--pairs N]``: instead of the above, ``tidemark run --once`` of the code in two
+source trees (a checkout of the old commit and of the new), alternated A B A B on the same filled
+table, each by a fresh pipeline into an empty Doris: its wall and the CPU seconds of the command and
+every process under it (``perf stat -e task-clock`` when perf is there, else the reaped children's
+rusage), and its ``--timings`` phases. CPU is what compares on a machine others load.
+
 Doris is checked to hold every row after each. ``--profile`` runs ``tidemark run`` under
 ``py-spy record --subprocesses`` and writes a speedscope file next to the JSON.
 Prints a markdown table and writes the whole report as JSON (``bench/results/``).
@@ -533,6 +539,71 @@ def parity_cost(once: dict, bare: dict) -> dict:
             "wall_delta_share": round((once["wall_s"] - bare["wall_s"]) / once["wall_s"], 4)}
 
 
+def cpu_timed(cmd: list[str], cwd: Path, env: dict[str, str], work: Path) -> tuple[int, float, float]:
+    """Run ``cmd`` to its end: its exit status, wall seconds, and CPU seconds of it and every process
+    under it (``perf stat``'s task-clock follows the children; without perf, the rusage of the
+    children this process reaped, which misses any that outlived the command)."""
+    import resource
+
+    perf = shutil.which("perf")
+    out = work / "task-clock.txt"
+    if perf:
+        cmd = [perf, "stat", "-x,", "-e", "task-clock", "-o", str(out), *cmd]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if perf and out.exists():
+        line = next((x for x in out.read_text().splitlines() if "task-clock" in x), "")
+        if line.split(",")[0].replace(".", "", 1).isdigit():
+            cpu = float(line.split(",")[0]) / 1000.0
+    if done.returncode != 0:
+        raise SystemExit(f"tidemark run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done.returncode, wall, cpu
+
+
+def ab(rows_wanted: int, trees: list[Path], pairs: int, args: argparse.Namespace, log=print) -> list[dict]:
+    """``tidemark run --once`` of each source tree in turn, ``pairs`` times, on one filled table."""
+    work = Path(tempfile.mkdtemp(prefix="tidemark-ab-"))
+    mysql = MariaDBServer(work / "mysql", port=free_port())
+    fe, be = two_free_ports()
+    doris = DorisStandIn(work / "doris", fe_port=fe, be_port=be)
+    mysql.start()
+    doris.start()
+    out: list[dict] = []
+    try:
+        for tree in trees:  # as compile_sources, for each tree
+            subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0",
+                            *(str(tree / p) for p in ("cdc_core", "jobs", "orchestration", "devstack"))],
+                           check=True, stdout=subprocess.DEVNULL)
+        rows = fill(mysql, rows_wanted, getattr(args, "key", "bigint"))
+        settle(mysql)
+        n = 0
+        for pair in range(pairs):
+            for tree in trees:
+                n += 1
+                doris_sql(doris, "DROP DATABASE IF EXISTS shop")
+                pipeline = pipeline_file(work, f"ab{n}", mysql, doris, args)
+                timings = work / f"timings{n}.json"
+                env_ = {**env(), "PYTHONPATH": str(tree)}
+                _, wall, cpu = cpu_timed([sys.executable, "-m", "orchestration.cli", "run", str(pipeline), "--once",
+                                          "--timings", str(timings)], tree, env_, work)
+                assert doris_count(doris) == rows, "Doris does not hold every row after tidemark run"
+                row = {"tree": str(tree), "pair": pair, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                       "load_1m": round(os.getloadavg()[0], 1),
+                       "phases_s": json.loads(timings.read_text()) if timings.exists() else {}}
+                log(json.dumps(row))
+                out.append(row)
+        return out
+    finally:
+        doris.stop()
+        mysql.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def markdown(reports: list[dict]) -> str:
     lines = ["| rows | `mariadb --quick` scan | `tidemark run --once` | ratio | naive reload | ratio | chunks (cap) | "
              "phases (s) | daemon backfill | ratio to run |",
@@ -571,7 +642,17 @@ def main() -> None:
     parser.add_argument("--parity-ab", action="store_true",
                         help="the --no-checks run (what parity costs) at any row count")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--ab", type=Path, nargs=2, metavar=("TREE_A", "TREE_B"), default=None,
+                        help="alternate tidemark run --once of two source trees (old, new) on one table: wall, CPU-s")
+    parser.add_argument("--pairs", type=int, default=3, help="with --ab: A B pairs")
     args = parser.parse_args()
+    if args.ab:
+        rows = ab(args.rows[0], [t.resolve() for t in args.ab], args.pairs, args)
+        for tree in args.ab:
+            mine = [r for r in rows if r["tree"] == str(tree.resolve())]
+            print(f"{tree}: CPU {', '.join(str(r['cpu_s']) for r in mine)} s; "
+                  f"wall {', '.join(str(r['wall_s']) for r in mine)} s")
+        return
     sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     out = args.out or ROOT / "bench" / "results" / f"snapshot_e2e-{dt.date.today()}-{sha or 'nogit'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
