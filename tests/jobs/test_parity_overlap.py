@@ -154,3 +154,81 @@ def test_mysql_side_is_computed_during_the_reads_and_not_again_during_the_commit
     assert all(r.ok for r in results) and sum(r.mysql_rows for r in results) == 3000
     assert during_commit(results) >= len(during_reads)
     service.close()
+
+
+def test_whole_tables_mysql_side_is_computed_during_the_reads_many_tables_a_statement(
+        mysql_server, doris_standin, root_conn, fresh_db, tmp_path, spark_session, monkeypatch):
+    """Small tables (one chunk each, compared whole, many a statement): MySQL's side is computed
+    during the reads as the check computes it, and the same run's check asks MySQL nothing more."""
+    from cdc_core.config import load_pipeline
+    from cdc_core.pipeline import snapshot
+    from cdc_core.pipeline.parity import whole_tables
+    from jobs.spark_executor import spark_service
+
+    with root_conn.cursor() as cur:
+        for n in range(4):
+            cur.execute(f"CREATE TABLE `{fresh_db}`.s{n} (id BIGINT PRIMARY KEY, v VARCHAR(20))")
+            cur.execute(f"INSERT INTO `{fresh_db}`.s{n} SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_{10 + n}")
+    service = spark_service(load_pipeline(write_pipeline(mysql_server, doris_standin, tmp_path / "state",
+                                                         f"{fresh_db}.s\\.*")))
+    keys = list(service.plan_splits().chunk_keys)
+    assert len(keys) == 4
+    real = snapshot.run_chunks_bounded
+
+    def slow_reads(*args, **kwargs):
+        results = real(*args, **kwargs)
+        time.sleep(3)
+        return results
+
+    statements: list[int] = []
+    real_wholes = overlap.mysql_wholes
+
+    def counted(conn, plans):
+        statements.append(len(plans))
+        return real_wholes(conn, plans)
+
+    monkeypatch.setattr(snapshot, "run_chunks_bounded", slow_reads)
+    monkeypatch.setattr(overlap, "mysql_wholes", counted)
+    service.run_chunks(keys, parity_run_id="run-1")
+    assert statements == [4], "one statement for the four tables, during the reads"
+    assert sorted(stored_segments(service)) == sorted(keys)
+    assert service.commit_chunks(keys, parity_run_id="run-1") == []
+    assert statements == [4], "not again during the commits"
+
+    asked: list[int] = []
+    real_check = whole_tables.mysql_wholes
+
+    def check_counted(conn, plans):
+        asked.append(len(plans))
+        return real_check(conn, plans)
+
+    monkeypatch.setattr(whole_tables, "mysql_wholes", check_counted)
+    with service.session():
+        results = service.chunks_parity(keys, "run-1")
+    assert all(r.ok for r in results) and sum(r.mysql_rows for r in results) == 46
+    assert during_commit(results) == 4 and asked == []
+    with service.session():  # used once: the next check reads MySQL itself, and agrees
+        again = service.chunks_parity(keys, "run-1")
+    assert all(r.ok for r in again) and during_commit(again) == 0 and asked == [4]
+
+    # a binlogged write after they were computed: the check reads MySQL itself
+    with overlap.alongside(service.context, "run-2", [], {k: k.rpartition("#")[0] for k in keys}):
+        time.sleep(3)
+    assert sorted(stored_segments(service)) == sorted(keys)
+    with root_conn.cursor() as cur:
+        cur.execute(f"INSERT INTO `{fresh_db}`.s0 VALUES (1000, 'late')")
+    with service.session():
+        late = service.chunks_parity(keys, "run-2")
+    assert during_commit(late) == 0 and asked == [4, 4]
+    assert [r.ok for r in late].count(False) == 1  # s0's new row is not in Doris
+    service.close()
+
+
+def test_a_whole_table_segment_names_its_table():
+    def plan(table: str):
+        schema = type("Schema", (), {"table_id": table})()
+        return type("Plan", (), {"mysql_row_hash": lambda self: "CRC32(`a`)", "schema": schema})()
+
+    assert overlap.fingerprint(plan("d.a"), None) != overlap.fingerprint(plan("d.b"), None)
+    assert overlap.fingerprint(plan("d.a"), None) == overlap.fingerprint(plan("d.a"), None)
+    assert overlap.fingerprint(plan("d.a"), None) != overlap.fingerprint(plan("d.a"), KeyRange("a"))

@@ -96,7 +96,13 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
     offset: dict[str, Any] | None = None
     whole, rest = _whole_chunks(ctx, keys)
     plans = whole_plans(ctx, sorted({r.table_id for r in whole.values()}))
-    mine_w, theirs_w = wholes_side_by_side(ctx, plans)
+    early: dict[str, Segment] = {}  # by table: MySQL's side this run computed during the reads and commits
+    if run_id is not None and plans:
+        offset = ctx.server_offset().to_dict()
+        found = overlap.take(ctx, run_id, offset, [overlap.Work(key, plans[r.table_id], None)
+                                                   for key, r in whole.items() if r.table_id in plans])
+        early = {whole[key].table_id: segment for key, segment in found.items()}
+    mine_w, theirs_w = wholes_side_by_side(ctx, plans, mysql_known=early)
     for key, record in whole.items():
         plan = plans.get(record.table_id)
         if plan is None or record.table_id not in mine_w:
@@ -105,7 +111,8 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
         m, t = mine_w[record.table_id], theirs_w.get(record.table_id, Segment(0, 0))
         results[key] = ParityResult(record.table_id, (None, None), m.count, t.count, m.checksum, t.checksum,
                                     {"target": str(plan.target), "in_database": [c.name for c in plan.in_db],
-                                     "statements": "batched over tables", "mysql_side_during_commit": False})
+                                     "statements": "batched over tables",
+                                     "mysql_side_during_commit": record.table_id in early})
     for table in _tables(ctx, rest):
         if table.gone:
             for r in table.chunks:
@@ -139,6 +146,13 @@ def range_work(ctx: PipelineContext, keys: list[str]) -> list[overlap.Work]:
     which is one statement for the whole table)."""
     _, rest = _whole_chunks(ctx, keys)  # whole-table chunks: a few statements for all of them in the check
     return [item for table in _tables(ctx, rest) if table.bounds is None for item in table.work]
+
+
+def whole_chunk_tables(ctx: PipelineContext, keys: list[str]) -> dict[str, str]:
+    """The chunks among ``keys`` that are their whole table, with their table: ``chunks_parity``
+    compares them many tables a statement, and MySQL's side of that can be computed ahead too
+    (``overlap.alongside``'s ``whole``)."""
+    return {key: record.table_id for key, record in _whole_chunks(ctx, keys)[0].items()}
 
 
 def _whole_chunks(ctx: PipelineContext, keys: list[str]) -> tuple[dict[str, ChunkRecord], list[str]]:

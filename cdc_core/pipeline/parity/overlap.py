@@ -16,6 +16,11 @@ When a stored segment may stand in for reading MySQL again (``Prefetched.valid``
 A write made without a binlog event (``sql_log_bin = 0``) between the two is missed by this one
 check, as one made just after the check would be; the next check and ``tidemark verify`` see it.
 
+Chunks that are their whole table (every small table of a database captured whole) are computed
+the way the check computes them, up to ``whole_tables.TABLES_PER_STATEMENT`` tables a statement
+(``whole_tables.mysql_wholes``), their plans read on the thread: a database of 300 small tables
+otherwise had all of MySQL's side in its check, after the commits (issue 30).
+
 The work stops when the commits are done: what is left is computed by the check, as before.
 A failure here is logged (with its cause) and changes nothing: the check reads MySQL itself.
 """
@@ -36,13 +41,18 @@ from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import connect
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.parity.row_checksum import ChecksumPlan, KeyRange, Segment, mysql_segment
+from cdc_core.pipeline.parity.whole_tables import TABLES_PER_STATEMENT, mysql_wholes, whole_plans
 from cdc_core.state.keys import PARITY_MYSQL_SIDE
 
 logger = logging.getLogger(__name__)
 
-def fingerprint(plan: ChecksumPlan, key_range: KeyRange) -> str:
-    """What a stored segment was computed from: the statement's row text and the range."""
-    text = json.dumps([plan.mysql_row_hash(), key_range.column, str(key_range.start), str(key_range.end)])
+def fingerprint(plan: ChecksumPlan, key_range: KeyRange | None) -> str:
+    """What a stored segment was computed from: the statement's row text and the range (None: the
+    whole table, named, since no range names it)."""
+    if key_range is None:
+        text = json.dumps([plan.mysql_row_hash(), str(plan.schema.table_id), "whole table"])
+    else:
+        text = json.dumps([plan.mysql_row_hash(), key_range.column, str(key_range.start), str(key_range.end)])
     return hashlib.sha1(text.encode()).hexdigest()
 
 
@@ -70,11 +80,12 @@ class Prefetched:
 
 @dataclass(frozen=True)
 class Work:
-    """One chunk the check will compare by range in the databases."""
+    """One chunk the check will compare by range in the databases (``key_range`` None: a chunk
+    that is its whole table, compared whole)."""
 
     key: str
     plan: ChecksumPlan
-    key_range: KeyRange
+    key_range: KeyRange | None
 
 
 def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any],
@@ -98,23 +109,57 @@ def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any]
     return found
 
 
+def _stored(ctx: PipelineContext, run_id: str, keys: list[str]) -> set[str]:
+    """The chunk keys among ``keys`` with a segment stored by run ``run_id``."""
+    if not keys:
+        return set()
+    with ctx.store.transaction(readonly=True) as tx:
+        return {key for key in keys
+                if (data := PARITY_MYSQL_SIDE.key(key).get(tx)) is not None and data.get("run_id") == run_id}
+
+
 def _not_stored(ctx: PipelineContext, run_id: str, work: list[Work]) -> list[Work]:
     """The items of ``work`` with no segment stored by run ``run_id``."""
-    if not work:
-        return work
-    with ctx.store.transaction(readonly=True) as tx:
-        stored = {item.key for item in work
-                  if (data := PARITY_MYSQL_SIDE.key(item.key).get(tx)) is not None and data.get("run_id") == run_id}
+    stored = _stored(ctx, run_id, [item.key for item in work])
     return [item for item in work if item.key not in stored]
 
 
+def _whole_work(ctx: PipelineContext, whole: dict[str, str]) -> list[Work]:
+    """Work items of the whole-table chunks ``whole`` (chunk key → table) that the check compares
+    whole (``whole_tables.whole_plans``: the others are compared another way)."""
+    plans = whole_plans(ctx, sorted(set(whole.values())))
+    return [Work(key, plans[table_id], None) for key, table_id in whole.items() if table_id in plans]
+
+
+def _compute_wholes(conn: Any, items: list[Work], stop: threading.Event) -> Iterator[tuple[Work, Segment]]:
+    """MySQL's whole-table segments of ``items``, ``TABLES_PER_STATEMENT`` tables a statement,
+    checking ``stop`` between statements."""
+    for i in range(0, len(items), TABLES_PER_STATEMENT):
+        if stop.is_set():
+            return
+        part = items[i: i + TABLES_PER_STATEMENT]
+        segments = mysql_wholes(conn, {item.key: item.plan for item in part})
+        for item in part:
+            if item.key in segments:
+                yield item, segments[item.key]
+
+
 @contextmanager
-def alongside(ctx: PipelineContext, run_id: str, work: list[Work]) -> Iterator[None]:
+def alongside(ctx: PipelineContext, run_id: str, work: list[Work],
+              whole: dict[str, str] | None = None) -> Iterator[None]:
     """Compute MySQL's side of ``work`` on a thread of its own while the block runs (the reads, then
     the commits); stop at the first chunk not started when the block ends, and store what was
-    computed. A chunk whose side this run already stored (during its reads) is not computed again."""
+    computed. A chunk whose side this run already stored (during its reads) is not computed again.
+
+    ``whole``: chunks that are their whole table (chunk key → table); their plans are made on the
+    thread (a schema read of every table: not before the block starts), then they are computed
+    whole, many tables a statement, after ``work``."""
     work = _not_stored(ctx, run_id, work)
-    if not work:
+    whole = whole or {}
+    if whole:
+        stored = _stored(ctx, run_id, list(whole))
+        whole = {key: table for key, table in whole.items() if key not in stored}
+    if not work and not whole:
         yield
         return
     stop = threading.Event()
@@ -134,6 +179,9 @@ def alongside(ctx: PipelineContext, run_id: str, work: list[Work]) -> Iterator[N
                         segment = mysql_segment(conn, item.plan, item.key_range)
                         done.append((item.key, Prefetched(run_id, offset, fingerprint(item.plan, item.key_range),
                                                           segment)))
+                    if whole and not stop.is_set():
+                        for item, segment in _compute_wholes(conn, _whole_work(ctx, whole), stop):
+                            done.append((item.key, Prefetched(run_id, offset, fingerprint(item.plan, None), segment)))
                 finally:
                     conn.close()
         except Exception as exc:  # noqa: BLE001 - the check reads MySQL itself; the cause is logged below
@@ -154,4 +202,4 @@ def alongside(ctx: PipelineContext, run_id: str, work: list[Work]) -> Iterator[N
                 for key, stored in done:
                     PARITY_MYSQL_SIDE.key(key).put(tx, stored.to_dict())
             logger.info("parity: MySQL's side of %d of %d chunk(s) computed during their commits", len(done),
-                        len(work))
+                        len(work) + len(whole))

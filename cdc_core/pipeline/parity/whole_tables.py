@@ -88,13 +88,20 @@ def doris_wholes(catalog: Any, plans: dict[str, ChecksumPlan]) -> dict[str, Segm
     return out
 
 
-def wholes_side_by_side(ctx: PipelineContext, plans: dict[str, ChecksumPlan]
+def wholes_side_by_side(ctx: PipelineContext, plans: dict[str, ChecksumPlan],
+                        mysql_known: dict[str, Segment] | None = None,
                         ) -> tuple[dict[str, Segment], dict[str, Segment]]:
-    """MySQL's and Doris's whole-table segments of ``plans``, the two sides at once."""
+    """MySQL's and Doris's whole-table segments of ``plans``, the two sides at once; MySQL is not
+    asked for the tables of ``mysql_known`` (its side computed during the run's reads and commits,
+    still valid: ``overlap.take``)."""
     if not plans:
         return {}, {}
+    known = mysql_known or {}
+    ask = {table_id: plan for table_id, plan in plans.items() if table_id not in known}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-parity") as pool:
         doris = pool.submit(doris_wholes, ctx.sink.catalog, plans)
-        with ctx.connection() as conn:
-            mine = mysql_wholes(conn, plans)
+        mine = dict(known)
+        if ask:
+            with ctx.connection() as conn:
+                mine.update(mysql_wholes(conn, ask))
         return mine, doris.result()
