@@ -148,10 +148,11 @@ class PipelineService:
             return
         try:
             work = chunk_parity.range_work(self.context, keys)
+            whole = chunk_parity.whole_chunk_tables(self.context, keys)
         except Exception:  # noqa: BLE001 - the block must not wait on it: the check reads MySQL itself
             logger.warning("parity: could not plan MySQL's side; the check computes it", exc_info=True)
-            work = []
-        with overlap.alongside(self.context, parity_run_id, work):
+            work, whole = [], {}
+        with overlap.alongside(self.context, parity_run_id, work, whole):
             yield
 
     def commit_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[str]:
