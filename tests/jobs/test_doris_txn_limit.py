@@ -303,3 +303,40 @@ def test_a_batch_with_nothing_to_load_neither_waits_nor_makes_the_next_wait(pipe
     assert LAST_BATCH_READ.get(runner.store) >= mark + interval, after
     _assert_equal(runner)
     runner.close()
+
+
+def test_a_groups_chunk_commits_are_sent_sixteen_at_a_time(pipeline_factory, root_conn, fresh_db, monkeypatch):
+    """Commits that reach Doris together are published together (the stand-in's group commit, the
+    FE's batched edit log): a group of one-chunk tables has 16 commits in flight, not 4."""
+    import threading
+
+    tables = 20
+    _tables(root_conn, fresh_db, tables)
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline={"tidemark.snapshot.in-process-rows": 5_000})
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    keys = list(runner.plan_splits().chunk_keys)
+    runner.run_chunks(keys)
+    sink = runner.context.sink
+    real = sink.commit_surviving
+    lock, in_flight, peak = threading.Lock(), [0], [0]
+    sixteen = threading.Event()
+
+    def commit_surviving(transactions, **kwargs):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+            if in_flight[0] >= 16:
+                sixteen.set()
+        sixteen.wait(timeout=20)  # held until 16 are in flight (or never, with fewer streams)
+        try:
+            return real(transactions, **kwargs)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(sink, "commit_surviving", commit_surviving)
+    assert runner.commit_chunks(keys) == []
+    assert peak[0] == 16
+    assert runner.snapshot_done()
+    _assert_equal(runner)
+    runner.close()
