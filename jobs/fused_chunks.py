@@ -40,7 +40,9 @@ from typing import Any
 import pyarrow as pa
 
 from cdc_core.config.durations import parse_duration
+from cdc_core.doris.arrow_layout import arrow_ready, arrow_types
 from cdc_core.doris.labels import snapshot_batch_id
+from cdc_core.doris.table_creation import DorisTable
 from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId
 from jobs.doris_writer import discard_sink, load_chunk, make_sink
@@ -78,8 +80,8 @@ def chunk_messages(read_spec: ReadSpec, source_password: str, write_spec: Writer
         write_spec.adopt_faults()
         for position in positions:
             chunk = chunks[position]
-            table, meta = read_chunk(read_spec, source_password, chunk)
             sink = make_sink(write_spec, sink_password)
+            table, meta = read_chunk(read_spec, source_password, chunk, native=arrow_loads(sink, write_spec))
             try:
                 committables = load_chunk(sink, write_spec, meta, table)
                 faults.fault_point("snapshot.after_precommit", table=write_spec.source_table,
@@ -90,6 +92,25 @@ def chunk_messages(read_spec: ReadSpec, source_password: str, write_spec: Writer
             yield json.dumps({"committables": committables, "chunks": [meta], "rows": table.num_rows})
 
     return run
+
+
+def arrow_loads(sink: Any, write_spec: WriterSpec) -> bool:
+    """Whether every target of the chunk loads it as Arrow with every column typed (the pipeline's
+    default format on Doris 2.1 or later, and no column Tidemark sends as JSON: ``arrow_layout.py``)
+    and none is a keyless table's exact form (whose rows' identity hashes the values as text:
+    ``row_identity.py``). Then the chunk's decimals, dates and datetimes need not become text to be
+    parsed back into the same Arrow types by the load (``read_chunk``'s ``native``). The layouts
+    come from the driver (``WriterSpec.layouts``): no request to Doris."""
+    if sink.loader.explicit_format or not sink.loads_arrow or not write_spec.targets:
+        return False
+    for target_text in write_spec.targets:
+        layout = write_spec.layouts.get(target_text)
+        if layout is None:
+            return False
+        table = DorisTable.from_dict(layout)
+        if table.row_identity or not arrow_ready(arrow_types(table.column_types)):
+            return False
+    return True
 
 
 def _many_messages(tables: Sequence[tuple[ReadSpec, WriterSpec]], positions: Sequence[tuple[int, int]],

@@ -99,9 +99,12 @@ def _chunk_reader(spec: ReadSpec, password: str) -> Any:
     return reader
 
 
-def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec) -> tuple[pa.Table, dict[str, Any]]:
+def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec, *,
+               native: bool = False) -> tuple[pa.Table, dict[str, Any]]:
     """One chunk as it was at its high watermark, Spark-typed (:func:`spark_typed`), with the
-    ``__tidemark_seq`` column; and its report: index, rows, watermarks, backfill events, timings."""
+    ``__tidemark_seq`` column; and its report: index, rows, watermarks, backfill events, timings.
+    ``native``: the rows go straight to an Arrow load (the fused path): decimals, dates and
+    datetimes stay as read (``SnapshotSplitReader.native_columns``)."""
 
     spec.adopt_faults()
     split = SnapshotSplit(TableId.parse(spec.table_id), chunk.index, chunk.start, chunk.end, chunk.key_columns)
@@ -109,7 +112,7 @@ def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec) -> tuple[pa.Tabl
     # the reader is kept per worker across jobs: this job's epoch, whatever an earlier job's was
     reader.epoch_reference = None if spec.epoch_reference is None else BinlogOffset.from_dict(spec.epoch_reference)
     try:
-        result = reader.read(split, spec.schema)
+        result = reader.read(split, spec.schema, native=native)
     except BaseException:
         _READERS.clear()
         reader.close()

@@ -262,3 +262,44 @@ def test_enum_key_backfill_orders_by_member_index(root_conn, fresh_db, text_conn
     with reader(settings, pause_after_scan=writer) as r:
         result = r.read(split, schema)
     assert result.table.to_pylist() == [{"k": "a", "v": 2}]
+
+
+def test_a_native_read_loads_the_same_arrow_and_is_text_again_for_a_backfill(root_conn, fresh_db, text_conn,
+                                                                               settings):
+    """``native``: decimals, dates and datetimes stay as read (no text to be parsed back by an Arrow
+    load): the load's Arrow is the same as from the text; a chunk with a backfill is all text again,
+    as the binlog's images are, and equals the table at its high watermark."""
+    from cdc_core.doris.arrow_layout import arrow_types
+    from cdc_core.doris.payloads import conform
+
+    run(root_conn, f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY, d DECIMAL(10,2), w DECIMAL(30,4), "
+                   "day DATE, at DATETIME(3), at0 DATETIME, ts TIMESTAMP(6) NULL, v VARCHAR(10))",
+        f"INSERT INTO `{fresh_db}`.t SELECT seq, IF(seq % 5 = 0, NULL, seq / 7), seq * 1000.5, "
+        f"'2020-02-28' + INTERVAL seq DAY, '2026-01-01 00:00:00.123' + INTERVAL seq SECOND, "
+        f"IF(seq % 3 = 0, NULL, '1999-12-31 23:59:59' + INTERVAL seq HOUR), "
+        f"'2021-03-14 09:30:00.5' + INTERVAL seq MINUTE, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_300")
+    schema = read_table_schema(text_conn, TableId(fresh_db, "t"))
+    split = SnapshotSplit(schema.table_id, 0, None, None, ("id",))
+    with reader(settings, server_time_zone="Asia/Shanghai") as r:
+        text = r.read(split, schema).table
+        native = r.read(split, schema, native=True).table
+        assert [native.schema.field(n).type for n in ("d", "day", "at", "at0")] == [
+            pa.decimal128(38, 2), pa.date32(), pa.timestamp("us"), pa.timestamp("us")]
+        assert native.schema.field("w").type == pa.string()  # read as text (wider than 28 digits)
+        assert native.schema.field("ts").type == pa.string()  # a TIMESTAMP is shifted to the zone: text
+        assert r.as_text(native, schema).equals(text)
+        fields = [c.name for c in schema.columns]
+        types = arrow_types(["INT", "DECIMALV3(10,2)", "DECIMALV3(30,4)", "DATEV2", "DATETIMEV2",
+                             "DATETIMEV2", "DATETIMEV2", "VARCHAR"])
+        assert conform(native, fields, 9, types).equals(conform(text, fields, 9, types))
+
+    def writer(_split):
+        run(root_conn, f"UPDATE `{fresh_db}`.t SET d = 1.5, at = '2030-01-01 00:00:00.001' WHERE id = 7",
+            f"DELETE FROM `{fresh_db}`.t WHERE id = 8")
+
+    with reader(settings, server_time_zone="Asia/Shanghai", pause_after_scan=writer) as r:
+        result = r.read(split, schema, native=True)
+    assert result.backfill_events == 2
+    assert all(f.type == pa.string() for f in result.table.schema if f.name != "id")
+    got = {row["id"]: row for row in result.table.to_pylist()}
+    assert 8 not in got and got[7]["d"] == "1.50" and got[7]["at"] == "2030-01-01 00:00:00.001"
