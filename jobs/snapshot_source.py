@@ -121,7 +121,7 @@ def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec, *,
                  result.high_watermark)
     seq = result.high_watermark.sequence
     data = spark_typed(result.table)
-    data = data.append_column(SEQ, pa.array([seq] * data.num_rows, pa.int64()))
+    data = data.append_column(SEQ, pa.repeat(pa.scalar(seq, pa.int64()), data.num_rows))  # no list of n ints
     meta = {
         "index": chunk.index,
         "rows": result.rows,

@@ -405,9 +405,9 @@ def _json_lines(batch: pa.RecordBatch, delete_sign: bool, sequence: int | None) 
         pieces.append(pc.binary_join_element_wise(json.dumps(name, ensure_ascii=False) + ":", text, ""))
     rows = len(batch)
     if delete_sign and DELETE_SIGN not in names:
-        pieces.append(pa.array([f'"{DELETE_SIGN}":"0"'] * rows, pa.string()))
+        pieces.append(pa.repeat(pa.scalar(f'"{DELETE_SIGN}":"0"', pa.string()), rows))
     if sequence is not None and SEQUENCE_COLUMN not in names:
-        pieces.append(pa.array([f'"{SEQUENCE_COLUMN}":{sequence}'] * rows, pa.string()))
+        pieces.append(pa.repeat(pa.scalar(f'"{SEQUENCE_COLUMN}":{sequence}', pa.string()), rows))
     if not pieces:
         return pa.array(["{}\n"] * rows, pa.string())
     body = pc.binary_join_element_wise(*pieces, ",") if len(pieces) > 1 else pieces[0]
@@ -480,9 +480,9 @@ def conform(table: pa.Table, fields: list[str], sequence: int | None,
         if name in table.column_names:
             array = table.column(name)
         elif name == DELETE_SIGN:
-            array = pa.chunked_array([pa.array([0] * table.num_rows, pa.int8())])
+            array = pa.chunked_array([pa.repeat(pa.scalar(0, pa.int8()), table.num_rows)])
         elif name == SEQUENCE_COLUMN and sequence is not None:
-            array = pa.chunked_array([pa.array([sequence] * table.num_rows, pa.int64())])
+            array = pa.chunked_array([pa.repeat(pa.scalar(sequence, pa.int64()), table.num_rows)])
         else:
             array = pa.chunked_array([pa.nulls(table.num_rows, pa.null())])
         target = types[i] if types is not None and i < len(types) else None
