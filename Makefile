@@ -38,9 +38,15 @@ $(STAMP): pyproject.toml
 # pytest exits 5 when it collects nothing; that is not a failure of the project.
 NOTHING_COLLECTED_IS_OK = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
-# Everything in one pytest session (one exit status): tests/conftest.py orders the unit tier first.
+# Everything in one pytest session (one exit status), in TEST_WORKERS processes (pytest-xdist; most
+# tests wait on MariaDB, the stand-in, Dagster or Spark, so two processes overlap those waits even on two
+# cores; TEST_WORKERS=0 runs in this one process). Each worker has its own servers (session fixtures),
+# ports and temp directories. worksteal hands each worker a contiguous share of the ordered tests
+# (tests/conftest.py puts the unit tier first, so its failures still show within a minute) and lets an
+# idle worker take tests from the other's tail.
+TEST_WORKERS ?= 2
 test: setup
-	@$(PY) -m pytest $(PYTEST_ARGS); $(NOTHING_COLLECTED_IS_OK)
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); $(NOTHING_COLLECTED_IS_OK)
 
 # The fast tier: every test that needs no server (MariaDB, the Doris stand-in, Dagster's webserver or
 # daemon) and no Spark, in under a minute. --no-servers fails a test that launches one anyway.

@@ -10,6 +10,12 @@ other test is the unit tier, ``make test-unit`` (``-m "not integration"``), whic
 ``--no-servers``: any launch of a server process from the test process then fails the test, so a
 test that needs a server and lacks the mark cannot hide in the fast tier. ``make test`` runs both
 tiers in one session, the unit tier first.
+
+Under pytest-xdist (``make test`` runs ``-n 2 --dist worksteal``) each worker is a pytest process of
+its own: it collects and orders the tests as above, and the session fixtures below (MariaDB, the
+stand-in, Spark, Dagster's test instance) start once per worker, on free ports in the worker's own
+temp directory. worksteal gives each worker a contiguous share of that order, so the unit tier runs
+first on the first worker.
 """
 
 from __future__ import annotations
