@@ -819,6 +819,22 @@ class Storage:
              rec["visible_at_ms"], rec["txn_id"]],
         )
 
+    def save_txns(self, cur: duckdb.DuckDBPyConnection, recs: list[tuple[dict[str, Any], bool]]) -> None:
+        """:meth:`save_txn` for several transactions (each record with whether it is ``new``) in two
+        statements at most, whatever their number: the existing rows deleted, then every record
+        inserted from one Arrow table."""
+        if len(recs) <= 1:
+            for rec, new in recs:
+                self.save_txn(cur, rec, new=new)
+            return
+        old = [int(rec["txn_id"]) for rec, new in recs if not new]
+        if old:
+            cur.execute(f"DELETE FROM {META}.txns WHERE txn_id IN ({','.join(str(i) for i in old)})")
+        # read by DuckDB's replacement scan (a local of this frame; one leading underscore, as a name
+        # with two would be mangled in a class body); no Doris database or table name starts with _
+        _standin_txn_records = pa.Table.from_pylist([rec for rec, _ in recs], schema=_TXN_SCHEMA)  # noqa: F841
+        cur.execute(f"INSERT INTO {META}.txns SELECT * FROM _standin_txn_records").fetchall()
+
     def load_txns(self) -> list[dict[str, Any]]:
         with self.cursor() as cur:
             rel = cur.execute(f"SELECT * FROM {META}.txns ORDER BY txn_id")

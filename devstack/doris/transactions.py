@@ -29,7 +29,7 @@ import contextlib
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .storage import Storage, now_ms
@@ -65,6 +65,12 @@ class Txn:
     finish_ms: int | None = None
     staged: bool = False
     visible_at_ms: int | None = None
+
+    def record(self) -> dict[str, Any]:
+        """Its fields as a dict (a journal line, a ``__standin.txns`` row): a shallow copy, as every
+        field is a str, int, bool or None; ``dataclasses.asdict`` deep-copies each field, ~0.3 ms a
+        call, three calls a load."""
+        return dict(vars(self))
 
     def job_status(self) -> str:
         """``ExistingJobStatus`` for a label held by this txn (LabelAlreadyUsedException)."""
@@ -164,6 +170,9 @@ class TxnManager:
         # (commit_2pc), and how many groups of more than one were committed, with how many commits
         self._commit_queue: list[_CommitRequest] = []
         self._commit_queue_lock = threading.Lock()
+        # While a group of commits is applied (_apply_together): each transaction's record, by id,
+        # written for the whole group by one statement before its COMMIT (Storage.save_txns)
+        self._group_records: dict[int, tuple[dict[str, Any], bool]] | None = None
         self.group_commits = 0
         self.group_committed = 0
         with self._journaled():
@@ -219,7 +228,10 @@ class TxnManager:
     def _save(self, cur: Any, t: Txn) -> None:
         """Write ``t``'s state as its ``__standin.txns`` row, in the caller's DuckDB transaction."""
         new = t.txn_id not in self.in_db
-        self.st.save_txn(cur, asdict(t), new=new)
+        if self._group_records is not None:  # written with the group's others (_apply_together)
+            self._group_records[t.txn_id] = (t.record(), new)
+        else:
+            self.st.save_txn(cur, t.record(), new=new)
         if new:
             self.st.after_commit(lambda: self.in_db.add(t.txn_id))
         self._track(t)
@@ -227,7 +239,7 @@ class TxnManager:
     def _record(self, t: Txn, done: Txn) -> None:
         """Record ``done`` (``t`` in its next state) in the journal, then make it ``t``'s state; the
         caller holds the lock. ``t`` changes only once the record is written."""
-        self.st.journal(asdict(done))
+        self.st.journal(done.record())
         self.dirty.add(t.txn_id)
         vars(t).update(vars(done))
         self._track(t)
@@ -267,7 +279,7 @@ class TxnManager:
         (their rows deleted, their labels free), in one DuckDB transaction; the journal starts
         afresh (:meth:`Storage.fold_journal`). Under the lock."""
         gone = set(expired)
-        rows = [asdict(self.txns[i]) for i in sorted(self.dirty) if i in self.txns and i not in gone]
+        rows = [self.txns[i].record() for i in sorted(self.dirty) if i in self.txns and i not in gone]
         self.st.fold_journal(rows, sorted(gone))
         self.in_db |= {int(r["txn_id"]) for r in rows}
         self.in_db -= gone
@@ -325,7 +337,7 @@ class TxnManager:
                 raise RunningTxnLimitExceeded(self.st.dbs.get(db, -1), running, self.max_running_txn_num_per_db)
             t = Txn(txn_id=self.st.next_txn_id(), db=db, label=label, tbl=tbl, status="PREPARE",
                     two_pc=two_pc, prepare_ms=now_ms())
-            self.st.journal(asdict(t))  # its id is recorded by this record
+            self.st.journal(t.record())  # its id is recorded by this record
             self.dirty.add(t.txn_id)
             self._index(t)
             return t
@@ -479,11 +491,18 @@ class TxnManager:
             before: dict[int, dict[str, Any]] = {}  # each applied transaction's state before, should the group roll back
             try:
                 with self.st.transaction() as cur:
-                    for request in group:
-                        try:
-                            request.result = self._commit_in(cur, request, before)
-                        except (TxnError, FrontendUnreachable) as exc:  # refused before it wrote anything
-                            request.error = exc
+                    # The group's VISIBLE records are one statement, not one each: a DuckDB
+                    # statement costs ~1 ms of CPU however few its rows.
+                    self._group_records = {}
+                    try:
+                        for request in group:
+                            try:
+                                request.result = self._commit_in(cur, request, before)
+                            except (TxnError, FrontendUnreachable) as exc:  # refused before it wrote anything
+                                request.error = exc
+                        self.st.save_txns(cur, list(self._group_records.values()))
+                    finally:
+                        self._group_records = None
                 self.group_commits += 1
                 self.group_committed += sum(1 for r in group if r.result is not None)
             except Exception:  # noqa: BLE001 - the group is rolled back; each commit is then tried alone

@@ -104,3 +104,24 @@ def test_a_group_whose_transaction_fails_is_applied_one_by_one(standin, monkeypa
     monkeypatch.setattr(Storage, "merge", merge)
     assert mgr.commit_2pc("d", txns[1].txn_id, None).status == "VISIBLE"
     assert _stored(storage) == [(0, "f0"), (1, "f1"), (2, "f2")]
+
+
+def test_a_group_writes_its_commits_records_in_one_statement(standin, monkeypatch) -> None:
+    """A group's VISIBLE records are inserted together (``Storage.save_txns``), not one statement
+    each; a transaction whose row a journal fold already wrote is replaced, not duplicated."""
+    storage, mgr, table = standin
+    txns = [_precommitted(storage, mgr, table, f"l{i}", i) for i in range(2)]
+    with storage.lock:
+        mgr.fold_journal([])  # these two now have a __standin.txns row (PRECOMMITTED)
+    txns += [_precommitted(storage, mgr, table, f"l{i}", i) for i in range(2, 4)]
+    single: list[int] = []
+    save_txn = storage.save_txn
+    monkeypatch.setattr(storage, "save_txn", lambda cur, rec, new=False: (single.append(rec["txn_id"]),
+                                                                         save_txn(cur, rec, new=new)))
+    out = _commit_together(storage, mgr, txns)
+    assert (mgr.group_commits, mgr.group_committed) == (1, 4)
+    assert single == []
+    assert [out[t.txn_id].status for t in txns] == ["VISIBLE"] * 4  # type: ignore[union-attr]
+    rows = storage.load_txns()
+    assert sorted((r["txn_id"], r["status"]) for r in rows) == [(t.txn_id, "VISIBLE") for t in txns]
+    assert _stored(storage) == [(0, "l0"), (1, "l1"), (2, "l2"), (3, "l3")]
