@@ -1,6 +1,6 @@
 """The Doris stand-in's own cost for many small tables: CREATE TABLE, 2PC stream loads and commits.
 
-``python -m bench.standin_estate [TABLES] [ROWS] [WORKERS] [FORMAT] [ROUNDS]`` (default 300 × 2,000, 4
+``python -m bench.standin_estate [TABLES] [ROWS] [WORKERS] [FORMAT] [ROUNDS] [SHAPE]`` (default 300 × 2,000, 4
 workers, json, 0) starts a stand-in on free ports in a temporary directory and, as a snapshot of
 ``tables: many.\\.*`` asks it, creates TABLES unique-keyed tables, then loads each with one two-phase
 stream load of ROWS JSON lines (FORMAT ``arrow``: one Arrow stream with the hidden delete sign, as
@@ -9,7 +9,10 @@ Tidemark sends) and commits it, WORKERS at a time. FORMAT ``tidemark`` is the es
 VARCHAR(16))``, a quarter by a ``VARCHAR(32)``, with DECIMAL and DATETIME columns and the sequence
 column ``__tidemark_seq``, Arrow bodies sent to the FE and followed through its 307 (loads and
 commits). ROUNDS more rounds then load 30 new rows into every table (a steady stream's binlog
-batches, each table's rows a few dozen), committed the same way.
+batches, each table's rows a few dozen), committed the same way; with SHAPE ``batch`` (a sixth argument)
+each round is shaped as a binlog batch is sent (cdc_core/pipeline/binlog_batch.py): tables 75 at a
+time (under the 100 running transactions a database allows), their loads WORKERS at a time, then
+their commits 8 at a time, straight to the BE as a sink that reuses the FE's redirect does.
 
 It prints each phase's wall seconds, the stand-in's CPU seconds (``/proc``: a figure that stays
 meaningful when the machine is busy) and the seconds its write lock was held (``GET
@@ -103,7 +106,8 @@ def _tidemark_body(kind: str, start: int, rows: int) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json", rounds: int = 0) -> dict[str, float]:
+def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json", rounds: int = 0,
+         shape: str = "serial") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         fe_port, be_port = _free_port(), _free_port()
         wrap = os.environ.get("STANDIN_PYSPY")  # a speedscope profile of the stand-in, written there
@@ -167,8 +171,8 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json
                 body = "".join(json.dumps({"id": k, "v": f"row {k}", "n": k % 97}) + "\n" for k in range(rows)).encode()
                 fmt_headers = {"format": "json", "read_json_by_line": "true"}
 
-            def put(path: str, headers: dict[str, str], data: bytes = b"") -> dict:
-                if fmt != "tidemark":
+            def put(path: str, headers: dict[str, str], data: bytes = b"", direct: bool = False) -> dict:
+                if fmt != "tidemark" or direct:
                     return session().put(f"{be}{path}", data=data, timeout=120, headers=headers).json()
                 # through the FE, following its 307 by hand as the sink does (cdc_core/doris/client.py)
                 r = session().put(f"{fe}{path}", data=b"", timeout=120, headers=headers, allow_redirects=False)
@@ -194,6 +198,33 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json
                     load_rows(i, f"stream_{r}_{i}", data)
                 return one
 
+            def batch_round(r: int) -> Callable[[int], None]:
+                """The whole round as one binlog batch (SHAPE ``batch``): run once, for table 0."""
+                def one(i: int) -> None:
+                    if i:
+                        return
+                    start = rows + 30 * r
+                    for first in range(0, tables, 75):
+                        chunk = range(first, min(tables, first + 75))
+
+                        def load_one(k: int) -> int:
+                            data = tidemark_body(k, start, 30) if fmt == "tidemark" else body[:0]
+                            res = put(f"/api/many/t{k}/_stream_load", {"Expect": "100-continue", **fmt_headers,
+                                      "two_phase_commit": "true", "label": f"batch_{r}_{k}"}, data, direct=True)
+                            assert res["Status"] == "Success", res
+                            return int(res["TxnId"])
+
+                        def commit_one(txn_id: int) -> None:
+                            c = put("/api/many/_stream_load_2pc", {"Expect": "100-continue", "txn_operation": "commit",
+                                                                  "txn_id": str(txn_id)}, direct=True)
+                            assert c["status"] == "Success", c
+
+                        with ThreadPoolExecutor(workers) as loaders:
+                            txn_ids = list(loaders.map(load_one, chunk))
+                        with ThreadPoolExecutor(8) as committers:
+                            list(committers.map(commit_one, txn_ids))
+                return one
+
             def held() -> tuple[float, int]:
                 lock = session().get(f"{fe}/_standin/txns", timeout=10).json().get("write_lock", {})
                 return lock.get("held_s", float("nan")), lock.get("holds", 0)
@@ -204,7 +235,7 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json
             query("CREATE DATABASE many")
             out: dict[str, float] = {}
             phases: list[tuple[str, Callable[[int], None]]] = [("create", create), ("load_commit", load)]
-            phases += [(f"stream_{r}", stream_round(r)) for r in range(rounds)]
+            phases += [(f"stream_{r}", batch_round(r) if shape == "batch" else stream_round(r)) for r in range(rounds)]
             for phase, fn in phases:
                 (held0, holds0), staged0, cpu0, t0 = held(), staged_by(), _cpu_s(proc.pid), time.perf_counter()
                 with ThreadPoolExecutor(workers) as pool:
@@ -231,4 +262,4 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    print(json.dumps(main(*[int(a) for a in args[:3]], *args[3:4], *[int(a) for a in args[4:5]])))
+    print(json.dumps(main(*[int(a) for a in args[:3]], *args[3:4], *[int(a) for a in args[4:5]], *args[5:6])))
