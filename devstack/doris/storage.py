@@ -65,6 +65,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from . import crc32
@@ -172,6 +173,13 @@ class Storage:
         # seconds per hundred tables: a cost of the stand-in, not of Doris, in `bench/estate.py`);
         # the names of its tables a DDL made stale
         self._information_schema_stale: set[str] = set()
+        # Per unique table, bounds that every stored row's first key lies within (an integer key's
+        # min and max, or None: no rows), kept under the lock and only ever widened or forgotten, so
+        # they are always a superset of what is stored, committed or not (_key_envelope); a load
+        # whose keys lie outside them is appended without asking DuckDB whether stored rows lie
+        # within its bounds. _NO_ENVELOPE: the table holds NULL keys. Commits that appended so.
+        self._envelopes: dict[tuple[str, str], tuple[int, int] | None | object] = {}
+        self.unguarded_appends = 0
         # CRC32: Doris's (and MySQL's) CRC-32 of a string's bytes, as a BIGINT. DuckDB has none; a
         # function over whole Arrow arrays (devstack/doris/crc32.py).
         crc32.warm_up()
@@ -451,6 +459,7 @@ class Storage:
             if t.sequence_type:
                 defs.append(f"{quote_ident(SEQUENCE_COL)} {DorisType.parse(t.sequence_type).duck()}")
         cur.execute(f"CREATE TABLE {data_ref(t.db, t.name)} ({', '.join(defs)})")
+        self._envelopes.pop((t.db, t.name), None)
         self.save_table(cur, t, new=(t.db, t.name) not in self.tables)
         self.rebuild_view(cur, t)
         self.tables[(t.db, t.name)] = t
@@ -458,6 +467,7 @@ class Storage:
     def drop_table(self, cur: duckdb.DuckDBPyConnection, db: str, name: str) -> None:
         cur.execute(f"DROP VIEW IF EXISTS {view_ref(db, name)}")
         cur.execute(f"DROP TABLE IF EXISTS {data_ref(db, name)}")
+        self._envelopes.pop((db, name), None)
         cur.execute(f"DELETE FROM {META}.tables WHERE db = ? AND name = ?", [db, name])
         self.tables.pop((db, name), None)
 
@@ -523,6 +533,7 @@ class Storage:
 
     def after_ddl(self, cur: duckdb.DuckDBPyConnection) -> None:  # noqa: ARG002 - the DDL's transaction
         self._information_schema_stale = {"SCHEMATA", "TABLES", "COLUMNS"}
+        self._envelopes.clear()  # a DDL may rename, rewrite or recreate a table: asked afresh
 
     def fresh_information_schema(self, sql: str) -> None:
         """Before a query (``sql``, as DuckDB runs it): rebuild the materialised information_schema
@@ -688,6 +699,7 @@ class Storage:
                                          or not appends_only(cur, data_ref(t.db, t.name), pre.facts)))):
                 return False
             record(pre.cur)
+            self._envelopes.pop((t.db, t.name), None)  # (before: a refused COMMIT may still have written)
             pre.cur.execute("COMMIT")
         except duckdb.Error as e:
             log.info("load %d: the rows appended ahead of its commit were refused (%s); merging its staged rows",
@@ -798,7 +810,45 @@ class Storage:
                 return merge_rows(cur, t, data_ref(t.db, t.name), stg, set(columns), work, facts)
         meta = (rows.schema.metadata or {}).get(_KEYS_META)
         facts = StagedKeys.from_json(meta) if meta else None
-        return merge_arrow(cur, t, data_ref(t.db, t.name), rows, work, facts, view=f"stg_{txn_id}")
+        span = _int_key_span(t, rows, facts)
+        outside = span is not None and self._outside_envelope(cur, t, span)
+        try:
+            n = merge_arrow(cur, t, data_ref(t.db, t.name), rows, work, facts, view=f"stg_{txn_id}",
+                            new_keys=outside)
+        finally:  # widened even when the merge fails: its rows may be in the transaction
+            self._widen_envelope(t, span)
+        if outside:
+            self.unguarded_appends += 1
+        return n
+
+    def _outside_envelope(self, cur: duckdb.DuckDBPyConnection, t: Table, span: tuple[int, int]) -> bool:
+        """Whether no stored row's first key lies within ``span`` (a load's first-key min and max),
+        by the table's envelope, asked of DuckDB (one query) when not known. Under the lock."""
+        key = (t.db, t.name)
+        if key not in self._envelopes:
+            q = quote_ident(t.key_names[0])
+            lo, hi, nulls = cur.execute(f"SELECT min({q}), max({q}), count(*) FILTER (WHERE {q} IS NULL) "
+                                        f"FROM {data_ref(t.db, t.name)}").fetchall()[0]
+            self._envelopes[key] = _NO_ENVELOPE if nulls else None if lo is None else (int(lo), int(hi))
+        env = self._envelopes[key]
+        if env is None:
+            return True
+        if not isinstance(env, tuple):
+            return False
+        return span[1] < env[0] or span[0] > env[1]
+
+    def _widen_envelope(self, t: Table, span: tuple[int, int] | None) -> None:
+        """After a merge into ``t`` of a load whose first keys span ``span`` (None: not known, the
+        envelope is forgotten): the envelope widened to cover them."""
+        key = (t.db, t.name)
+        if span is None:
+            self._envelopes.pop(key, None)
+            return
+        env = self._envelopes.get(key, _NO_ENVELOPE)
+        if env is None:
+            self._envelopes[key] = span
+        elif isinstance(env, tuple):
+            self._envelopes[key] = (min(env[0], span[0]), max(env[1], span[1]))
 
     # ---- transactions -----------------------------------------------------------------------
     def save_txn(self, cur: duckdb.DuckDBPyConnection, rec: dict[str, Any], *, new: bool = False) -> None:
@@ -850,6 +900,22 @@ class _Prebuilt:
     definition: str  # the table's definition (sorted JSON) the rows were appended under
     fold_gen: int  # the journal's generation before the transaction began
     facts: StagedKeys | None  # a unique table's staged keys
+
+
+_NO_ENVELOPE = object()  # Storage._envelopes: unknown or unusable (NULL keys)
+
+
+def _int_key_span(t: Table, rows: pa.Table, facts: StagedKeys | None) -> tuple[int, int] | None:
+    """A unique table's load's first-key min and max when that key is an integer, the load holds no
+    NULL key and its keys are distinct (the facts kept at staging still match the table); else None."""
+    if (not t.is_unique or facts is None or not facts.matches(t) or not facts.distinct or not facts.bounds
+            or rows.num_rows == 0):
+        return None
+    column = rows.column(t.key_names[0]) if t.key_names[0] in rows.column_names else None
+    if column is None or not pa.types.is_integer(column.type) or column.null_count:
+        return None
+    bounds = pc.min_max(column)
+    return int(bounds["min"].as_py()), int(bounds["max"].as_py())
 
 
 def _close_quietly(cur: duckdb.DuckDBPyConnection) -> None:

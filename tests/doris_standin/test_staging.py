@@ -366,3 +366,55 @@ def test_a_small_loads_staged_rows_are_kept_in_memory_until_its_file_goes(tmp_pa
         assert again.read_staged(3).column("v").to_pylist() == ["d"]  # from its file
     finally:
         again.close()
+
+
+def test_a_load_whose_keys_lie_outside_every_stored_key_is_appended_without_asking_duckdb(tmp_path) -> None:
+    """An integer-keyed table's envelope of stored keys (``Storage._envelopes``) lets a load of new
+    keys (a stream's inserts) be appended without the ``NOT EXISTS`` over its bounds; a load
+    within the envelope, even between stored keys, and any load after a DDL still asks."""
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+
+        def commit(txn_id: int, keys: list[int], values: list[str]) -> None:
+            storage.write_staging(txn_id, _staged(keys, values), table)
+            with storage.transaction() as cur:
+                assert storage.merge(cur, table, txn_id) == len(keys)
+
+        commit(1, [1, 2, 3], ["a", "b", "c"])  # an empty table: its envelope asked once, then known
+        commit(2, [20, 21], ["d", "e"])
+        assert storage.unguarded_appends == 2
+        commit(3, [2, 3], ["x", "y"])  # meets stored keys: merged
+        commit(4, [10, 11], ["f", "g"])  # none stored, but within the envelope: asked
+        assert storage.unguarded_appends == 2
+        commit(5, [30], ["h"])
+        assert storage.unguarded_appends == 3
+        with storage.transaction() as cur:
+            storage.after_ddl(cur)  # forgotten: asked of DuckDB again
+        commit(6, [3], ["z"])
+        commit(7, [40], ["i"])
+        assert storage.unguarded_appends == 4
+        assert _stored(storage) == [(1, "a"), (2, "x"), (3, "z"), (10, "f"), (11, "g"), (20, "d"), (21, "e"),
+                                    (30, "h"), (40, "i")]
+    finally:
+        storage.close()
+
+
+def test_a_rolled_back_load_leaves_the_envelope_covering_its_keys(tmp_path) -> None:
+    """The envelope only widens: a load rolled back with its transaction still counts, so it is a
+    superset of the stored keys whatever committed."""
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+        storage.write_staging(1, _staged([5, 6], ["a", "b"]), table)
+        with pytest.raises(RuntimeError), storage.transaction() as cur:
+            storage.merge(cur, table, 1)
+            raise RuntimeError("rolled back")
+        assert _stored(storage) == []
+        storage.write_staging(2, _staged([6], ["c"]), table)
+        with storage.transaction() as cur:
+            storage.merge(cur, table, 2)
+        assert storage.unguarded_appends == 1  # the first only; the second asked
+        assert _stored(storage) == [(6, "c")]
+    finally:
+        storage.close()
