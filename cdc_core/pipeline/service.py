@@ -293,11 +293,12 @@ class PipelineService:
         return StreamRunPolicy(options.binlog_run_seconds if budget_s is None else budget_s,
                                options.binlog_batch_interval_s, options.binlog_idle_wait_s)
 
-    def commit_batch(self, batch_id: str) -> bool:
+    def commit_batch(self, batch_id: str, *, read_ahead_next: bool = False) -> bool:
         """Commit the batch's loads (idempotent); only then does the committed offset advance.
-        False: Doris lost one of its loads; the next batch reads the same range again."""
+        False: Doris lost one of its loads; the next batch reads the same range again.
+        ``read_ahead_next``: another batch follows; its read begins during these commits."""
         self.check_lease()
-        return binlog_batch.commit_batch(self.context, batch_id)
+        return binlog_batch.commit_batch(self.context, batch_id, read_ahead_next=read_ahead_next)
 
     def abort_batch(self, batch_id: str) -> None:
         """Abort the batch's loads; the committed offset stays where it was."""
