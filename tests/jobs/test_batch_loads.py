@@ -102,3 +102,90 @@ def test_a_load_that_fails_among_the_parallel_ones_leaves_nothing_and_the_next_b
     assert len(result.events_per_table) == TABLES and runner.commit_batch(result.batch_id)
     _equal(runner)
     runner.close()
+
+
+def _reads_on_threads(monkeypatch) -> list[str]:
+    """The thread each batch's read ran on."""
+    import threading
+
+    from cdc_core.pipeline import binlog_batch
+
+    threads: list[str] = []
+    real = binlog_batch._read
+
+    def read(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(binlog_batch, "_read", read)
+    return threads
+
+
+def test_the_next_batch_is_read_while_a_batch_commits_and_every_change_lands_once(
+        pipeline_factory, root_conn, fresh_db, monkeypatch):
+    """A stream run's commit begins the next batch's read (``read_ahead_next``): that batch reads
+    from the committed offset up to where the server was when the commit began, and the changes
+    written after it go to the batch after; nothing is read twice or missed."""
+    _tables(root_conn, fresh_db)
+    runner = _service(pipeline_factory, fresh_db)
+    threads = _reads_on_threads(monkeypatch)
+    _write_all(root_conn, fresh_db, 10)
+    first = runner.run_binlog_batch()
+    _write_all(root_conn, fresh_db, 11)  # before the commit: the read ahead's
+    assert runner.commit_batch(first.batch_id, read_ahead_next=True)
+    _write_all(root_conn, fresh_db, 12)  # after it began: the batch after's
+    second = runner.run_binlog_batch()
+    assert second.start_offset == first.end_offset
+    # value 11's update and insert, and value 12's when the read began after those were written
+    assert set(second.events_per_table) == {f"{fresh_db}.t{i}" for i in range(TABLES)}
+    assert runner.commit_batch(second.batch_id)  # the run's last (its hook): no read ahead
+    third = runner.run_binlog_batch()
+    assert runner.commit_batch(third.batch_id)
+    if third.batch_id:
+        assert third.start_offset == second.end_offset
+    for i in range(TABLES):
+        table = f"{fresh_db}.t{i}"
+        assert second.events_per_table[table] + third.events_per_table.get(table, 0) == 4
+    assert threads[:2] == ["MainThread", "tidemark-read-ahead"] and set(threads[2:]) <= {"MainThread"}
+    assert not runner.binlog_lag().behind
+    _equal(runner)
+    runner.close()
+
+
+def test_a_read_ahead_is_dropped_when_the_commit_lost_a_load_and_the_batch_is_read_again(
+        pipeline_factory, root_conn, fresh_db, monkeypatch):
+    """Doris lost a load before the commit: the offset stays, so the read begun during the commit
+    (from the batch's end) is not used; the next batch reads the lost batch's range again."""
+    _tables(root_conn, fresh_db)
+    runner = _service(pipeline_factory, fresh_db)
+    threads = _reads_on_threads(monkeypatch)
+    _write_all(root_conn, fresh_db, 20)
+    first = runner.run_binlog_batch()
+    _write_all(root_conn, fresh_db, 21)
+    committer = runner.sink.committer
+    for t in runner.pending_transactions()[:1]:
+        committer.abort_txn(t["db"], t["txn_id"], label=t["label"])  # Doris aborted it on its own
+    assert runner.commit_batch(first.batch_id, read_ahead_next=True) is False
+    again = runner.run_binlog_batch()
+    assert (again.batch_id, again.start_offset, again.end_offset) == (first.batch_id, first.start_offset,
+                                                                      first.end_offset)
+    assert runner.commit_batch(again.batch_id)
+    rest = runner.run_binlog_batch()
+    assert rest.start_offset == first.end_offset and runner.commit_batch(rest.batch_id)
+    # the read ahead (begun, or cancelled before it began) was not used: each batch read on its own
+    assert [t for t in threads if t != "tidemark-read-ahead"] == ["MainThread"] * 3
+    _equal(runner)
+    runner.close()
+
+
+def test_a_read_ahead_waiting_to_begin_is_cancelled_when_the_next_batch_cannot_use_it():
+    """A read ahead waits (the last commit's time less the read's) so as to end with the commit; a
+    batch that cannot use it (the commit lost a load, a range read again) cancels it before it
+    reads, rather than waiting for it."""
+    from cdc_core.model.offsets import BinlogOffset
+    from cdc_core.pipeline.binlog_batch import _ReadAhead
+
+    began: list[int] = []
+    ahead = _ReadAhead(BinlogOffset("binlog.000001", 4), None, [], 1, 3600.0, lambda: began.append(1))
+    ahead.discard()
+    assert ahead.result() is None and began == []
