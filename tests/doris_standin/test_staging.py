@@ -418,3 +418,44 @@ def test_a_rolled_back_load_leaves_the_envelope_covering_its_keys(tmp_path) -> N
         assert _stored(storage) == [(6, "c")]
     finally:
         storage.close()
+
+
+def test_keys_in_order_are_known_distinct_without_a_distinct_count(monkeypatch) -> None:
+    """A load whose keys rise strictly (a snapshot chunk) is distinct by one comparison of each row
+    with the next, no distinct count; sorted loads with and without a repeated key (one key column
+    or two) still answer as DuckDB does."""
+    import random
+
+    import duckdb
+    import pyarrow.compute as pc
+
+    from devstack.doris.merge import staged_keys, staged_keys_arrow
+
+    rnd = random.Random(9)
+    one = Table("d", "t", "UNIQUE_KEYS", [Column("k", "BIGINT", is_key=True), Column("v", "INT")], ["k"])
+    two = Table("d", "t", "UNIQUE_KEYS", [Column("a", "INT", is_key=True), Column("b", "VARCHAR(8)", is_key=True),
+                                          Column("v", "INT")], ["a", "b"])
+    con = duckdb.connect()
+    seen = {"distinct": 0, "repeated": 0}
+    for _ in range(40):
+        size = rnd.randint(2, 12)
+        pairs = sorted((rnd.randint(0, 6), rnd.choice("xyz")) for _ in range(size))
+        cases = [(one, pa.table({"k": pa.array(sorted(a * 3 + "xyz".index(b) for a, b in pairs), pa.int64()),
+                                 "v": pa.array(range(size), pa.int32())})),
+                 (two, pa.table({"a": pa.array([a for a, _ in pairs], pa.int32()), "b": [b for _, b in pairs],
+                                 "v": pa.array(range(size), pa.int32())}))]
+        for table, rows in cases:
+            con.register("s", rows)
+            by_duckdb = staged_keys(con, table, "s")
+            con.unregister("s")
+            assert staged_keys_arrow(table, rows) == by_duckdb, rows.to_pylist()
+            seen["distinct" if by_duckdb.distinct else "repeated"] += 1
+    assert all(seen.values()), seen
+
+    def no_count(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - stands in for pc.count_distinct
+        raise AssertionError("a distinct count for keys in order")
+
+    monkeypatch.setattr(pc, "count_distinct", no_count)
+    facts = staged_keys_arrow(one, pa.table({"k": pa.array(range(100_000), pa.int64()),
+                                             "v": pa.array([0] * 100_000, pa.int32())}))
+    assert facts is not None and facts.distinct and facts.rows == 100_000
