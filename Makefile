@@ -43,10 +43,11 @@ NOTHING_COLLECTED_IS_OK = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collect
 # cores; TEST_WORKERS=0 runs in this one process). Each worker has its own servers (session fixtures),
 # ports and temp directories. worksteal hands each worker a contiguous share of the ordered tests
 # (tests/conftest.py puts the unit tier first, so its failures still show within a minute) and lets an
-# idle worker take tests from the other's tail.
+# idle worker take tests from the other's tail. The 15 slowest tests close the report, so a CI log
+# shows what eats the suite's time budget (under 30 minutes on a slow two-core machine).
 TEST_WORKERS ?= 2
 test: setup
-	@$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); $(NOTHING_COLLECTED_IS_OK)
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS); $(NOTHING_COLLECTED_IS_OK)
 
 # The fast tier: every test that needs no server (MariaDB, the Doris stand-in, Dagster's webserver or
 # daemon) and no Spark, in under a minute. --no-servers fails a test that launches one anyway.
