@@ -293,12 +293,11 @@ class PipelineService:
         return StreamRunPolicy(options.binlog_run_seconds if budget_s is None else budget_s,
                                options.binlog_batch_interval_s, options.binlog_idle_wait_s)
 
-    def commit_batch(self, batch_id: str, *, read_ahead_next: bool = False) -> bool:
+    def commit_batch(self, batch_id: str) -> bool:
         """Commit the batch's loads (idempotent); only then does the committed offset advance.
-        False: Doris lost one of its loads; the next batch reads the same range again.
-        ``read_ahead_next``: another batch follows; its read begins during these commits."""
+        False: Doris lost one of its loads; the next batch reads the same range again."""
         self.check_lease()
-        return binlog_batch.commit_batch(self.context, batch_id, read_ahead_next=read_ahead_next)
+        return binlog_batch.commit_batch(self.context, batch_id)
 
     def abort_batch(self, batch_id: str) -> None:
         """Abort the batch's loads; the committed offset stays where it was."""

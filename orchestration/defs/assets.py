@@ -154,7 +154,7 @@ def _stream(context: AssetExecutionContext, service: PipelineService) -> tuple[l
         if isinstance(decision, StreamRunEnd):
             return batches, decision  # the commit hook commits the last batch
         try:
-            committed_now = service.commit_batch(batch.batch_id, read_ahead_next=True)  # the next batch's read overlaps
+            committed_now = service.commit_batch(batch.batch_id)
         except Exception as exc:  # noqa: BLE001 - the hook retries; the batch stays PREPARED, never aborted
             context.log.warning(f"Committing binlog batch {batch.batch_id} failed ({exc}); the run ends and its "
                                 "commit hook tries again (the batch stays PREPARED until it is committed)")

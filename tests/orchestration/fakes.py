@@ -184,7 +184,7 @@ class RecordingRunner(PipelineService):
         return BatchResult(batch_id, start, end, {"shop.orders": 4, "shop.items": 1},
                            ({"label": f"l-{batch_id}", "txn_id": 9},), None, 1.5)
 
-    def commit_batch(self, batch_id: str, *, read_ahead_next: bool = False) -> bool:
+    def commit_batch(self, batch_id: str) -> bool:
         self._log("commit_batch", batch_id)
         if self.script.commit_outage:
             raise DorisConnectionError(self.script.commit_outage)

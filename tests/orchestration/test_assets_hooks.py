@@ -258,8 +258,8 @@ def test_a_binlog_run_ends_when_paused_between_batches(harness, monkeypatch):
     _moving_server(runner, monkeypatch, [600, 800])
     commit = runner.commit_batch
 
-    def commit_then_pause(batch_id, **kwargs):
-        done = commit(batch_id, **kwargs)
+    def commit_then_pause(batch_id):
+        done = commit(batch_id)
         BINLOG_PAUSED.put(runner.store, {"reason": "ALTER TABLE shop.orders"})
         return done
 
