@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
-import weakref
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from cdc_core.doris.labels import binlog_batch_id
@@ -31,7 +28,7 @@ from cdc_core.instrumentation.faults import fault_point
 from cdc_core.model.events import DataChangeEvent
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
-from cdc_core.mysql.binlog_reader import BinlogBatch, BinlogSplitReader
+from cdc_core.mysql.binlog_reader import BinlogSplitReader
 from cdc_core.mysql.collation import CollationWeigher
 from cdc_core.mysql.connection import connect
 from cdc_core.mysql.failover import (
@@ -171,34 +168,53 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         split = dataclasses.replace(split, stop=BinlogOffset.from_dict(redo.end_offset))
         logger.info("binlog batch %s committed %d load(s) in groups before it failed: reading its range again",
                     redo.batch_id, len(redo.detail["committed_in_groups"]))
-    ahead = _take_read_ahead(ctx, start)
-    usable = (ahead is not None and redo is None and failover_start is None and stop is None
-              and ahead.max_events == (max_events or ctx.definition.pipeline.binlog_max_events)
-              and ahead.plan == plan and ahead.chunks == chunks)
-    read = ahead.result() if usable and ahead is not None else None
-    if read is not None:
-        logger.debug("binlog batch from %s: read while the previous batch committed", start)
-    else:
-        if ahead is not None:
-            ahead.discard()
-        ensure_offset_available(ctx.settings, start)
-        history = SchemaHistory(ctx.store)
-        known = history.schemas_at(start)  # every table's, in one read (not one per table and use)
-        captured_tables: list[TableId] | None = None
-        if not STARTUP_SCHEMAS.get(ctx.store):
-            # Schemas not recorded when the stream's start was fixed (a snapshot's tables are
-            # recorded by its plan; a state from an older release has none): as they are now.
-            # Otherwise a table the history lacks was created after the start, and its CREATE
-            # TABLE in the binlog brings it in.
-            captured_tables = ctx.captured_tables()
-            missing = [t for t in captured_tables if known.get(t) is None]
-            if missing:
-                with ctx.connection():
-                    history.bootstrap([ctx.live_schema(t) for t in missing], start)
-                known = history.schemas_at(start)
-        read = _read(ctx, plan, chunks, start, split, known, max_events, captured_tables)
-    batch, schemas, read_started, read_s = read.batch, read.schemas, read.started, read.read_s
+    ensure_offset_available(ctx.settings, start)
+    read_started = time.time()
+    source = ctx.definition.source
+    history = SchemaHistory(ctx.store)
+    captured_tables = ctx.captured_tables()
+    known = history.schemas_at(start)  # every table's, in one read (not one per table and use)
+    if not STARTUP_SCHEMAS.get(ctx.store):
+        # Schemas not recorded when the stream's start was fixed (a snapshot's tables are
+        # recorded by its plan; a state from an older release has none): as they are now.
+        # Otherwise a table the history lacks was created after the start, and its CREATE
+        # TABLE in the binlog brings it in.
+        missing = [t for t in captured_tables if known.get(t) is None]
+        if missing:
+            with ctx.connection():
+                history.bootstrap([ctx.live_schema(t) for t in missing], start)
+            known = history.schemas_at(start)
+
+    def live_schema(table_id: TableId) -> TableSchema | None:
+        # A table the history does not know (renamed into a captured name, created before a
+        # no-snapshot start): its schema as the server has it now.
+        try:
+            return ctx.live_schema(table_id)
+        except Exception:  # noqa: BLE001 - gone from the server: the stream decides what that means
+            return None
+
+    schemas = history.lookup_at(start, fallback=live_schema, keep=True, known=known)
+    if not plan.snapshot:
+        split = dataclasses.replace(split, stream_tables=tuple(
+            t for t in captured_tables if not any(c.table_id == t for c in chunks)))
+    selector = source.selector
+    weigher = CollationWeigher(lambda: connect(ctx.settings))
+    reading = time.perf_counter()
+    try:
+        event_filter = split.event_filter(
+            schemas, captured=lambda t: selector.matches(t.database, t.table), source=source, weigher=weigher
+        )
+        # The stream's reader: the first server id of the range, closed after the batch so that
+        # no dump thread lingers on the server under that id.
+        with BinlogSplitReader.from_source(source, schemas) as reader:
+            batch = reader.read_batch(
+                start, split.stop, max_events=max_events or ctx.definition.pipeline.binlog_max_events,
+                stop_at_schema_change=True, event_filter=event_filter,
+            )
+    finally:
+        weigher.close()
     end = batch.end
+    read_s = time.perf_counter() - reading
     batch_id = binlog_batch_id(start.sequence, end.sequence)
     by_table: dict[TableId, list[Any]] = {}
     for event in batch.events:
@@ -277,159 +293,6 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
                 f", stopped before {ddl['type']} on {ddl['table_id']}" if ddl else "")
     fault_point("binlog.after_state_write", batch=batch_id)
     return BatchResult(batch_id, start.to_dict(), end.to_dict(), events_per_table, tuple(committables), ddl, lag)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Read:
-    """A batch's read: the binlog from its start, and the schemas it was decoded with."""
-
-    batch: BinlogBatch
-    schemas: Callable[[TableId], TableSchema | None]
-    started: float  # wall clock, when the read began
-    read_s: float
-
-
-def _read(ctx: PipelineContext, plan: StartupPlan, chunks: list[Any], start: BinlogOffset, split: BinlogSplit,
-          known: dict[TableId, TableSchema | None], max_events: int | None,
-          captured_tables: list[TableId] | None = None) -> _Read:
-    """Read the batch's range with the schemas valid at ``start`` (``known``: the history's, read
-    by the caller). Only MySQL is read here, never the state store: a read ahead runs it on a
-    thread of its own while the previous batch commits (``read_ahead``). The caller has checked
-    that the server still has the binlog from ``start`` (``ensure_offset_available``)."""
-    started = time.time()
-    source = ctx.definition.source
-    history = SchemaHistory(ctx.store)
-
-    def live_schema(table_id: TableId) -> TableSchema | None:
-        # A table the history does not know (renamed into a captured name, created before a
-        # no-snapshot start): its schema as the server has it now.
-        try:
-            return ctx.live_schema(table_id)
-        except Exception:  # noqa: BLE001 - gone from the server: the stream decides what that means
-            return None
-
-    # with ``known`` given, the history's store is never asked (only the live server, for a miss)
-    schemas = history.lookup_at(start, fallback=live_schema, keep=True, known=known)
-    if not plan.snapshot:
-        captured = captured_tables if captured_tables is not None else ctx.captured_tables()
-        split = dataclasses.replace(split, stream_tables=tuple(
-            t for t in captured if not any(c.table_id == t for c in chunks)))
-    selector = source.selector
-    weigher = CollationWeigher(lambda: connect(ctx.settings))
-    reading = time.perf_counter()
-    try:
-        event_filter = split.event_filter(
-            schemas, captured=lambda t: selector.matches(t.database, t.table), source=source, weigher=weigher
-        )
-        # The stream's reader: the first server id of the range, closed after the batch so that
-        # no dump thread lingers on the server under that id.
-        with BinlogSplitReader.from_source(source, schemas) as reader:
-            batch = reader.read_batch(
-                start, split.stop, max_events=max_events or ctx.definition.pipeline.binlog_max_events,
-                stop_at_schema_change=True, event_filter=event_filter,
-            )
-    finally:
-        weigher.close()
-    return _Read(batch, schemas, started, time.perf_counter() - reading)
-
-
-class _ReadAhead:
-    """The next batch's read, on a thread of its own while the previous batch's loads are committed
-    (``commit_batch(read_ahead_next=True)``): reading the binlog needs only MySQL, committing only
-    Doris, so the two overlap instead of following each other.
-
-    It begins ``delay_s`` after the commits do, so that it ends about when they end: a read begun
-    earlier only moves the batch's end (the server's position when the read begins) earlier, and
-    the rows written meanwhile wait one more batch. Nothing is recorded by it: the next
-    ``run_batch`` uses it only when that batch starts exactly where it read from (the committed
-    offset: the previous batch did commit, whole) and is an ordinary batch (no range read again
-    after a partial commit, no failover, no ``stop``, the same startup plan and committed chunks);
-    any other batch cancels it or waits for it to end (its dump connection uses the stream's
-    server id) and reads anew. A batch read ahead is a batch whose range ends where the server was
-    when its read began, as every batch's does: never a different protocol."""
-
-    def __init__(self, start: BinlogOffset, plan: StartupPlan, chunks: list[Any], max_events: int, delay_s: float,
-                 work: Callable[[], _Read | None]):
-        self.start, self.plan, self.chunks, self.max_events = start, plan, chunks, max_events
-        self._future: Future[_Read | None] = Future()
-        self._cancel = threading.Event()
-        thread = threading.Thread(target=self._run, args=(delay_s, work), name="tidemark-read-ahead", daemon=True)
-        thread.start()
-
-    def _run(self, delay_s: float, work: Callable[[], _Read | None]) -> None:
-        try:
-            cancelled = self._cancel.wait(delay_s) if delay_s > 0 else self._cancel.is_set()
-            self._future.set_result(None if cancelled else work())
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever takes the read (result() raises it)
-            self._future.set_exception(exc)
-
-    def result(self) -> _Read | None:
-        """The read (None: nothing to read, a failover, or cancelled); raises what the read raised."""
-        return self._future.result()
-
-    def discard(self) -> None:
-        """Cancel it if it has not begun, else wait for it to end; drop what it read (and any error
-        it met: the batch reads anew)."""
-        self._cancel.set()
-        exc = self._future.exception()
-        if exc is not None:
-            logger.debug("a read ahead from %s was not used; it had failed", self.start, exc_info=exc)
-
-
-_READ_AHEAD: weakref.WeakKeyDictionary[PipelineContext, _ReadAhead] = weakref.WeakKeyDictionary()
-_LAST_COMMIT_S: weakref.WeakKeyDictionary[PipelineContext, float] = weakref.WeakKeyDictionary()
-_READ_AHEAD_LOCK = threading.Lock()
-
-
-def _take_read_ahead(ctx: PipelineContext, start: BinlogOffset) -> _ReadAhead | None:
-    with _READ_AHEAD_LOCK:
-        ahead = _READ_AHEAD.pop(ctx, None)
-    if ahead is not None and ahead.start != start:
-        ahead.discard()
-        return None
-    return ahead
-
-
-def read_ahead(ctx: PipelineContext, after: BatchRecord) -> None:
-    """Begin reading the batch that follows ``after`` (about to be committed) on a thread of its
-    own (``_ReadAhead``) when it is an ordinary batch: ``after`` did not stop before a DDL, the
-    history knows every captured table's schema. The thread reads only MySQL (the server's
-    position, the binlog); what the state store says is read here. It waits the last commit's
-    time (this process's) less ``after``'s read time first, so that it ends as the commit does."""
-    if (after.detail or {}).get("stopped_at_ddl"):
-        return
-    plan = startup(ctx)
-    chunks = finished_chunks(ctx)
-    plan_offset = PLAN_OFFSET.get(ctx.store)
-    start = BinlogOffset.from_dict(after.end_offset)
-    known = SchemaHistory(ctx.store).schemas_at(start)
-    captured_tables: list[TableId] | None = None
-    if not STARTUP_SCHEMAS.get(ctx.store):
-        captured_tables = ctx.captured_tables()
-        if any(known.get(t) is None for t in captured_tables):
-            return  # schemas to record first (run_batch's bootstrap): the batch reads on its own
-    max_events = ctx.definition.pipeline.binlog_max_events
-
-    def work() -> _Read | None:
-        now = ctx.server_offset()
-        if failed_over(start, now):
-            return None  # run_batch's failover path
-        split = HybridSplitAssigner.next_split(plan, chunks, committed=start, plan_offset=plan_offset,
-                                               server_offset=lambda: align(now, start))
-        if split is None or split.start != start:
-            return None
-        ensure_offset_available(ctx.settings, start)
-        return _read(ctx, plan, chunks, start, split, known, max_events, captured_tables)
-
-    read_s = ((after.detail or {}).get("timings") or {}).get("read_s") or 0.0
-    with _READ_AHEAD_LOCK:
-        delay_s = max(0.0, _LAST_COMMIT_S.get(ctx, 0.0) - read_s)
-    ahead = _ReadAhead(start, plan, chunks, max_events, delay_s, work)
-    with _READ_AHEAD_LOCK:
-        earlier = _READ_AHEAD.pop(ctx, None)
-        _READ_AHEAD[ctx] = ahead
-    if earlier is not None:
-        earlier.discard()
 
 
 def _pace(ctx: PipelineContext) -> float:
@@ -603,11 +466,8 @@ def batch_record(ctx: PipelineContext, batch_id: str) -> BatchRecord:
     return record
 
 
-def commit_batch(ctx: PipelineContext, batch_id: str, *, read_ahead_next: bool = False) -> bool:
+def commit_batch(ctx: PipelineContext, batch_id: str) -> bool:
     """Commit the batch's loads (idempotent); only then does the committed offset advance.
-
-    ``read_ahead_next`` (a stream run that goes on after this batch): the next batch's read begins
-    while these loads are committed (``read_ahead``).
 
     When Doris lost one of its loads (aborted it on its own, or forgot it), the batch is recorded
     ABORTED and the offset stays: the next batch reads exactly the same range again under the same
@@ -620,12 +480,6 @@ def commit_batch(ctx: PipelineContext, batch_id: str, *, read_ahead_next: bool =
         return True
     if batch.status is not BatchStatus.PREPARED:
         raise RuntimeError(f"binlog batch {batch_id} is {batch.status}, not PREPARED; it cannot be committed")
-    if read_ahead_next:
-        try:
-            read_ahead(ctx, batch)
-        except Exception:  # noqa: BLE001 - not the commit's failure: the next batch reads on its own
-            logger.info("could not begin the next batch's read during the commit of binlog batch %s", batch_id,
-                        exc_info=True)
     committing = time.perf_counter()
     with ctx.sink.client.reusing_redirects():
         lost = ctx.sink.commit_surviving(batch.transactions or [], streams=COMMIT_STREAMS)
@@ -645,10 +499,7 @@ def commit_batch(ctx: PipelineContext, batch_id: str, *, read_ahead_next: bool =
     fault_point("binlog.committing", batch=batch_id)
     detail = dict(batch.detail or {})
     timings = detail["timings"] = dict(detail.get("timings") or {})
-    commit_s = time.perf_counter() - committing
-    with _READ_AHEAD_LOCK:
-        _LAST_COMMIT_S[ctx] = commit_s
-    timings.update(commit_s=round(commit_s, 3), committed_at=round(time.time(), 3))
+    timings.update(commit_s=round(time.perf_counter() - committing, 3), committed_at=round(time.time(), 3))
     with ctx.store.transaction() as tx:
         current = COMMITTED_OFFSET.get(tx)
         if current is not None and current > BinlogOffset.from_dict(batch.start_offset):

@@ -17,8 +17,7 @@ always reads up to the server's position when it starts, so it grows with the la
   run's last, committed by the hook.
 
 Every batch keeps the whole protocol of a single-batch run: read, precommit, recorded PREPARED,
-then committed (``binlog_batch.commit_batch``) before the next batch starts (only the next batch's
-read, which records nothing, overlaps the commit: ``binlog_batch.read_ahead``); a crash anywhere
+then committed (``binlog_batch.commit_batch``) before the next batch starts; a crash anywhere
 leaves at most one PREPARED batch, which the next run's ``resolve_pending`` finishes. Whether the
 run goes on is decided before the commit: the batch a run ends with is committed by the commit
 hook, as a single-batch run's is, and a commit that fails inside the run ends it, leaving the
