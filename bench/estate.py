@@ -35,10 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.snapshot_e2e import env  # noqa: E402
+from bench.snapshot_e2e import env, private_stack  # noqa: E402
 from devstack.mysql import MariaDBServer  # noqa: E402
 from devstack.pipeline_file import write_pipeline  # noqa: E402
-from devstack.procs import free_port, two_free_ports  # noqa: E402
 from devstack.stack import DorisStandIn  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -391,11 +390,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tidemark-estate-"))
-    mysql = MariaDBServer(work / "mysql", port=free_port())
-    fe, be = two_free_ports()
-    doris = DorisStandIn(work / "doris", fe_port=fe, be_port=be)
-    mysql.start()
-    doris.start()
+    mysql, doris = private_stack(work)
     try:
         t0 = time.perf_counter()
         total = fill_estate(mysql, args.tables, args.rows)

@@ -30,20 +30,14 @@ def main(argv: list[str] | None = None) -> int:
                              "see docs/performance.md)")
     args = parser.parse_args(argv)
 
-    from bench.estate import stream, two_free_ports
-    from devstack.mysql import MariaDBServer
-    from devstack.procs import free_port
-    from devstack.stack import DorisStandIn
+    from bench.estate import stream
+    from bench.snapshot_e2e import private_stack
 
     work = Path(tempfile.mkdtemp(prefix="tidemark-estate-stream-"))
-    mysql = MariaDBServer(work / "mysql", port=free_port())
-    fe, be = two_free_ports()
     doris_dir = Path(tempfile.mkdtemp(prefix="tidemark-estate-stream-doris-", dir="/dev/shm")) if args.standin_on_tmpfs else work
-    doris = DorisStandIn(doris_dir / "doris", fe_port=fe, be_port=be)
     load_before = os.getloadavg()
+    mysql, doris = private_stack(work, doris_dir)
     try:
-        mysql.start()
-        doris.start()
         report = stream(mysql, doris, work, tables=args.tables, rate=args.rate, seconds=args.seconds,
                         log=lambda m: print(m, file=sys.stderr))
     finally:

@@ -72,6 +72,21 @@ NAIVE_MAX_ROWS = 1_000_000
 """``--naive`` reloads at most this many rows: pandas holds the whole table in memory (issue 30 compares at 1M)."""
 
 
+def private_stack(work: Path, doris_dir: Path | None = None) -> tuple[MariaDBServer, DorisStandIn]:
+    """A private MariaDB (under ``work``) and Doris stand-in (under ``doris_dir``, else ``work``) on
+    free ports, both started; the caller stops them. A stand-in that fails to start stops the MariaDB."""
+    mysql = MariaDBServer(work / "mysql", port=free_port())
+    fe, be = two_free_ports()
+    doris = DorisStandIn((doris_dir or work) / "doris", fe_port=fe, be_port=be)
+    mysql.start()
+    try:
+        doris.start()
+    except BaseException:
+        mysql.stop()
+        raise
+    return mysql, doris
+
+
 def fill(mysql: MariaDBServer, rows: int, key: str = "bigint") -> int:
     batches = max(1, rows // 100_000)
     per = rows // batches
@@ -446,11 +461,7 @@ def measure(rows_wanted: int, args: argparse.Namespace, out_dir: Path,
     compile_sources()
     work = Path(tempfile.mkdtemp(prefix="tidemark-e2e-"))
     if stack is None:
-        mysql = MariaDBServer(work / "mysql", port=free_port())
-        fe, be = two_free_ports()
-        doris = DorisStandIn(work / "doris", fe_port=fe, be_port=be)
-        mysql.start()
-        doris.start()
+        mysql, doris = private_stack(work)
     else:
         mysql, doris = stack
     try:
@@ -567,11 +578,7 @@ def cpu_timed(cmd: list[str], cwd: Path, env: dict[str, str], work: Path) -> tup
 def ab(rows_wanted: int, trees: list[Path], pairs: int, args: argparse.Namespace, log=print) -> list[dict]:
     """``tidemark run --once`` of each source tree in turn, ``pairs`` times, on one filled table."""
     work = Path(tempfile.mkdtemp(prefix="tidemark-ab-"))
-    mysql = MariaDBServer(work / "mysql", port=free_port())
-    fe, be = two_free_ports()
-    doris = DorisStandIn(work / "doris", fe_port=fe, be_port=be)
-    mysql.start()
-    doris.start()
+    mysql, doris = private_stack(work)
     out: list[dict] = []
     try:
         for tree in trees:  # as compile_sources, for each tree

@@ -26,6 +26,17 @@ from tests.orchestration.test_e2e_dagster import (  # noqa: F401
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def assert_healed(path, database: str, tables: tuple[str, ...]) -> None:
+    """Nothing left prepared in Doris, and each table equal in MySQL and Doris (parity)."""
+    service = spark_service(load_pipeline(path))
+    try:
+        assert service.pending_transactions() == []
+        for table in tables:
+            assert service.table_parity(f"{database}.{table}").ok
+    finally:
+        service.close()
+
+
 @pytest.mark.slow
 def test_tidemark_run_once_snapshot_then_binlog(mysql_server, root_conn, fresh_db, doris_standin, tmp_path):  # noqa: F811
     _create_tables(root_conn, fresh_db)
@@ -120,13 +131,7 @@ def test_a_killed_tidemark_run_heals_with_a_plain_rerun(point, doris_aborts, mys
         assert any("is gone" in m for m in messages)
     if doris_aborts:
         assert "Doris lost the loads" in healed.stderr
-    service = spark_service(load_pipeline(path))
-    try:
-        assert service.pending_transactions() == []
-        for table in ("items", "logs"):
-            assert service.table_parity(f"{fresh_db}.{table}").ok
-    finally:
-        service.close()
+    assert_healed(path, fresh_db, ("items", "logs"))
 
 
 def test_a_failed_commit_hook_fails_the_run_visibly_and_heals(mysql_server, root_conn, fresh_db, doris_standin,  # noqa: F811
@@ -201,10 +206,4 @@ def test_ddls_one_after_another_go_to_the_schema_change_job_without_an_empty_bin
     assert jobs.count(schema_change_job_name(handle)) == 3, jobs
     # one binlog run (to the first DDL); the resume batches stopped before the second and third
     assert jobs.count(handle.binlog_job_name) == 1, jobs
-    service = spark_service(load_pipeline(path))
-    try:
-        assert service.pending_transactions() == []
-        for table in ("items", "logs"):
-            assert service.table_parity(f"{fresh_db}.{table}").ok
-    finally:
-        service.close()
+    assert_healed(path, fresh_db, ("items", "logs"))
