@@ -40,6 +40,20 @@ def stored_segments(service) -> dict:
         return dict(PARITY_MYSQL_SIDE.items(tx))
 
 
+def count_tables_asked(monkeypatch, module) -> list[int]:
+    """How many tables each whole-table statement of ``module`` (its ``mysql_wholes``) asked MySQL
+    for, appended as they are asked."""
+    asked: list[int] = []
+    real = module.mysql_wholes
+
+    def counted(conn, plans):
+        asked.append(len(plans))
+        return real(conn, plans)
+
+    monkeypatch.setattr(module, "mysql_wholes", counted)
+    return asked
+
+
 def during_commit(results) -> int:
     return sum(1 for r in results if r.detail.get("mysql_side_during_commit"))
 
@@ -180,29 +194,15 @@ def test_whole_tables_mysql_side_is_computed_during_the_reads_many_tables_a_stat
         time.sleep(3)
         return results
 
-    statements: list[int] = []
-    real_wholes = overlap.mysql_wholes
-
-    def counted(conn, plans):
-        statements.append(len(plans))
-        return real_wholes(conn, plans)
-
+    statements = count_tables_asked(monkeypatch, overlap)
     monkeypatch.setattr(snapshot, "run_chunks_bounded", slow_reads)
-    monkeypatch.setattr(overlap, "mysql_wholes", counted)
     service.run_chunks(keys, parity_run_id="run-1")
     assert statements == [4], "one statement for the four tables, during the reads"
     assert sorted(stored_segments(service)) == sorted(keys)
     assert service.commit_chunks(keys, parity_run_id="run-1") == []
     assert statements == [4], "not again during the commits"
 
-    asked: list[int] = []
-    real_check = whole_tables.mysql_wholes
-
-    def check_counted(conn, plans):
-        asked.append(len(plans))
-        return real_check(conn, plans)
-
-    monkeypatch.setattr(whole_tables, "mysql_wholes", check_counted)
+    asked = count_tables_asked(monkeypatch, whole_tables)
     with service.session():
         results = service.chunks_parity(keys, "run-1")
     assert all(r.ok for r in results) and sum(r.mysql_rows for r in results) == 46
