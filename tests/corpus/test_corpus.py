@@ -86,7 +86,7 @@ def test_the_corpus_sample_under_minimal_row_metadata(mysql_server, root_conn, d
 
 
 # ~540 DDLs carried over one by one, each its schema change's Dagster run (a DDL the stream stands
-# before goes to it directly, with no binlog run): 499 s on a quiet machine at a229460, 1966 s before
+# before goes to it directly, with no binlog run): 499 s on a quiet machine at 4ab56e9, 1966 s before
 # that change and 3005-4140 s at load 7-17 (tests/corpus/RESULTS.md); pytest's 600 s cannot hold it
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
