@@ -175,9 +175,10 @@ class Storage:
         self._information_schema_stale: set[str] = set()
         # Per unique table, bounds that every stored row's first key lies within (an integer key's
         # min and max, or None: no rows), kept under the lock and only ever widened or forgotten, so
-        # they are always a superset of what is stored, committed or not (_key_envelope); a load
-        # whose keys lie outside them is appended without asking DuckDB whether stored rows lie
-        # within its bounds. _NO_ENVELOPE: the table holds NULL keys. Commits that appended so.
+        # they are always a superset of what is stored, committed or not (_outside_envelope,
+        # _widen_envelope); a load whose keys lie outside them is appended without asking DuckDB
+        # whether stored rows lie within its bounds. _NO_ENVELOPE: the table holds NULL keys.
+        # unguarded_appends: commits that appended so.
         self._envelopes: dict[tuple[str, str], tuple[int, int] | None | object] = {}
         self.unguarded_appends = 0
         # CRC32: Doris's (and MySQL's) CRC-32 of a string's bytes, as a BIGINT. DuckDB has none; a

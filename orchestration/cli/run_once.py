@@ -160,6 +160,9 @@ class OnceRun:
             self.service = self.resource.service()
         self.summary = Summary()
         self.parity_checks = parity_checks
+        # _report_caught_up stood in for the binlog run: its no_pending_transactions evaluation is
+        # then reported by this command (_report_no_pending)
+        self.binlog_run_skipped = False
 
     def stop_requested(self) -> bool:
         """Whether to load no further chunk run (``tidemark run`` without ``--once`` asks on Ctrl-C)."""
@@ -552,8 +555,6 @@ class OnceRun:
                       "run_ended": "nothing to read", "binlog_run": "not launched: nothing to read"}))
         self.binlog_run_skipped = True
 
-    binlog_run_skipped = False  # _report_caught_up stood in for the binlog run
-
     def _report_no_pending(self) -> None:
         """binlog_stream's no_pending_transactions evaluation, as the binlog run's blocking check would
         have recorded it, after ``_no_pending_left`` found nothing prepared."""
@@ -597,9 +598,8 @@ class OnceRun:
                     self.console.log(f"binlog: the stream stands before the DDL at {ddl}")
                     self._schema_change(ddl)
                     continue
-                # caught up already (a run right after the snapshot): one batch all the same, so that
-                # binlog_stream is materialized, saying where the stream stands (nothing new since the
-                # snapshot), rather than "never materialized" after a complete run
+                # caught up with the target, but the server has moved past it since the command started
+                # (or is another server: a failover to follow): one batch all the same
                 status.update(f"[bold]{self.handle.slug}[/] binlog: committed {committed or '-'}, target {target}, "
                               f"server {lag.server_offset.get('file')}:{lag.server_offset.get('position')}"
                               + (f", {lag.bytes_behind:,} bytes behind" if lag.bytes_behind is not None else ""))
