@@ -54,18 +54,21 @@ def test_a_table_dropped_after_planning_is_skipped_and_the_rest_goes_on(pipeline
         keys = list(service.plan_splits().chunk_keys)
         first = [f"{db}.keep#00000", f"{db}.gone#00000"]
         assert set(first) <= set(keys), keys
-        service.run_chunks(first)
+        # a first chunk holds about 100 rows: the splitter's step is the chunk size times the
+        # distribution factor, which rests on InnoDB's approximate row count (300 or 301 here)
+        first_rows = {r.key: r.rows for r in service.run_chunks(first)}
+        assert all(95 <= n <= 100 for n in first_rows.values()), first_rows
         service.commit_chunks(first)
         keys = [k for k in keys if k not in first]
         gone_keys = [k for k in keys if k.startswith(f"{db}.gone#")]
         assert gone_keys
-        assert doris_query(doris_standin, db, "SELECT COUNT(*) FROM gone") == [[100]]
+        assert doris_query(doris_standin, db, "SELECT COUNT(*) FROM gone") == [[first_rows[f"{db}.gone#00000"]]]
         sql(root_conn, f"UPDATE `{db}`.gone SET v = 0 WHERE id = 1", f"DROP TABLE `{db}`.gone",
             f"UPDATE `{db}`.keep SET v = -1 WHERE id = 1")
         with caplog.at_level("WARNING", logger="cdc_core.pipeline.snapshot"):
             results = service.run_chunks(keys)
         assert {r.key: r.rows for r in results if r.key in gone_keys} == dict.fromkeys(gone_keys, 0)
-        assert sum(r.rows for r in results) == 200
+        assert sum(r.rows for r in results) == 300 - first_rows[f"{db}.keep#00000"]
         warning = [r.getMessage() for r in caplog.records if "no longer exists" in r.getMessage()]
         assert warning and f"{db}.gone no longer exists on the server" in warning[0]
         service.commit_chunks(keys)
