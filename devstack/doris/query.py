@@ -148,17 +148,17 @@ class QueryExecutor:
                 d = c.dtype
                 if d.name == "DATETIMEV2":
                     precisions.setdefault(c.name.lower(), d.precision or 0)
+        # One execute and at most ``limit`` rows fetched from its streamed result (the cursor's close
+        # ends the rest): a relation's ``sql`` then ``limit`` binds the statement twice before running
+        # it, ~0.8 ms of DuckDB's CPU a query more.
         with self.st.cursor() as cur:
             try:
-                rel = cur.sql(duck_sql)
-            except Exception as e:
-                raise SqlError(str(e).splitlines()[0]) from e
-            if rel is None:
-                return _exec_status(start)
-            names = list(rel.columns)
-            types = [str(t) for t in rel.types]
-            try:
-                raw = rel.limit(limit).fetchall()
+                cur.execute(duck_sql)
+                if cur.description is None:
+                    return _exec_status(start)
+                names = [d[0] for d in cur.description]
+                types = [str(d[1]) for d in cur.description]
+                raw = cur.fetchmany(limit) if limit >= 0 else cur.fetchall()  # (as a relation's limit(-1))
             except Exception as e:
                 raise SqlError(str(e).splitlines()[0]) from e
         prec = [precisions.get(n.lower()) for n in names]
