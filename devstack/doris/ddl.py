@@ -307,6 +307,12 @@ def _check_default(c: Column) -> None:
 
 def create_table(st: Storage, s: CreateTable, current: str) -> None:
     db = _db_name(s.db, current)
+    # The definition is checked and built before the write lock (it reads nothing stored); its error,
+    # if any, is raised where it was before: after the database's and the name's checks.
+    try:
+        built: Table | SqlError = _build_table(db, s)
+    except SqlError as e:
+        built = e
     with st.transaction() as cur:
         if not st.db_exists(db):
             raise SqlError(f"Unknown database '{db}'")
@@ -318,7 +324,9 @@ def create_table(st: Storage, s: CreateTable, current: str) -> None:
             if s.if_not_exists:
                 return
             raise SqlError(f"Table '{s.name}' already exists")
-        st.create_table(cur, _build_table(db, s))
+        if isinstance(built, SqlError):
+            raise built
+        st.create_table(cur, built)
         st.after_ddl(cur)
 
 

@@ -217,6 +217,7 @@ class Storage:
                 self.dbs[name] = dbid
             for (db, name, d) in cur.execute(f"SELECT db, name, def FROM {META}.tables").fetchall():
                 self.tables[(db, name)] = Table.from_json(json.loads(d))
+            self._load_id_counter(cur)
             self._load_txn_counter(cur)
             self._read_journal(cur)
             self._refresh_information_schema(cur)
@@ -378,26 +379,29 @@ class Storage:
         top = cur.execute(f"SELECT max(txn_id) FROM {META}.txns").fetchall()[0][0]
         self._counters["txn"] = max(999, kv[0][0] if kv else 0, top or 0)
 
-    def next_id(self, cur: duckdb.DuckDBPyConnection, key: str = "id", start: int = 10000) -> int:
-        """The next value of counter ``key``, written in the caller's transaction.
+    def _load_id_counter(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """The last database or table id issued, as recorded: the largest of ``kv['id']`` and the ids
+        the catalog's rows hold (9999 when none exists: ids start at 10000).
 
-        The last value is kept in memory too (every write of it happens here, under the lock), so
-        a database's or table's id costs one UPDATE — not a read and an ``INSERT OR REPLACE``, which
-        DuckDB runs as a delete and an insert. A rolled-back caller only skips a value. (Transaction
-        ids have their own counter, :meth:`next_txn_id`, which a begin does not write.)
+        A CREATE writes no counter — the catalog row it writes holds its id, as a transaction's record
+        holds a transaction's (:meth:`_load_txn_counter`): an UPDATE of ``kv`` was a fifth of a
+        CREATE TABLE's DuckDB statements. ``kv['id']`` is written when catalog rows go
+        (:meth:`_record_id_counter`, in the DROP's transaction), so ids are never reused, even after
+        the newest table was dropped and the process restarted.
         """
-        last = self._counters.get(key)
-        if last is None:
-            row = cur.execute(f"SELECT v FROM {META}.kv WHERE k = ?", [key]).fetchone()
-            last = row[0] if row else None
-        if last is None:
-            value = start
-            cur.execute(f"INSERT INTO {META}.kv VALUES (?, ?)", [key, value])
-        else:
-            value = last + 1
-            cur.execute(f"UPDATE {META}.kv SET v = ? WHERE k = ?", [value, key])
-        self._counters[key] = value
+        kv = cur.execute(f"SELECT v FROM {META}.kv WHERE k = 'id'").fetchall()
+        self._counters["id"] = max(9999, kv[0][0] if kv else 0, *self.dbs.values(),
+                                   *(t.table_id for t in self.tables.values()))
+
+    def next_id(self) -> int:
+        """The next database or table id, under the lock; not written by itself (see :meth:`_load_id_counter`)."""
+        value = self._counters["id"] + 1
+        self._counters["id"] = value
         return value
+
+    def _record_id_counter(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Write the last id issued to ``kv['id']`` in the caller's transaction (one that deletes catalog rows)."""
+        cur.execute(f"INSERT OR REPLACE INTO {META}.kv VALUES ('id', ?)", [self._counters["id"]])
 
     def checkpoint(self) -> None:
         with self.lock, contextlib.suppress(duckdb.Error):
@@ -438,7 +442,7 @@ class Storage:
                     f"FROM {data_ref(t.db, t.name)}{where}")
 
     def create_database(self, cur: duckdb.DuckDBPyConnection, name: str) -> None:
-        dbid = self.next_id(cur)
+        dbid = self.next_id()
         cur.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(name)}")
         cur.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(data_schema(name))}")
         cur.execute(f"INSERT OR REPLACE INTO {META}.dbs VALUES (?, ?)", [name, dbid])
@@ -450,10 +454,11 @@ class Storage:
         cur.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
         cur.execute(f"DROP SCHEMA IF EXISTS {quote_ident(data_schema(name))} CASCADE")
         cur.execute(f"DELETE FROM {META}.dbs WHERE name = ?", [name])
+        self._record_id_counter(cur)
         self.dbs.pop(name, None)
 
     def create_table(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
-        t.table_id = self.next_id(cur)
+        t.table_id = self.next_id()
         defs = [f"{quote_ident(c.name)} {c.dtype.duck()}" for c in t.columns]
         if t.is_unique:
             defs.append(f"{quote_ident(DELETE_SIGN)} TINYINT DEFAULT 0")
@@ -470,6 +475,7 @@ class Storage:
         cur.execute(f"DROP TABLE IF EXISTS {data_ref(db, name)}")
         self._envelopes.pop((db, name), None)
         cur.execute(f"DELETE FROM {META}.tables WHERE db = ? AND name = ?", [db, name])
+        self._record_id_counter(cur)
         self.tables.pop((db, name), None)
 
     def truncate_table(self, cur: duckdb.DuckDBPyConnection, t: Table) -> None:
