@@ -7,6 +7,11 @@ Messages follow Doris' ``ErrorCode`` texts where they are known (``Unknown datab
 from __future__ import annotations
 
 import copy
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+import duckdb
 
 from .catalog import HIDDEN_COLUMNS, KEYS_TYPES, Column, Table
 from .sql import (
@@ -305,29 +310,104 @@ def _check_default(c: Column) -> None:
         raise SqlError("JSONB or VARIANT type column default value just support null")
 
 
+@dataclass(eq=False)
+class _PendingCreate:
+    """A CREATE TABLE waiting for the write lock (:func:`create_table`), and what became of it."""
+
+    s: CreateTable
+    db: str
+    built: Table | SqlError  # the definition, or why it is refused
+    done: threading.Event = field(default_factory=threading.Event)
+    created: bool = False
+    error: BaseException | None = None
+
+
+@dataclass
+class _CreateQueue:
+    mutex: threading.Lock = field(default_factory=threading.Lock)
+    waiting: list[_PendingCreate] = field(default_factory=list)
+
+
+_create_queues: weakref.WeakKeyDictionary[Storage, _CreateQueue] = weakref.WeakKeyDictionary()
+_create_queues_lock = threading.Lock()
+# At most this many CREATE TABLEs share one DuckDB transaction.
+CREATE_GROUP_MAX = 32
+
+
 def create_table(st: Storage, s: CreateTable, current: str) -> None:
+    """CREATE TABLE. The definition is checked and built before the write lock (it reads nothing
+    stored); its error, if any, is raised where it was before: after the database's and the name's
+    checks. CREATE TABLEs that arrive while the lock is held are created together, in the order they
+    queued, by whichever of them takes the lock next: one DuckDB transaction (one COMMIT and WAL
+    fsync, ~1 ms of CPU and more of the lock's wall time) for the group, each statement's checks as
+    if alone and in that order; each is answered once the group's transaction has committed, so a
+    ``kill -9`` leaves every one of them there or none. A DuckDB failure of the group retries its
+    members one by one."""
     db = _db_name(s.db, current)
-    # The definition is checked and built before the write lock (it reads nothing stored); its error,
-    # if any, is raised where it was before: after the database's and the name's checks.
     try:
         built: Table | SqlError = _build_table(db, s)
     except SqlError as e:
         built = e
-    with st.transaction() as cur:
-        if not st.db_exists(db):
-            raise SqlError(f"Unknown database '{db}'")
-        _check_table_name(s.name)
-        for c in s.columns:
-            _check_column_name(c.name)
-            _check_default(c)
-        if st.table(db, s.name) is not None:
-            if s.if_not_exists:
-                return
-            raise SqlError(f"Table '{s.name}' already exists")
-        if isinstance(built, SqlError):
-            raise built
-        st.create_table(cur, built)
-        st.after_ddl(cur)
+    pending = _PendingCreate(s, db, built)
+    with _create_queues_lock:
+        queue = _create_queues.setdefault(st, _CreateQueue())
+    with queue.mutex:
+        queue.waiting.append(pending)
+    while not pending.done.is_set():
+        with st.lock:
+            if pending.done.is_set():
+                break
+            with queue.mutex:
+                group, queue.waiting = queue.waiting[:CREATE_GROUP_MAX], queue.waiting[CREATE_GROUP_MAX:]
+            _create_group(st, group)
+    if pending.error is not None:
+        raise pending.error
+
+
+def _create_group(st: Storage, group: list[_PendingCreate]) -> None:
+    """Create ``group``'s tables in one transaction (under the lock); each member ends done."""
+    try:
+        with st.transaction() as cur:
+            for p in group:
+                try:
+                    p.created = _create_one(st, cur, p)
+                except SqlError as e:  # refused before any DuckDB statement of its own
+                    p.error = e
+            if any(p.created for p in group):
+                st.after_ddl(cur)
+    except BaseException as e:
+        for p in group:  # rolled back: the catalog in memory forgets them too
+            if p.created:
+                st.tables.pop((p.db, p.s.name), None)
+                p.created = False
+        if len(group) == 1:
+            group[0].error = e
+        else:
+            for p in group:
+                p.error = None
+                _create_group(st, [p])
+    finally:
+        for p in group:
+            p.done.set()
+
+
+def _create_one(st: Storage, cur: duckdb.DuckDBPyConnection, p: _PendingCreate) -> bool:
+    """One CREATE TABLE of a group, in its transaction; False: it exists and IF NOT EXISTS was given."""
+    s, db = p.s, p.db
+    if not st.db_exists(db):
+        raise SqlError(f"Unknown database '{db}'")
+    _check_table_name(s.name)
+    for c in s.columns:
+        _check_column_name(c.name)
+        _check_default(c)
+    if st.table(db, s.name) is not None:
+        if s.if_not_exists:
+            return False
+        raise SqlError(f"Table '{s.name}' already exists")
+    if isinstance(p.built, SqlError):
+        raise p.built
+    st.create_table(cur, p.built)
+    return True
 
 
 def drop_table(st: Storage, s: DropTable, current: str) -> None:
