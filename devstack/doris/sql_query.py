@@ -183,6 +183,8 @@ def _branches(sql: str) -> list[tuple[str, list[str], list[str]]] | None:
 def _by_shape(sql: str, current_db: str, resolve: Any) -> tuple[str, list[tuple[str, str]]] | None:
     """``sql`` translated SELECT by SELECT from the translations of their shapes (see the module doc);
     None when it cannot be."""
+    if current_db.lower() == INFO_SCHEMA:
+        return None  # its tables' names are changed (upper-cased), not asked
     branches = _branches(sql)
     if branches is None or (len(branches) == 1 and not branches[0][1] and not branches[0][2]):
         return None
