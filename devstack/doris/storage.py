@@ -7,7 +7,9 @@ Layout inside ``<data-dir>/doris.duckdb``:
   journal ``<data-dir>/txns.<gen>.journal`` holding the states recorded since its last fold;
 * ``<data-dir>/staging/<txn>.arrow`` (beside the DuckDB file) — rows of a load, converted to table
   types, waiting for commit: an Arrow IPC file written and fsynced before the load's PRECOMMITTED
-  record, deleted only after the transaction that applies or aborts it has committed;
+  record, deleted only after the transaction that applies or aborts it has committed; a small two-phase
+  load's rows (:data:`INLINE_MAX_BYTES`) are instead carried by its PRECOMMITTED journal line, whose
+  one ``fdatasync`` makes rows and record durable together, until a journal fold writes them here;
 * ``"__data__<db>"."<t>"`` — the stored rows, with hidden ``__DORIS_DELETE_SIGN__`` (and
   ``__DORIS_SEQUENCE_COL__``) on unique tables; tombstones are kept when a sequence column exists so
   that late, lower-sequence rows stay deleted (as Doris does until compaction);
@@ -51,6 +53,7 @@ parallel with other loads, as a BE writes a load's segments before the FE publis
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -95,6 +98,15 @@ PREBUILD_MIN_ROWS = int(os.environ.get("DORIS_STANDIN_PREBUILD_MIN_ROWS") or 50_
 # A load's staged rows of at most 1/64 of this many bytes are also kept in memory until its commit or
 # abort (Storage.read_staged), while all those kept hold at most this many.
 STAGED_ROWS_KEPT_BYTES = 256 << 20
+
+# A two-phase load whose converted rows hold at most this many bytes is staged inline: its rows ride in
+# its PRECOMMITTED journal line (Storage.write_staging, Storage.journal) rather than in a staged file, so
+# the journal's one fdatasync makes both durable; a journal fold writes the rows of those still waiting
+# for their commit to staged files first (Storage.fold_journal). Small enough that a journal of
+# FOLD_AFTER_BYTES stays quick to read at start-up.
+INLINE_MAX_BYTES = 16 << 10
+# The journal is folded (by the ticker, devstack/doris/transactions.py) once it holds this many bytes.
+FOLD_AFTER_BYTES = 32 << 20
 
 # The staged file's schema metadata key under which its rows' key facts are kept (merge.StagedKeys).
 _KEYS_META = b"standin.staged_keys"
@@ -157,6 +169,12 @@ class Storage:
         # their commit reads them here rather than from the file, and their bytes in all
         self._staged_rows: dict[int, pa.Table] = {}
         self._staged_rows_bytes = 0
+        # loads staged inline (INLINE_MAX_BYTES; their rows are in _staged_rows, whatever the budget):
+        # their rows encoded for the PRECOMMITTED record not yet written, and the loads whose
+        # PRECOMMITTED record, in the current journal, is where their rows are durable
+        self._inline_pending: dict[int, str] = {}
+        self._inline_held: set[int] = set()
+        self.journal_bytes = 0  # bytes appended to the current journal file
         # loads appended ahead of their commit, by transaction id (_prebuild, publish_prebuilt): done,
         # and being appended (by _builders, after the load has replied)
         self._prebuilt: dict[int, _Prebuilt] = {}
@@ -300,23 +318,51 @@ class Storage:
                     rec = json.loads(line)
                 except ValueError:
                     continue  # a line an OS crash cut short: its write never returned, nobody was told
+                inline = rec.pop("rows", None)
+                if inline is not None:  # a load staged inline: its rows, until a fold spills them to a file
+                    rows = _decode_rows(inline)
+                    txn_id = int(rec["txn_id"])
+                    self._forget_staged_rows(txn_id)
+                    self._staged_rows[txn_id] = rows
+                    self._staged_rows_bytes += rows.nbytes
+                    self._inline_held.add(txn_id)
                 self._journal_replay.append(rec)
                 self._counters["txn"] = max(self._counters["txn"], int(rec["txn_id"]))
         self._journal_fd = os.open(self._journal_path(self._journal_gen), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.journal_bytes = os.fstat(self._journal_fd).st_size
 
     def journal_records(self) -> list[dict[str, Any]]:
         """The journal's records read at start-up, oldest first (handed over once)."""
         recs, self._journal_replay = self._journal_replay, []
         return recs
 
-    def journal(self, rec: dict[str, Any]) -> None:
+    def journal(self, rec: dict[str, Any], *, staged_inline: bool = False) -> None:
         """Record a transaction's state (a ``__standin.txns`` row as a dict) in the journal; the
         caller holds the lock. One ``write``: the record is in the file once it returns, for any
         later reader and across a ``kill -9``. The caller calls :meth:`sync_journal` once it has
-        released the lock and before it answers (or deletes what the record says is gone)."""
+        released the lock and before it answers (or deletes what the record says is gone).
+
+        ``staged_inline`` (a PRECOMMITTED record): the load's rows, if it staged them inline
+        (:meth:`write_staging`), ride in the record, and from then on the journal is what holds them."""
         assert self._journal_fd is not None
-        os.write(self._journal_fd, json.dumps(rec, separators=(",", ":")).encode() + b"\n")
+        txn_id = int(rec["txn_id"])
+        inline = self._inline_pending.get(txn_id) if staged_inline else None
+        if inline is not None:
+            rec = {**rec, "rows": inline}
+        line = json.dumps(rec, separators=(",", ":")).encode() + b"\n"
+        view = memoryview(line)
+        while view:  # a regular file takes the whole line, bar a full disk
+            view = view[os.write(self._journal_fd, view):]
         self._journal_written += 1
+        self.journal_bytes += len(line)
+        if inline is not None:
+            with self._prebuilt_lock:
+                if self._inline_pending.pop(txn_id, None) is not None:
+                    self._inline_held.add(txn_id)
+
+    def inline_staged(self, txn_id: int) -> bool:
+        """Whether load ``txn_id`` staged its rows inline and they wait for its PRECOMMITTED record."""
+        return txn_id in self._inline_pending
 
     def sync_journal(self) -> None:
         """Put every record written so far on the disk (``fdatasync``: as durable against an OS crash
@@ -336,7 +382,11 @@ class Storage:
         """Write ``rows`` (the current state of every transaction the journal recorded) into
         ``__standin.txns`` and delete the rows of ``delete`` (expired labels), in one DuckDB
         transaction that also moves ``kv['journal']`` to the next generation; once it has committed,
-        appends go to the next generation's (empty) file and the old one is deleted. Under the lock."""
+        appends go to the next generation's (empty) file and the old one is deleted. Under the lock.
+
+        First the rows of loads staged inline whose PRECOMMITTED record is in this journal are
+        written to staged files (fsynced): once the fold commits, the journal that held them goes."""
+        self._spill_inline()
         with self.transaction() as cur:
             ids = sorted({int(r["txn_id"]) for r in rows} | {int(i) for i in delete})
             if ids:
@@ -356,9 +406,19 @@ class Storage:
             fd, self._journal_fd = self._journal_fd, os.open(
                 self._journal_path(self._journal_gen), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
             self._journal_synced = self._journal_written
+            self.journal_bytes = 0
             if fd is not None:
                 os.close(fd)
         self._journal_path(old).unlink(missing_ok=True)
+
+    def _spill_inline(self) -> None:
+        """Write the rows the current journal holds (loads staged inline, precommitted) to staged files."""
+        with self._prebuilt_lock:  # a commit forgets the rows it applied under it (_forget_staged_rows)
+            for txn_id in sorted(self._inline_held):
+                rows = self._staged_rows.get(txn_id)
+                if rows is not None:
+                    self._write_staging_file(txn_id, rows)
+            self._inline_held.clear()
 
     def next_txn_id(self) -> int:
         """The next transaction id, under the lock; not written by itself (see :meth:`_load_txn_counter`)."""
@@ -559,7 +619,8 @@ class Storage:
     def staging_path(self, txn_id: int) -> Path:
         return self.staging_dir / f"{txn_id}.arrow"
 
-    def write_staging(self, txn_id: int, rows: pa.Table, table: Table | None = None, *, ahead: bool = False) -> None:
+    def write_staging(self, txn_id: int, rows: pa.Table, table: Table | None = None, *, ahead: bool = False,
+                      inline: bool = False) -> None:
         """Persist a load's converted rows (before its PRECOMMITTED record: see the module doc).
 
         With ``table`` (a unique table), what its commit's merge asks of these rows alone — their
@@ -567,7 +628,12 @@ class Storage:
         holds no lock, and kept in the file's schema metadata (``merge.StagedKeys``): a commit
         holds the write lock that every load's begin, precommit and commit waits for. For the same
         reason, with ``ahead`` (a two-phase load, whose commit comes later), a large load's rows are
-        then appended to the table ahead of the commit (:meth:`_prebuild`)."""
+        then appended to the table ahead of the commit (:meth:`_prebuild`).
+
+        With ``inline`` (a two-phase load, which writes a PRECOMMITTED record next), rows of at most
+        :data:`INLINE_MAX_BYTES` are not written to a file: they are kept in memory and carried by
+        that record (:meth:`journal`), so one ``fdatasync`` — the journal's, which the precommit
+        pays anyway — makes them durable, instead of a file's, its directory's and the journal's."""
         if table is not None and table.is_unique:
             facts = staged_keys_arrow(table, rows)
             if facts is None:
@@ -582,6 +648,28 @@ class Storage:
                 rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), _KEYS_META: facts.to_json()})
         else:
             facts = None
+        prebuild = ahead and table is not None and rows.num_rows >= PREBUILD_MIN_ROWS
+        if inline and not prebuild and rows.nbytes <= INLINE_MAX_BYTES:
+            encoded = _encode_rows(rows)
+            with self._prebuilt_lock:
+                self._forget_staged_rows_locked(txn_id)
+                self._staged_rows[txn_id] = rows
+                self._staged_rows_bytes += rows.nbytes
+                self._inline_pending[txn_id] = encoded
+            return
+        self._write_staging_file(txn_id, rows)
+        if rows.nbytes <= STAGED_ROWS_KEPT_BYTES // 64:
+            with self._prebuilt_lock:
+                if self._staged_rows_bytes + rows.nbytes <= STAGED_ROWS_KEPT_BYTES and txn_id not in self._staged_rows:
+                    self._staged_rows[txn_id] = rows
+                    self._staged_rows_bytes += rows.nbytes
+        if prebuild:
+            assert table is not None
+            with self._prebuilt_lock:
+                self._building[txn_id] = self._builders.submit(self._prebuild, txn_id, rows, table, facts)
+
+    def _write_staging_file(self, txn_id: int, rows: pa.Table) -> None:
+        """Write ``rows`` as load ``txn_id``'s staged file: whole and fsynced, then renamed into place."""
         path = self.staging_path(txn_id)
         tmp = path.with_suffix(".tmp")
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, rows.schema) as writer:
@@ -589,14 +677,6 @@ class Storage:
         _fsync(tmp)
         os.replace(tmp, path)
         _fsync(self.staging_dir)
-        if rows.nbytes <= STAGED_ROWS_KEPT_BYTES // 64:
-            with self._prebuilt_lock:
-                if self._staged_rows_bytes + rows.nbytes <= STAGED_ROWS_KEPT_BYTES and txn_id not in self._staged_rows:
-                    self._staged_rows[txn_id] = rows
-                    self._staged_rows_bytes += rows.nbytes
-        if ahead and table is not None and rows.num_rows >= PREBUILD_MIN_ROWS:
-            with self._prebuilt_lock:
-                self._building[txn_id] = self._builders.submit(self._prebuild, txn_id, rows, table, facts)
 
     def _prebuild(self, txn_id: int, rows: pa.Table, table: Table, facts: StagedKeys | None) -> None:
         """Append a large load's rows to its table in a DuckDB transaction of their own, left open
@@ -726,9 +806,14 @@ class Storage:
 
     def _forget_staged_rows(self, txn_id: int) -> None:
         with self._prebuilt_lock:
-            rows = self._staged_rows.pop(txn_id, None)
-            if rows is not None:
-                self._staged_rows_bytes -= rows.nbytes
+            self._forget_staged_rows_locked(txn_id)
+
+    def _forget_staged_rows_locked(self, txn_id: int) -> None:
+        rows = self._staged_rows.pop(txn_id, None)
+        if rows is not None:
+            self._staged_rows_bytes -= rows.nbytes
+        self._inline_pending.pop(txn_id, None)
+        self._inline_held.discard(txn_id)
 
     def has_legacy_staging(self, txn_id: int) -> bool:
         """Whether ``txn_id`` staged its rows in a DuckDB table (a data directory of an earlier stand-in)."""
@@ -741,7 +826,11 @@ class Storage:
         self._unstage_after_commit.append(txn_id)
 
     def remove_orphan_staging(self, keep: set[int]) -> None:
-        """Delete staged files no transaction record holds (only ``keep`` do)."""
+        """Delete staged files no transaction record holds (only ``keep`` do), and forget the rows
+        of loads staged inline that no record holds either (their journal is read at start-up)."""
+        with self._prebuilt_lock:
+            for txn_id in [i for i in self._staged_rows if i not in keep]:
+                self._forget_staged_rows_locked(txn_id)
         for path in self.staging_dir.iterdir():
             stem = path.name.split(".", 1)[0]
             if not (path.suffix == ".arrow" and stem.isdigit() and int(stem) in keep):
@@ -931,6 +1020,18 @@ def _close_quietly(cur: duckdb.DuckDBPyConnection) -> None:
         cur.execute("ROLLBACK")
     with contextlib.suppress(duckdb.Error):
         cur.close()
+
+
+def _encode_rows(rows: pa.Table) -> str:
+    """A load's staged rows (schema metadata included) as journal text: an Arrow IPC stream, base64."""
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    return base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
+
+
+def _decode_rows(text: str) -> pa.Table:
+    return ipc.open_stream(base64.b64decode(text)).read_all()
 
 
 def _fsync(path: Path) -> None:

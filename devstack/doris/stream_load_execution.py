@@ -242,7 +242,8 @@ class StreamLoader:
         if fast is not None:  # every row converts and passes every check: none filtered, none unselected
             res.filtered = res.unselected = 0
             res.loaded = res.total
-            self.st.write_staging(txn_id, fast, table, ahead=h.get("two_phase_commit", "") == "true")
+            two_pc = h.get("two_phase_commit", "") == "true"
+            self.st.write_staging(txn_id, fast, table, ahead=two_pc, inline=two_pc)
             return True
         rows = self._query_rows(table, txn_id, parsed, columns, hidden, seq_src, merge_type, h)
         return self._filter_and_write(ctx, table, txn_id, parsed, rows, res)
@@ -388,8 +389,8 @@ class StreamLoader:
             res.status = "Fail"
             res.message = "[DATA_QUALITY_ERROR]too many filtered rows"
             return False
-        self.st.write_staging(txn_id, rows.drop_columns(["__err", "__unsel"]), table,
-                              ahead=h.get("two_phase_commit", "") == "true")
+        two_pc = h.get("two_phase_commit", "") == "true"
+        self.st.write_staging(txn_id, rows.drop_columns(["__err", "__unsel"]), table, ahead=two_pc, inline=two_pc)
         return True
 
     def _write_error_log(self, ctx: LoadContext, errors: list[tuple[str, str]]) -> str:

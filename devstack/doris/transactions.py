@@ -20,7 +20,8 @@ rows. So a restart — even after ``kill -9`` — sees a consistent picture: eac
 furthest state either place recorded (states only move forward). PREPARE transactions found at
 start-up belonged to loads that died with the process and are aborted. The journal is folded into
 ``__standin.txns`` (:meth:`TxnManager.fold_journal`) at start-up, when labels expire and once it
-holds :data:`FOLD_AFTER` transactions.
+holds :data:`FOLD_AFTER` transactions (or ``FOLD_AFTER_BYTES``: small loads' rows ride in their
+PRECOMMITTED lines, ``Storage.write_staging``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .storage import Storage, now_ms
+from .storage import FOLD_AFTER_BYTES, Storage, now_ms
 
 LABEL_RE = re.compile(r"^[-_A-Za-z0-9:]{1,128}$")
 USER_ABORT = "User Abort"
@@ -175,13 +176,15 @@ class TxnManager:
         self._group_records: dict[int, tuple[dict[str, Any], bool]] | None = None
         self.group_commits = 0
         self.group_committed = 0
+        # before the fold, which writes the rows of loads staged inline that still wait to staged
+        # files (aborting the PREPARE ones below changes no ``staged``: a load stages at its precommit)
+        storage.remove_orphan_staging({t.txn_id for t in self.txns.values() if t.staged})
         with self._journaled():
             for t in list(self.txns.values()):
                 if t.status == "PREPARE":
                     self._set_aborted(t, RESTART_REASON)
             if self.dirty:
                 self.fold_journal([])
-        storage.remove_orphan_staging({t.txn_id for t in self.txns.values() if t.staged})
         self.peak_running = {db: len(ids) for db, ids in self.running.items()}
 
     # ---- bookkeeping ------------------------------------------------------------------------
@@ -236,10 +239,11 @@ class TxnManager:
             self.st.after_commit(lambda: self.in_db.add(t.txn_id))
         self._track(t)
 
-    def _record(self, t: Txn, done: Txn) -> None:
+    def _record(self, t: Txn, done: Txn, *, staged_inline: bool = False) -> None:
         """Record ``done`` (``t`` in its next state) in the journal, then make it ``t``'s state; the
-        caller holds the lock. ``t`` changes only once the record is written."""
-        self.st.journal(done.record())
+        caller holds the lock. ``t`` changes only once the record is written. ``staged_inline``: the
+        record carries the rows the load staged inline (:meth:`Storage.journal`)."""
+        self.st.journal(done.record(), staged_inline=staged_inline)
         self.dirty.add(t.txn_id)
         vars(t).update(vars(done))
         self._track(t)
@@ -361,7 +365,7 @@ class TxnManager:
         with self._journaled():
             self._fe_rpc()
             self._still_prepared(t)
-            self._record(t, replace(t, status="PRECOMMITTED", staged=staged, precommit_ms=now_ms()))
+            self._record(t, replace(t, status="PRECOMMITTED", staged=staged, precommit_ms=now_ms()), staged_inline=staged)
 
     def commit_now(self, t: Txn, staged: bool, visible_delay_ms: int = 0) -> None:
         """Non-2PC load: apply the staged rows and make the txn VISIBLE in one transaction.
@@ -603,7 +607,7 @@ class TxnManager:
                 if len(finished) > self.label_num_threshold:
                     finished.sort(key=lambda x: (x.finish_ms or 0, x.txn_id))
                     expired.extend(x.txn_id for x in finished[: len(finished) - self.label_num_threshold])
-            if expired or len(self.dirty) >= FOLD_AFTER:
+            if expired or len(self.dirty) >= FOLD_AFTER or self.st.journal_bytes >= FOLD_AFTER_BYTES:
                 self.fold_journal(expired)
 
 

@@ -36,8 +36,10 @@ def test_kill_9_with_precommitted_txn_then_commit_after_restart(tmp_path) -> Non
     srv.txn("d", "abort", txn_id=gone["TxnId"])
     visible = srv.rows("SELECT id, v FROM t ORDER BY id", "d")
     assert visible == [[1, "committed"]]
-    staging = data / "staging"  # only the precommitted load's rows wait there
-    assert sorted(p.name for p in staging.iterdir()) == [f"{pre['TxnId']}.arrow"]
+    staging = data / "staging"  # a small load's rows wait in its PRECOMMITTED journal line, not in a file
+    assert list(staging.iterdir()) == []
+    lines = [json.loads(line) for path in data.glob("txns.*.journal") for line in path.read_bytes().splitlines()]
+    assert [r["txn_id"] for r in lines if r["status"] == "PRECOMMITTED" and "rows" in r] == [pre["TxnId"], gone["TxnId"]]
     (staging / "99999.arrow").write_bytes(b"a load that died before its precommit")
     (staging / "99998.tmp").write_bytes(b"a staged file cut short")
     assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
@@ -49,7 +51,8 @@ def test_kill_9_with_precommitted_txn_then_commit_after_restart(tmp_path) -> Non
         assert again.rows("SELECT id, v FROM t ORDER BY id", "d") == visible  # unchanged, pending still invisible
         state = requests.get(f"{again.fe}/api/d/get_load_state?label=pending", auth=AUTH).json()["data"]
         assert state == "PRECOMMITTED"
-        assert sorted(p.name for p in staging.iterdir()) == [f"{pre['TxnId']}.arrow"]  # orphans removed
+        # orphans removed; the start-up's journal fold wrote the rows still waiting to a staged file
+        assert sorted(p.name for p in staging.iterdir()) == [f"{pre['TxnId']}.arrow"]
         dup = again.load("d", "t", b"", label="pending", two_phase_commit="true", **JSONL)
         assert dup["Status"] == "Label Already Exists" and dup["ExistingJobStatus"] == "PRECOMMITTED"
         assert again.txn("d", "commit", txn_id=pre["TxnId"])["status"] == "Success"

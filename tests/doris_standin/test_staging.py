@@ -459,3 +459,52 @@ def test_keys_in_order_are_known_distinct_without_a_distinct_count(monkeypatch) 
     facts = staged_keys_arrow(one, pa.table({"k": pa.array(range(100_000), pa.int64()),
                                              "v": pa.array([0] * 100_000, pa.int32())}))
     assert facts is not None and facts.distinct and facts.rows == 100_000
+
+
+def test_a_small_two_phase_loads_rows_ride_in_its_precommitted_line_until_a_fold_writes_them_out(tmp_path) -> None:
+    """Rows staged inline (``write_staging(inline=True)``) are in no file: the PRECOMMITTED record holds
+    them, so a restart without a clean shutdown finds them; a journal fold first writes the rows of
+    loads still waiting to staged files, as its commit deletes the journal that held them."""
+    from devstack.doris.transactions import TxnManager
+
+    def abandon(storage: Storage) -> None:  # as ``kill -9`` leaves it: no checkpoint, no fold
+        storage._builders.shutdown(wait=True)
+        storage.con.close()
+        assert storage._journal_fd is not None
+        import os
+        os.close(storage._journal_fd)
+
+    storage = Storage(tmp_path)
+    table = _unique_table(storage)
+    mgr = TxnManager(storage)
+    waiting = mgr.begin("d", "waiting", "t", two_pc=True)
+    storage.write_staging(waiting.txn_id, _staged([1, 2], ["a", "b"]), table, ahead=True, inline=True)
+    mgr.precommit(waiting, staged=True)
+    applied = mgr.begin("d", "applied", "t", two_pc=True)
+    storage.write_staging(applied.txn_id, _staged([3], ["c"]), table, ahead=True, inline=True)
+    mgr.precommit(applied, staged=True)
+    mgr.commit_2pc("d", applied.txn_id, None)
+    assert list(storage.staging_dir.iterdir()) == []
+    abandon(storage)
+
+    storage = Storage(tmp_path)  # the journal replayed: the waiting load's rows come back from its line
+    mgr = TxnManager(storage)  # ... and its start-up fold wrote them to a staged file
+    assert sorted(p.name for p in storage.staging_dir.iterdir()) == [f"{waiting.txn_id}.arrow"]
+    assert mgr.lookup(waiting.txn_id).status == "PRECOMMITTED"  # type: ignore[union-attr]
+    late = mgr.begin("d", "late", "t", two_pc=True)
+    storage.write_staging(late.txn_id, _staged([2], ["z"]), table, ahead=True, inline=True)
+    mgr.precommit(late, staged=True)
+    with storage.locked():
+        mgr.fold_journal([])  # the late load's line goes with this journal: its rows go to a file first
+    assert sorted(p.name for p in storage.staging_dir.iterdir()) == sorted(f"{t.txn_id}.arrow" for t in (waiting, late))
+    abandon(storage)
+
+    storage = Storage(tmp_path)
+    mgr = TxnManager(storage)
+    try:
+        for t in (waiting, late):
+            mgr.commit_2pc("d", t.txn_id, None)
+        assert _stored(storage) == [(1, "a"), (2, "z"), (3, "c")]  # each applied once, in commit order
+        assert list(storage.staging_dir.iterdir()) == []
+    finally:
+        storage.close()
