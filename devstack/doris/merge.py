@@ -187,7 +187,8 @@ _ROWS = "__standin_rows"
 
 
 def merge_arrow(cur: duckdb.DuckDBPyConnection, t: Table, target: str, rows: pa.Table, work: str,
-                facts: StagedKeys | None = None, view: str = "stg", *, new_keys: bool = False) -> int:
+                facts: StagedKeys | None = None, view: str = "stg", *, new_keys: bool = False,
+                guard: bool = True, guarded: list[bool] | None = None) -> int:
     """:func:`merge_rows` for staged rows held as an Arrow table (a staged file's, read whole), in
     fewer DuckDB statements: same rows stored, same count returned.
 
@@ -203,7 +204,12 @@ def merge_arrow(cur: duckdb.DuckDBPyConnection, t: Table, target: str, rows: pa.
 
     ``new_keys``: the caller knows that no stored row lies within the load's key bounds (and its
     keys are distinct: ``facts.distinct``): the ``INSERT`` goes without its ``NOT EXISTS``, whose
-    join costs as much DuckDB CPU as the insert itself."""
+    join costs as much DuckDB CPU as the insert itself.
+
+    ``guard`` False: go straight to the ``DELETE`` and ``INSERT`` (same rows stored), without first
+    trying the guarded ``INSERT`` — for a table whose loads' keys have lately met stored rows (a
+    stream's updates, random keys), where that statement appends nothing and costs a statement.
+    ``guarded``: told whether the guarded ``INSERT`` ran and appended (True) or found stored rows (False)."""
     staged = set(rows.column_names)
     __standin_rows = rows  # noqa: F841 - read by DuckDB's replacement scan (_ROWS)
     if not t.is_unique:
@@ -216,11 +222,13 @@ def merge_arrow(cur: duckdb.DuckDBPyConnection, t: Table, target: str, rows: pa.
         if new_keys and facts.bounds:
             cur.execute(f"{_unique_insert(t, target, staged)}{_ROWS}{keep}").fetchall()
             return facts.rows
-        if facts.bounds:
-            guard = f"NOT EXISTS (SELECT 1 FROM {target} WHERE {facts.bounds})"
+        if facts.bounds and guard:
+            none_stored = f"NOT EXISTS (SELECT 1 FROM {target} WHERE {facts.bounds})"
             appended = cur.execute(f"{_unique_insert(t, target, staged)}{_ROWS}{keep}{' AND ' if keep else ' WHERE '}"
-                                   f"{guard}").fetchall()[0][0]
+                                   f"{none_stored}").fetchall()[0][0]
             kept = rows.num_rows if not keep else pc.sum(pc.equal(rows.column("__sign"), 0)).as_py() or 0
+            if guarded is not None and kept:
+                guarded.append(bool(appended))
             # every kept row appended (none met a stored row), or none to keep and no stored row to
             # delete (a tombstone of a stored key is merged below)
             if appended or (not kept and not cur.execute(

@@ -199,6 +199,10 @@ class Storage:
         # unguarded_appends: commits that appended so.
         self._envelopes: dict[tuple[str, str], tuple[int, int] | None | object] = {}
         self.unguarded_appends = 0
+        # Per unique table, how many more merges go without merge_arrow's guarded INSERT, since the
+        # last one found stored rows within its load's bounds (_GUARD_BACKOFF); how many went so.
+        self._guard_skips: dict[tuple[str, str], int] = {}
+        self.guards_skipped = 0
         # CRC32: Doris's (and MySQL's) CRC-32 of a string's bytes, as a BIGINT. DuckDB has none; a
         # function over whole Arrow arrays (devstack/doris/crc32.py).
         crc32.warm_up()
@@ -908,13 +912,21 @@ class Storage:
         facts = StagedKeys.from_json(meta) if meta else None
         span = _int_key_span(t, rows, facts)
         outside = span is not None and self._outside_envelope(cur, t, span)
+        key = (t.db, t.name)
+        skips = 0 if outside else self._guard_skips.get(key, 0)
+        guarded: list[bool] = []
         try:
             n = merge_arrow(cur, t, data_ref(t.db, t.name), rows, work, facts, view=f"stg_{txn_id}",
-                            new_keys=outside)
+                            new_keys=outside, guard=not skips, guarded=guarded)
         finally:  # widened even when the merge fails: its rows may be in the transaction
             self._widen_envelope(t, span)
         if outside:
             self.unguarded_appends += 1
+        if skips:
+            self.guards_skipped += 1
+            self._guard_skips[key] = skips - 1
+        elif guarded:  # the guarded INSERT ran: it found stored rows (skip it a while) or appended
+            self._guard_skips[key] = 0 if guarded[0] else _GUARD_BACKOFF
         return n
 
     def _outside_envelope(self, cur: duckdb.DuckDBPyConnection, t: Table, span: tuple[int, int]) -> bool:
@@ -999,6 +1011,11 @@ class _Prebuilt:
 
 
 _NO_ENVELOPE = object()  # Storage._envelopes: unknown or unusable (NULL keys)
+
+# After merge_arrow's guarded INSERT found stored rows within a load's key bounds (it appended
+# nothing: a wasted statement), the table's next this many merges go straight to its DELETE and
+# INSERT, which store the same rows (Storage.merge); then the guard is tried again.
+_GUARD_BACKOFF = 8
 
 
 def _int_key_span(t: Table, rows: pa.Table, facts: StagedKeys | None) -> tuple[int, int] | None:
