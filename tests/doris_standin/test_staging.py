@@ -508,3 +508,33 @@ def test_a_small_two_phase_loads_rows_ride_in_its_precommitted_line_until_a_fold
         assert list(storage.staging_dir.iterdir()) == []
     finally:
         storage.close()
+
+
+def test_a_table_whose_loads_met_stored_keys_skips_the_guarded_append_a_while_and_stores_the_same_rows(tmp_path) -> None:
+    """Once a load's guarded ``INSERT`` found stored rows within its bounds (a stream's updates), the
+    table's next merges go straight to the ``DELETE`` and ``INSERT``: the same rows stored, new keys
+    and replaced ones alike; after ``_GUARD_BACKOFF`` of them the guard is tried again."""
+    from devstack.doris.storage import _GUARD_BACKOFF
+
+    storage = Storage(tmp_path)
+    try:
+        table = _unique_table(storage)
+
+        def commit(txn_id: int, keys: list[int], values: list[str]) -> None:
+            storage.write_staging(txn_id, _staged(keys, values), table)
+            with storage.transaction() as cur:
+                assert storage.merge(cur, table, txn_id) == len(keys)
+
+        commit(1, [1, 100], ["a", "h"])
+        commit(2, [1, 2], ["x", "b"])  # meets key 1: the guard appended nothing
+        assert storage.guards_skipped == 0
+        commit(3, [3, 4], ["c", "d"])  # new keys within the envelope: merged without the guard
+        commit(4, [2, 100], ["y", "z"])
+        assert storage.guards_skipped == 2
+        assert _stored(storage) == [(1, "x"), (2, "y"), (3, "c"), (4, "d"), (100, "z")]
+        for txn_id in range(5, 5 + _GUARD_BACKOFF):
+            commit(txn_id, [txn_id + 10], [f"v{txn_id}"])
+        assert storage.guards_skipped == _GUARD_BACKOFF  # then tried again (and appended)
+        assert len(_stored(storage)) == 5 + _GUARD_BACKOFF
+    finally:
+        storage.close()
