@@ -81,7 +81,7 @@ def create_database(st: Storage, s: CreateDatabase) -> None:
                 return
             raise SqlError(f"Can't create database '{s.name}'; database exists")
         st.create_database(cur, s.name)
-        st.after_ddl(cur)
+        st.after_ddl(cur, only_created=True)
 
 
 def drop_database(st: Storage, s: DropDatabase) -> None:
@@ -374,7 +374,7 @@ def _create_group(st: Storage, group: list[_PendingCreate]) -> None:
                 except SqlError as e:  # refused before any DuckDB statement of its own
                     p.error = e
             if any(p.created for p in group):
-                st.after_ddl(cur)
+                st.after_ddl(cur, only_created=True)
     except BaseException as e:
         for p in group:  # rolled back: the catalog in memory forgets them too
             if p.created:

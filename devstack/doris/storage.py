@@ -602,9 +602,15 @@ class Storage:
             cur.execute(f'CREATE OR REPLACE TABLE {IS_SCHEMA}."{tname}" AS SELECT * FROM {view}')
             cur.unregister(view)
 
-    def after_ddl(self, cur: duckdb.DuckDBPyConnection) -> None:  # noqa: ARG002 - the DDL's transaction
+    def after_ddl(self, cur: duckdb.DuckDBPyConnection, *, only_created: bool = False) -> None:  # noqa: ARG002
+        """After a DDL, in its transaction: information_schema is rebuilt when next read, and the
+        key envelopes are asked afresh — all of them, since a DDL may rename, rewrite or recreate
+        a table, unless the DDL only created tables or databases (``only_created``): those changed
+        no stored table, and :meth:`create_table` drops a new table's own entry. A snapshot's
+        CREATE TABLEs run beside the loads of tables created before them, whose envelopes stay."""
         self._information_schema_stale = {"SCHEMATA", "TABLES", "COLUMNS"}
-        self._envelopes.clear()  # a DDL may rename, rewrite or recreate a table: asked afresh
+        if not only_created:
+            self._envelopes.clear()
 
     def fresh_information_schema(self, sql: str) -> None:
         """Before a query (``sql``, as DuckDB runs it): rebuild the materialised information_schema
