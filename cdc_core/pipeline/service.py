@@ -39,7 +39,7 @@ from cdc_core.pipeline import (
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.executor import NoExecutor, PipelineExecutor
 from cdc_core.pipeline.ledger import StepLedger
-from cdc_core.pipeline.parity import chunk_parity, overlap, repair, table_verify
+from cdc_core.pipeline.parity import chunk_parity, doris_ahead, overlap, repair, table_verify
 from cdc_core.pipeline.results import (
     BatchResult,
     BinlogLag,
@@ -136,8 +136,25 @@ class PipelineService:
         if not keys:
             return []
         self.resolve_pending()
-        with phase("read_load"), self._parity_alongside(keys, parity_run_id):
-            return snapshot.run_chunks_bounded(self.context, self.executor, keys)
+        with phase("read_load"), self._parity_alongside(keys, parity_run_id), \
+                self._doris_side_ahead(parity_run_id) as after_group:
+            return snapshot.run_chunks_bounded(self.context, self.executor, keys, after_group=after_group)
+
+    @contextmanager
+    def _doris_side_ahead(self, parity_run_id: str | None) -> Iterator[Callable[[list[str]], None] | None]:
+        """Doris's side of the ``chunk_parity`` check of ``parity_run_id`` (None: none follows) for
+        the whole-table chunks of each group committed early, computed on a thread while the next
+        groups are read (``parity/doris_ahead.py``)."""
+        if parity_run_id is None:
+            yield None
+            return
+        with doris_ahead.alongside(self.context, parity_run_id) as submit:
+            def after_group(committed: list[str]) -> None:
+                try:
+                    submit(chunk_parity.whole_chunk_tables(self.context, committed))
+                except Exception:  # noqa: BLE001 - the reads go on; the check asks Doris itself
+                    logger.warning("parity: could not plan Doris's side of a committed group", exc_info=True)
+            yield after_group
 
     @contextmanager
     def _parity_alongside(self, keys: list[str], parity_run_id: str | None) -> Iterator[None]:

@@ -10,6 +10,7 @@ record names: they are found by their deterministic labels (``abandon_chunks``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,7 +48,8 @@ def chunk_records(ctx: PipelineContext, keys: list[str]) -> list[ChunkRecord]:
     return [by_key[w] for w in wanted]
 
 
-def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]) -> list[ChunkResult]:
+def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str],
+                       after_group: Callable[[list[str]], None] | None = None) -> list[ChunkResult]:
     """``run_chunks`` within ``tidemark.doris.max-running-txns-per-db``: chunks whose loads would
     hold more transactions in one Doris database at once are run in groups (``txn_groups``), each
     group but the last committed before the next is read; the last is left PREPARED, as a run
@@ -61,7 +63,11 @@ def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: l
 
     Each group's reading and each early commit is a span of the timeline (``tidemark run
     --timings``): the commits are a pause in which no chunk is read (~3 s of 300 small tables'
-    run, docs/performance.md)."""
+    run, docs/performance.md).
+
+    ``after_group``: called with the chunks of each group committed early (those Doris kept), before
+    the next group is read: the parity check's Doris side of them is computed meanwhile
+    (``cdc_core/pipeline/parity/doris_ahead.py``)."""
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(keys, lambda k: [t.database for t in ctx.targets(parse_chunk_key(k)[0])], limit)
     results: list[ChunkResult] = []
@@ -71,6 +77,8 @@ def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: l
         if n < len(groups) - 1:
             with span(f"group_commit {n}"):
                 redo = commit_chunks(ctx, group)
+            if after_group is not None:
+                after_group([k for k in group if k not in set(redo)])
             logger.info("chunk group %d/%d (%d chunk(s)) committed early to stay within %d running Doris "
                         "transactions per database%s", n + 1, len(groups), len(group), limit,
                         f"; {len(redo)} to read again" if redo else "")

@@ -177,6 +177,9 @@ STEP_LEDGER: StateMap[JsonDict] = StateMap("orchestration.steps")
 """What a Dagster step prepared, by ``<run id>/<step key>``."""
 PARITY_MYSQL_SIDE: StateMap[JsonDict] = StateMap("parity_mysql_side")
 """MySQL's side of a chunk's parity check, computed during its commit, by chunk key."""
+PARITY_DORIS_SIDE: StateMap[JsonDict] = StateMap("parity_doris_side")
+"""Doris's side of a whole-table chunk's parity check, computed after its group's commit, by chunk key
+(``cdc_core/pipeline/parity/doris_ahead.py``)."""
 REPAIR_LOADS: StateMap[JsonDict] = StateMap("repair")
 """A repair's loads, by table id, recorded before they are precommitted and removed once committed: what a
 killed repair left precommitted is aborted by the next (``cdc_core/pipeline/parity/repair.py``)."""
@@ -192,5 +195,5 @@ def done_name(offset: BinlogOffset) -> str:
 
 NAMESPACES: tuple[str, ...] = ("meta", "snapshot", "binlog", "flags", "schema_registry", "schema_registry.evolved",
                                "reload", "stale_identities", "spark_results", "orchestration.steps",
-                               "parity_mysql_side", "repair", "lease")
+                               "parity_mysql_side", "parity_doris_side", "repair", "lease")
 """Every namespace of the ``kv`` records."""

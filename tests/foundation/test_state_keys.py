@@ -71,6 +71,7 @@ MAPS = [
     (keys.SPARK_RESULTS, "snapshot-abc", ("spark_results", "snapshot-abc")),
     (keys.STEP_LEDGER, "run/step", ("orchestration.steps", "run/step")),
     (keys.PARITY_MYSQL_SIDE, "db.t#00001", ("parity_mysql_side", "db.t#00001")),
+    (keys.PARITY_DORIS_SIDE, "db.t#00001", ("parity_doris_side", "db.t#00001")),
     (keys.REPAIR_LOADS, "db.t", ("repair", "db.t")),
     (keys.LEASES, "snapshot:db.t", ("lease", "snapshot:db.t")),
 ]
@@ -141,7 +142,7 @@ def _spellings(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(), str(path))
     where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     namespaces = set(keys.NAMESPACES)
-    only_state = {ns for ns in namespaces if "." in ns or ns in {"spark_results", "parity_mysql_side"}}
+    only_state = {ns for ns in namespaces if "." in ns or ns in {"spark_results", "parity_mysql_side", "parity_doris_side"}}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \

@@ -20,7 +20,9 @@ looked up by key in Doris.
 
 A chunk that is its whole table (every table of one chunk: a database of small tables) is
 compared whole, beside the other such tables, in a few ``UNION ALL`` statements per side for all
-of them (``whole_tables.py``), whatever its key: no range, so no collation, is involved.
+of them (``whole_tables.py``), whatever its key: no range, so no collation, is involved. Doris's
+side of those a run committed early (in groups, within Doris's running-transaction limit) may
+already have been computed after their group's commit (``doris_ahead.py``).
 
 A table with a transform, routed to several targets, or merged with others into one target is
 not compared (its Doris rows are not the source's rows); the result says why it was skipped.
@@ -41,7 +43,7 @@ from cdc_core.mysql.splits import SnapshotSplit
 from cdc_core.mysql.types import TypeKind, kind_of
 from cdc_core.pipeline.context import PipelineContext
 from cdc_core.pipeline.keys import chunk_key
-from cdc_core.pipeline.parity import overlap
+from cdc_core.pipeline.parity import doris_ahead, overlap
 from cdc_core.pipeline.parity.row_checksum import (
     ChecksumPlan,
     KeyRange,
@@ -97,12 +99,16 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
     whole, rest = _whole_chunks(ctx, keys)
     plans = whole_plans(ctx, sorted({r.table_id for r in whole.values()}))
     early: dict[str, Segment] = {}  # by table: MySQL's side this run computed during the reads and commits
+    ahead: dict[str, Segment] = {}  # by table: Doris's side this run computed after an early group's commit
     if run_id is not None and plans:
         offset = ctx.server_offset().to_dict()
         found = overlap.take(ctx, run_id, offset, [overlap.Work(key, plans[r.table_id], None)
                                                    for key, r in whole.items() if r.table_id in plans])
         early = {whole[key].table_id: segment for key, segment in found.items()}
-    mine_w, theirs_w = wholes_side_by_side(ctx, plans, mysql_known=early)
+        found = doris_ahead.take(ctx, run_id, offset, {key: plans[r.table_id] for key, r in whole.items()
+                                                       if r.table_id in plans})
+        ahead = {whole[key].table_id: segment for key, segment in found.items()}
+    mine_w, theirs_w = wholes_side_by_side(ctx, plans, mysql_known=early, doris_known=ahead)
     for key, record in whole.items():
         plan = plans.get(record.table_id)
         if plan is None or record.table_id not in mine_w:
@@ -112,7 +118,8 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
         results[key] = ParityResult(record.table_id, (None, None), m.count, t.count, m.checksum, t.checksum,
                                     {"target": str(plan.target), "in_database": [c.name for c in plan.in_db],
                                      "statements": "batched over tables",
-                                     "mysql_side_during_commit": record.table_id in early})
+                                     "mysql_side_during_commit": record.table_id in early,
+                                     "doris_side_after_group_commit": record.table_id in ahead})
     for table in _tables(ctx, rest):
         if table.gone:
             for r in table.chunks:

@@ -90,18 +90,24 @@ def doris_wholes(catalog: Any, plans: dict[str, ChecksumPlan]) -> dict[str, Segm
 
 def wholes_side_by_side(ctx: PipelineContext, plans: dict[str, ChecksumPlan],
                         mysql_known: dict[str, Segment] | None = None,
+                        doris_known: dict[str, Segment] | None = None,
                         ) -> tuple[dict[str, Segment], dict[str, Segment]]:
     """MySQL's and Doris's whole-table segments of ``plans``, the two sides at once; MySQL is not
     asked for the tables of ``mysql_known`` (its side computed during the run's reads and commits,
-    still valid: ``overlap.take``)."""
+    still valid: ``overlap.take``), nor Doris for those of ``doris_known`` (computed after an early
+    group's commit, still valid: ``doris_ahead.take``)."""
     if not plans:
         return {}, {}
     known = mysql_known or {}
     ask = {table_id: plan for table_id, plan in plans.items() if table_id not in known}
+    theirs = dict(doris_known or {})
+    ask_doris = {table_id: plan for table_id, plan in plans.items() if table_id not in theirs}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-parity") as pool:
-        doris = pool.submit(doris_wholes, ctx.sink.catalog, plans)
+        doris = pool.submit(doris_wholes, ctx.sink.catalog, ask_doris) if ask_doris else None
         mine = dict(known)
         if ask:
             with ctx.connection() as conn:
                 mine.update(mysql_wholes(conn, ask))
-        return mine, doris.result()
+        if doris is not None:
+            theirs.update(doris.result())
+        return mine, theirs

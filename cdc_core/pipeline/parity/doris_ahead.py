@@ -1,0 +1,157 @@
+"""Doris's side of whole-table chunk parity, computed as soon as a group of chunks is committed.
+
+A run of more chunks than ``tidemark.doris.max-running-txns-per-db`` allows in flight reads and
+commits them in groups (``cdc_core/pipeline/snapshot.py:run_chunks_bounded``): every group but the
+last is committed while the run still has groups to read. For a database of small tables (a chunk
+that is its whole table), the ``chunk_parity`` check that follows the run compared every table's
+count and checksum in Doris after the last commit, many tables a statement
+(``whole_tables.doris_wholes``): 1.4 s of a 300-table run's 10.6 s snapshot, all of it waiting for
+Doris (issue 30). Here Doris's side of each early group is computed on a thread while the next
+groups are read and loaded; the check then asks Doris only for the tables of the last group.
+
+When a stored segment may stand in for asking Doris again (``DorisAhead.valid``), beside the same
+statement and table (the fingerprint):
+- the same Dagster run asks (its check; a later check or ``tidemark verify`` asks Doris itself);
+- the server's binlog position is the one read before it was computed, and the stream's committed
+  offset too: no binlogged write has reached MySQL since, and no binlog batch committed into Doris
+  since. What else writes a committed table's rows in Doris is excluded meanwhile: the chunks are
+  their whole tables, read by this run alone under its leases (a repair or a resnapshot of those
+  tables waits for them), and they were computed while the run held them. A batch that the stream
+  committed into Doris but not yet into the state would need binlog events past the committed
+  offset: the check is then not authoritative anyway (``orchestration/defs/checks.py``: Doris
+  behind the server's position).
+The segment is Doris's rows right after their commit; the check compares them with MySQL's side
+as before (computed during the reads, ``overlap.py``, or at check time), so a difference is still
+caught and reported per chunk.
+
+A failure here is logged (with its cause) and changes nothing: the check asks Doris itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_core.instrumentation.phases import phase
+from cdc_core.pipeline.context import PipelineContext
+from cdc_core.pipeline.parity.row_checksum import ChecksumPlan, Segment
+from cdc_core.pipeline.parity.whole_tables import doris_wholes, whole_plans
+from cdc_core.state.keys import COMMITTED_OFFSET, PARITY_DORIS_SIDE
+
+logger = logging.getLogger(__name__)
+
+
+def fingerprint(plan: ChecksumPlan) -> str:
+    """What a stored segment was computed from: Doris's row text and the table, whole."""
+    text = json.dumps([plan.doris_row_hash(), str(plan.target), "whole table"])
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def committed_offset(ctx: PipelineContext) -> dict[str, Any] | None:
+    """The stream's committed offset as the state has it (None before the first batch)."""
+    offset = COMMITTED_OFFSET.get(ctx.store)
+    return None if offset is None else offset.to_dict()
+
+
+@dataclass(frozen=True)
+class DorisAhead:
+    """Doris's count and checksum of one whole-table chunk, with what makes it reusable."""
+
+    run_id: str
+    server_offset: dict[str, Any]
+    committed_offset: dict[str, Any] | None
+    fingerprint: str
+    segment: Segment
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "server_offset": self.server_offset,
+                "committed_offset": self.committed_offset, "fingerprint": self.fingerprint,
+                "count": self.segment.count, "total": str(self.segment.total)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DorisAhead:
+        return cls(data["run_id"], data["server_offset"], data.get("committed_offset"), data["fingerprint"],
+                   Segment(int(data["count"]), int(data["total"])))
+
+    def valid(self, run_id: str | None, server_offset: dict[str, Any], committed: dict[str, Any] | None,
+              fp: str) -> bool:
+        return (run_id == self.run_id and server_offset == self.server_offset and committed == self.committed_offset
+                and fp == self.fingerprint)
+
+
+def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any],
+         work: dict[str, ChecksumPlan]) -> dict[str, Segment]:
+    """The stored Doris segments of these whole-table chunks (chunk key → the table's plan) that
+    are still valid, by chunk key; every stored one of these chunks is dropped, used or not."""
+    if not work:
+        return {}
+    found: dict[str, Segment] = {}
+    committed = committed_offset(ctx)
+    with ctx.store.transaction() as tx:
+        for key, plan in work.items():
+            stored_key = PARITY_DORIS_SIDE.key(key)
+            data = stored_key.get(tx)
+            if data is None:
+                continue
+            stored_key.delete(tx)
+            stored = DorisAhead.from_dict(data)
+            if stored.valid(run_id, server_offset, committed, fingerprint(plan)):
+                found[key] = stored.segment
+    if found:
+        logger.info("parity: Doris's side of %d of %d whole-table chunk(s) was computed after their group's "
+                    "commit", len(found), len(work))
+    return found
+
+
+def _compute(ctx: PipelineContext, run_id: str, whole: dict[str, str]) -> list[tuple[str, DorisAhead]]:
+    """Doris's whole-table segments of ``whole`` (chunk key → table), the offsets read first."""
+    with phase("parity_doris_ahead"):
+        plans = whole_plans(ctx, sorted(set(whole.values())))
+        if not plans:
+            return []
+        committed = committed_offset(ctx)
+        offset = ctx.server_offset().to_dict()  # on this thread's own connection (PipelineContext.connection)
+        segments = doris_wholes(ctx.sink.catalog, plans)
+        return [(key, DorisAhead(run_id, offset, committed, fingerprint(plans[table]), segments[table]))
+                for key, table in whole.items() if table in segments]
+
+
+@contextmanager
+def alongside(ctx: PipelineContext, run_id: str) -> Iterator[Callable[[dict[str, str]], None]]:
+    """Yield ``submit(whole)``: compute Doris's side of the whole-table chunks ``whole`` (chunk key
+    → table), committed just now, on a thread of its own, one group after the other, while the
+    block goes on. When the block ends, wait for what was submitted and store it."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-parity-doris")
+    futures: list[Future[list[tuple[str, DorisAhead]]]] = []
+
+    def submit(whole: dict[str, str]) -> None:
+        if whole:
+            futures.append(pool.submit(_compute, ctx, run_id, dict(whole)))
+
+    try:
+        yield submit
+    finally:
+        done: list[tuple[str, DorisAhead]] = []
+        for future in futures:
+            try:
+                done += future.result()
+            except Exception:  # noqa: BLE001 - the check asks Doris itself
+                logger.warning("parity: Doris's side could not be computed after a group's commit; the check asks "
+                               "Doris itself", exc_info=True)
+        pool.shutdown()
+        if done:
+            try:
+                with ctx.store.transaction() as tx:
+                    for key, stored in done:
+                        PARITY_DORIS_SIDE.key(key).put(tx, stored.to_dict())
+            except Exception:  # noqa: BLE001 - the check asks Doris itself
+                logger.warning("parity: could not store Doris's side computed after the commits", exc_info=True)
+                return
+            logger.info("parity: Doris's side of %d whole-table chunk(s) computed after their group's commit",
+                        len(done))
