@@ -68,13 +68,17 @@ def plan_splits(ctx: PipelineContext, max_steps: int | None = None) -> PlanResul
         saved_state = ASSIGNER_STATE.get(tx)
         notes: list[str] = list(PLAN_NOTES.get_or(tx, []))
     with ctx.connection() as conn:
+        read: dict[TableId, TableSchema] = {}
         if saved_state is None:
-            saved_state = _first_round(ctx, ctx.definition.pipeline.snapshot_max_partitions, notes)
+            saved_state, read = _first_round(ctx, ctx.definition.pipeline.snapshot_max_partitions, notes)
         state = AssignerState.from_dict(saved_state)
         if not state.finished:
             options = planned_split_options(ctx)
-            # every remaining table's schema in a few queries, not a few per table
-            schemas = read_table_schemas(conn, list(state.remaining_tables), skip_missing=True)
+            # every remaining table's schema in a few queries, not a few per table (the first round's,
+            # read a moment ago on this connection, when it just ran)
+            remaining = list(state.remaining_tables)
+            schemas = read if all(t in read for t in remaining) else read_table_schemas(conn, remaining,
+                                                                                          skip_missing=True)
             assigner = SnapshotSplitAssigner(
                 conn, [], lambda t: schemas.get(t) or ctx.live_schema(t), options,
                 unbounded_chunk_first=source.unbounded_chunk_first, state=state,
@@ -89,8 +93,10 @@ def plan_splits(ctx: PipelineContext, max_steps: int | None = None) -> PlanResul
     return PlanResult(tuple(chunk_keys(ctx)), tables, state.finished, tuple(notes))
 
 
-def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) -> dict:
-    """Check the server, then record the tables, their schemas, the chunk size and the plan's offset."""
+def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]
+                 ) -> tuple[dict, dict[TableId, TableSchema]]:
+    """Check the server, then record the tables, their schemas, the chunk size and the plan's offset;
+    return the assigner's state and the schemas read."""
     source = ctx.definition.source
     captured = ctx.captured_tables()
     with ctx.connection() as conn:
@@ -137,7 +143,7 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]) ->
         PLAN_OFFSET.put(tx, start_offset)
     logger.info("%s: planning %d table(s) from %s, chunks of %s rows", ctx.definition.name, len(tables),
                 start_offset, _sizes_text(sizes) if sizes else chunk_size)
-    return state
+    return state, by_table
 
 
 def _sizes_text(sizes: dict[str, int]) -> str:

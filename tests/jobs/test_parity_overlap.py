@@ -232,3 +232,101 @@ def test_a_whole_table_segment_names_its_table():
     assert overlap.fingerprint(plan("d.a"), None) != overlap.fingerprint(plan("d.b"), None)
     assert overlap.fingerprint(plan("d.a"), None) == overlap.fingerprint(plan("d.a"), None)
     assert overlap.fingerprint(plan("d.a"), None) != overlap.fingerprint(plan("d.a"), KeyRange("a"))
+
+
+def test_doris_side_of_early_groups_is_computed_after_their_commit_and_used_by_the_same_runs_check(
+        mysql_server, doris_standin, root_conn, fresh_db, tmp_path, spark_session, monkeypatch):
+    """Small tables read in groups (``tidemark.doris.max-running-txns-per-db``): Doris's side of each
+    group committed early is computed while the next groups are read; the same run's check asks
+    Doris only for the last group's tables, still catches a difference, and a binlogged write or
+    another run makes it ask Doris itself."""
+    from cdc_core.config import load_pipeline
+    from cdc_core.pipeline.parity import doris_ahead, whole_tables
+    from cdc_core.state.keys import PARITY_DORIS_SIDE
+    from devstack.pipeline_file import write_pipeline as write_pipeline_file
+    from jobs.spark_executor import spark_service
+
+    with root_conn.cursor() as cur:
+        for n in range(5):
+            cur.execute(f"CREATE TABLE `{fresh_db}`.s{n} (id BIGINT PRIMARY KEY, v VARCHAR(20))")
+            cur.execute(f"INSERT INTO `{fresh_db}`.s{n} SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_{10 + n}")
+    state = tmp_path / "state"
+    state.mkdir()
+    path = write_pipeline_file(state / "pipeline.yaml", host="127.0.0.1", port=mysql_server.endpoint.port,
+                               fe=doris_standin.fe_http, tables=f"{fresh_db}.s\\.*", name="test_doris_ahead",
+                               state_dir=state, pipeline={"tidemark.doris.max-running-txns-per-db": 2})
+    service = spark_service(load_pipeline(path))
+    keys = list(service.plan_splits().chunk_keys)
+    assert len(keys) == 5
+
+    def doris_side() -> dict:
+        with service.store.transaction(readonly=True) as tx:
+            return dict(PARITY_DORIS_SIDE.items(tx))
+
+    asked = count_doris_tables_asked(monkeypatch, whole_tables)
+    service.run_chunks(keys, parity_run_id="run-1")  # groups of 2: two committed early, the last prepared
+    early = sorted(doris_side())
+    assert len(early) == 4 and set(early) < set(keys)
+    assert service.commit_chunks(keys, parity_run_id="run-1") == []
+    asked.clear()
+    with service.session():
+        results = service.chunks_parity(keys, "run-1")
+    assert all(r.ok for r in results) and sum(r.doris_rows for r in results) == 60
+    assert sorted(r.table_id for r in results if r.detail["doris_side_after_group_commit"]) == \
+        sorted(k.rpartition("#")[0] for k in early)
+    assert asked == [1], "Doris was asked for the last group's table only"
+    assert doris_side() == {}, "used once"
+
+    # a difference is still caught, chunk by chunk: Doris's side as stored says a row is missing
+    offset = service.context.server_offset().to_dict()
+    plans = whole_tables.whole_plans(service.context, [k.rpartition("#")[0] for k in keys])
+    with service.store.transaction() as tx:
+        for key in keys:
+            plan = plans[key.rpartition("#")[0]]
+            segment = whole_tables.doris_wholes(service.sink.catalog, {"t": plan})["t"]
+            wrong = Segment(segment.count - 1, segment.total) if key == keys[0] else segment
+            PARITY_DORIS_SIDE.key(key).put(tx, doris_ahead.DorisAhead(
+                "run-2", offset, doris_ahead.committed_offset(service.context), doris_ahead.fingerprint(plan),
+                wrong).to_dict())
+    asked.clear()
+    with service.session():
+        checked = service.chunks_parity(keys, "run-2")
+    assert [r.ok for r in checked] == [False, True, True, True, True] and asked == []
+
+    # another run, or a binlogged write since: the check asks Doris itself
+    with service.store.transaction() as tx:
+        for key in keys:
+            plan = plans[key.rpartition("#")[0]]
+            PARITY_DORIS_SIDE.key(key).put(tx, doris_ahead.DorisAhead(
+                "run-3", offset, doris_ahead.committed_offset(service.context), doris_ahead.fingerprint(plan),
+                Segment(0, 0)).to_dict())
+    with service.session():
+        assert all(r.ok for r in service.chunks_parity(keys, "run-4"))
+    with service.store.transaction() as tx:
+        for key in keys:
+            plan = plans[key.rpartition("#")[0]]
+            PARITY_DORIS_SIDE.key(key).put(tx, doris_ahead.DorisAhead(
+                "run-3", offset, doris_ahead.committed_offset(service.context), doris_ahead.fingerprint(plan),
+                Segment(0, 0)).to_dict())
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.other (id INT PRIMARY KEY)")
+        cur.execute(f"INSERT INTO `{fresh_db}`.other VALUES (1)")
+    asked.clear()
+    with service.session():
+        again = service.chunks_parity(keys, "run-3")
+    assert all(r.ok for r in again) and not any(r.detail["doris_side_after_group_commit"] for r in again)
+    assert asked == [5]
+    service.close()
+
+
+def count_doris_tables_asked(monkeypatch, module) -> list[int]:
+    """How many tables each of ``module``'s ``doris_wholes`` calls asked Doris for."""
+    asked: list[int] = []
+    real = module.doris_wholes
+
+    def counted(catalog, plans):
+        asked.append(len(plans))
+        return real(catalog, plans)
+
+    monkeypatch.setattr(module, "doris_wholes", counted)
+    return asked
