@@ -16,7 +16,7 @@ layout of every state store written so far. They never change here without a mig
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -45,6 +45,10 @@ class KvTransaction(KvReader, KvWriter, Protocol):
     def delete(self, namespace: str, key: str) -> None: ...
 
     def items(self, namespace: str) -> list[tuple[str, Any]]: ...
+
+    def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, Any]: ...
+
+    def delete_many(self, namespace: str, keys: Sequence[str]) -> None: ...
 
 
 def _same(value: Any) -> Any:
@@ -96,6 +100,14 @@ class StateMap(Generic[T]):
 
     def key(self, name: str) -> StateKey[T]:
         return StateKey(self.namespace, f"{self.prefix}{name}", self.decode, self.encode)
+
+    def get_many(self, tx: KvTransaction, names: Sequence[str]) -> dict[str, T]:
+        """The values of those of ``names`` that are written, by name: a few statements for hundreds."""
+        found = tx.get_many(self.namespace, [f"{self.prefix}{n}" for n in names])
+        return {key[len(self.prefix):]: self.decode(value) for key, value in found.items()}
+
+    def delete_many(self, tx: KvTransaction, names: Sequence[str]) -> None:
+        tx.delete_many(self.namespace, [f"{self.prefix}{n}" for n in names])
 
     def items(self, tx: KvTransaction) -> list[tuple[str, T]]:
         """Every (name without the prefix, value) of the map, by key."""

@@ -34,7 +34,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 SQLITE_LOCK_TIMEOUT_S = 60.0
 
 SCHEMA_VERSION = 1
+IN_LIST = 500  # keys in one IN (...) of a read or delete of many (SQLite allows 32,766 bound values)
 
 metadata = sa.MetaData()
 
@@ -139,6 +140,22 @@ class StateTransaction:
 
     def delete(self, namespace: str, key: str) -> None:
         self.conn.execute(kv_table.delete().where(kv_table.c.namespace == namespace, kv_table.c.key == key))
+
+    def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, Any]:
+        """The values of those of ``keys`` that are written, by key: a statement per ``IN_LIST`` keys,
+        not one per key (hundreds of chunks' entries)."""
+        found: dict[str, Any] = {}
+        for i in range(0, len(keys), IN_LIST):
+            rows = self.conn.execute(sa.select(kv_table.c.key, kv_table.c.value).where(
+                kv_table.c.namespace == namespace, kv_table.c.key.in_(list(keys[i: i + IN_LIST]))))
+            found.update((k, _loads(v)) for k, v in rows)
+        return found
+
+    def delete_many(self, namespace: str, keys: Sequence[str]) -> None:
+        """Delete ``keys`` (those written), a statement per ``IN_LIST`` of them."""
+        for i in range(0, len(keys), IN_LIST):
+            self.conn.execute(kv_table.delete().where(kv_table.c.namespace == namespace,
+                                                      kv_table.c.key.in_(list(keys[i: i + IN_LIST]))))
 
     def items(self, namespace: str) -> list[tuple[str, Any]]:
         rows = self.conn.execute(

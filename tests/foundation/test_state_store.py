@@ -140,3 +140,28 @@ def test_a_state_file_written_with_plain_string_statuses_still_opens(tmp_path):
         assert tx.batches()[0].status is BatchStatus.ABORTED
     with again.engine.connect() as conn:
         assert conn.execute(sa.select(chunks_table.c.status)).scalar_one() == "COMMITTED"
+
+
+def test_many_keys_read_and_deleted_at_once_are_what_one_by_one_would(tmp_path, monkeypatch):
+    from cdc_core.state import store as store_module
+    from cdc_core.state.keys import PARITY_MYSQL_SIDE
+
+    monkeypatch.setattr(store_module, "IN_LIST", 3)  # several statements for the seven keys
+    store = StateStore.open(tmp_path)
+    names = [f"db.t{n}#00000" for n in range(7)]
+    with store.transaction() as tx:
+        for n, name in enumerate(names):
+            if n != 4:
+                PARITY_MYSQL_SIDE.key(name).put(tx, {"n": n})
+        tx.put("other", names[4], {"n": "not this namespace"})
+    with store.transaction(readonly=True) as tx:
+        one_by_one = {name: PARITY_MYSQL_SIDE.key(name).get(tx) for name in names}
+        many = PARITY_MYSQL_SIDE.get_many(tx, [*names, "db.none#00000"])
+    assert many == {name: value for name, value in one_by_one.items() if value is not None}
+    assert names[4] not in many and len(many) == 6
+    with store.transaction() as tx:
+        PARITY_MYSQL_SIDE.delete_many(tx, names[:5])
+    with store.transaction(readonly=True) as tx:
+        assert sorted(PARITY_MYSQL_SIDE.get_many(tx, names)) == names[5:]
+        assert tx.get("other", names[4]) == {"n": "not this namespace"}
+    store.close()

@@ -94,15 +94,12 @@ def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any]
     found: dict[str, Segment] = {}
     committed = committed_offset(ctx)
     with ctx.store.transaction() as tx:
-        for key, plan in work.items():
-            stored_key = PARITY_DORIS_SIDE.key(key)
-            data = stored_key.get(tx)
-            if data is None:
-                continue
-            stored_key.delete(tx)
-            stored = DorisAhead.from_dict(data)
-            if stored.valid(run_id, server_offset, committed, fingerprint(plan)):
-                found[key] = stored.segment
+        stored_data = PARITY_DORIS_SIDE.get_many(tx, list(work))
+        PARITY_DORIS_SIDE.delete_many(tx, list(stored_data))
+    for key, data in stored_data.items():
+        stored = DorisAhead.from_dict(data)
+        if stored.valid(run_id, server_offset, committed, fingerprint(work[key])):
+            found[key] = stored.segment
     if found:
         logger.info("parity: Doris's side of %d of %d whole-table chunk(s) was computed after their group's "
                     "commit", len(found), len(work))
