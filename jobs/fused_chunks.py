@@ -46,7 +46,7 @@ from cdc_core.doris.table_creation import DorisTable
 from cdc_core.instrumentation import faults
 from cdc_core.model.schema import TableId
 from jobs.doris_writer import discard_sink, load_chunk, make_sink
-from jobs.snapshot_source import read_chunk
+from jobs.snapshot_source import forget_watermarks, read_chunk
 from jobs.spark import spark_context
 from jobs.specs import ReadSpec, WriterSpec
 
@@ -87,6 +87,7 @@ def chunk_messages(read_spec: ReadSpec, source_password: str, write_spec: Writer
                 faults.fault_point("snapshot.after_precommit", table=write_spec.source_table,
                                    chunk=chunk.index, label=",".join(c["label"] for c in committables))
             except BaseException:
+                forget_watermarks()
                 discard_sink(sink)
                 raise
             yield json.dumps({"committables": committables, "chunks": [meta], "rows": table.num_rows})

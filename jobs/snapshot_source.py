@@ -99,6 +99,13 @@ def _chunk_reader(spec: ReadSpec, password: str) -> Any:
     return reader
 
 
+def forget_watermarks() -> None:
+    """The chunk just read was not loaded (its load failed): the worker's next chunk, perhaps the
+    same one again, takes a fresh low watermark (``SnapshotSplitReader.forget_watermark``)."""
+    for reader in _READERS.values():
+        reader.forget_watermark()
+
+
 def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec, *,
                native: bool = False) -> tuple[pa.Table, dict[str, Any]]:
     """One chunk as it was at its high watermark, Spark-typed (:func:`spark_typed`), with the

@@ -20,6 +20,33 @@ One deviation from Flink, for exactness: when the chunk key is nullable (a non-p
 ``chunk.key-column``) the first chunk also takes the rows whose key is NULL — Flink's
 ``k <= ?`` silently drops them.
 
+**Watermarks shared by consecutive chunks.** Correctness needs only LW ≤ the scan's snapshot
+point ≤ HW (Flink CDC's watermark algorithm): the backfill replays ``(LW, HW]`` onto the scan,
+and replaying the changes the scan already saw is harmless, since each key ends at its last
+image. So a reader that has just read chunk N (of any table: the watermark is the server's
+position) takes chunk N's HW as chunk N+1's LW — it was read before chunk N+1's SELECT began —
+and asks the server once per chunk, not twice. The backfill window is then at most wider (it
+also spans chunk N's load), never missing a change; when no transaction committed anywhere in
+it, LW = HW still skips the backfill. A HW is carried only while all of these hold, else the
+chunk takes a fresh LW:
+
+* the chunk just read succeeded and nothing since failed: any error in :meth:`read` drops it,
+  and a caller whose load of the chunk failed calls :meth:`forget_watermark` (a retried chunk
+  takes a fresh LW);
+* the control connection it was read on is the one still open (:meth:`close` drops it; a new
+  connection may reach another server after a failover, whose positions do not compare);
+* the carried and the new watermark name the same server (checked after the fact; a mismatch
+  re-reads the chunk with fresh watermarks);
+* it is younger than :data:`WATERMARK_REUSE_S` (a reader kept idle between jobs starts fresh:
+  no long backfill window, no binlog that a purge may have removed);
+* the table has a primary key: a keyless table's rows are a multiset, and replaying an insert
+  the scan already saw would add a copy, so its LW stays the server's position right before
+  its SELECT (as narrow a window as the algorithm allows);
+* ``backfill.skip`` is off (there HW := LW, and a carried LW would pin every HW to the first).
+
+Watermarks are carried as the server reported them and aligned to the job's epoch
+(``epoch_reference``) when used, so a reader kept across jobs never carries an old epoch.
+
 The backfill's key ranges and the replay are in :mod:`cdc_core.mysql.backfill`; the server id a
 backfill reads the binlog with comes from :mod:`cdc_core.mysql.server_ids`.
 """
@@ -69,6 +96,17 @@ from cdc_core.mysql.types.kinds import precision_scale
 
 log = logging.getLogger(__name__)
 
+WATERMARK_REUSE_S = 5.0
+"""How long a chunk's high watermark may serve as the next chunk's low watermark (module doc)."""
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """A chunk's high watermark as the server reported it, kept for the next chunk's low watermark."""
+
+    offset: BinlogOffset
+    conn: Any
+    at: float
 
 
 class BinlogRangeReader(Protocol):
@@ -190,6 +228,7 @@ class SnapshotSplitReader:
         self._server_id: int | None = None
         self._safe_tables: set[TableId] = set()
         self._scan_tls: MySqlTls | None = None
+        self._carried: _Carried | None = None
 
     @classmethod
     def from_source(cls, source: Any, **kwargs: Any) -> SnapshotSplitReader:
@@ -220,6 +259,7 @@ class SnapshotSplitReader:
         return self._server_id
 
     def close(self) -> None:
+        self._carried = None
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -253,8 +293,24 @@ class SnapshotSplitReader:
 
     def current_offset(self) -> BinlogOffset:
         """The server's position now, in the pipeline's epoch on this server (``epoch_reference``)."""
+        return align(self._server_offset(), self.epoch_reference)
+
+    def _server_offset(self) -> BinlogOffset:
         with self._control().cursor() as cur:
-            return align(read_current_offset(cur), self.epoch_reference)
+            return read_current_offset(cur)
+
+    def forget_watermark(self) -> None:
+        """Take a fresh low watermark for the next chunk (the last chunk's load failed: module doc)."""
+        self._carried = None
+
+    def _low_watermark(self, schema: TableSchema) -> tuple[BinlogOffset, bool]:
+        """The chunk's low watermark as the server reported it, and whether it is the previous
+        chunk's high watermark (the conditions are the module doc's)."""
+        carried, self._carried = self._carried, None
+        if (carried is not None and not self.backfill_skip and schema.primary_key
+                and carried.conn is self._conn and time.monotonic() - carried.at < WATERMARK_REUSE_S):
+            return carried.offset, True
+        return self._server_offset(), False
 
     def _raw_batches(self, schema: TableSchema, split: SnapshotSplit, *, safe: bool,
                      where: str | None = None) -> Iterator[pa.RecordBatch]:
@@ -368,10 +424,22 @@ class SnapshotSplitReader:
     def read(self, split: SnapshotSplit, schema: TableSchema, *, native: bool = False) -> ChunkReadResult:
         """The chunk exactly as it was at its high watermark. ``native``: the chunk goes to Doris as
         Arrow, so the columns :meth:`native_columns` names stay as read (a chunk with a backfill is
-        all text: the binlog's images are)."""
+        all text: the binlog's images are). Its low watermark may be the previous chunk's high one
+        (module doc)."""
+        try:
+            result = self._read(split, schema, native=native)
+            if result is None:  # a carried low watermark of another server: read again, fresh
+                result = self._read(split, schema, native=native)
+        except BaseException:
+            self._carried = None
+            raise
+        assert result is not None  # a fresh low watermark is on the high one's connection
+        return result
+
+    def _read(self, split: SnapshotSplit, schema: TableSchema, *, native: bool) -> ChunkReadResult | None:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        low = self.current_offset()
+        low_raw, carried = self._low_watermark(schema)
         if self.pause_after_low_watermark is not None:
             self.pause_after_low_watermark(split)
         t1 = time.perf_counter()
@@ -380,12 +448,19 @@ class SnapshotSplitReader:
         if self.pause_after_scan is not None:
             self.pause_after_scan(split)
         t2 = time.perf_counter()
-        high = low if self.backfill_skip else self.current_offset()
+        high_raw = low_raw if self.backfill_skip else self._server_offset()
+        if carried and low_raw.server != high_raw.server:
+            log.warning("the server's identity changed between two chunks (%s, then %s): chunk %s is read again "
+                        "with a fresh low watermark", low_raw.server, high_raw.server, split.split_id)
+            return None
+        low, high = align(low_raw, self.epoch_reference), align(high_raw, self.epoch_reference)
         applied = 0
         if high > low:
             table, applied = self._backfill(split, schema, self.as_text(table, schema) if native else table, low,
                                             high)
         t3 = time.perf_counter()
+        if not self.backfill_skip:
+            self._carried = _Carried(high_raw, self._conn, time.monotonic())
         timings.update(low_watermark=t1 - t0, scan=t2 - t1, backfill=t3 - t2)
         return ChunkReadResult(split, table, low, high, applied, scanned, timings)
 
