@@ -22,6 +22,9 @@ logger = logging.getLogger(__name__)
 _STABLE_TRIES = 5
 
 
+_STATUS_STATEMENTS = ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS")
+
+
 def _status(cursor: Any) -> tuple[str, int, str | None]:
     """(file, position, MySQL's ``Executed_Gtid_Set`` or None) from the first status statement
     the server accepts.
@@ -29,27 +32,35 @@ def _status(cursor: Any) -> tuple[str, int, str | None]:
     MySQL 8.4 dropped ``SHOW MASTER STATUS`` for ``SHOW BINARY LOG STATUS``; MariaDB 10.5.2+
     calls it ``SHOW BINLOG STATUS``. Both still accept ``SHOW MASTER STATUS`` on older releases.
     """
+    return _status_and_statement(cursor)[0]
+
+
+def _status_and_statement(cursor: Any) -> tuple[tuple[str, int, str | None], str]:
     last_error: Exception | None = None
-    for statement in ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS"):
+    for statement in _STATUS_STATEMENTS:
         try:
             cursor.execute(statement)
             row = cursor.fetchone()
         except Exception as exc:  # noqa: BLE001 - try the next spelling; report the last failure
             last_error = exc
             continue
-        if not row:
-            raise RuntimeError(
-                "The MySQL server has no binary log (SHOW MASTER STATUS is empty): start it with "
-                "log_bin enabled (e.g. --log-bin=binlog) and binlog_format=ROW"
-            )
-        values = list(row.values()) if isinstance(row, dict) else list(row)
-        gtid = None
-        if isinstance(row, dict):
-            gtid = row.get("Executed_Gtid_Set") or None
-        elif len(values) >= 5:
-            gtid = values[4] or None
-        return str(values[0]), int(values[1]), (str(gtid).replace("\n", "") if gtid else None)
+        return _status_row(row), statement
     raise RuntimeError(f"Cannot read the binlog position: {last_error}")
+
+
+def _status_row(row: Any) -> tuple[str, int, str | None]:
+    if not row:
+        raise RuntimeError(
+            "The MySQL server has no binary log (SHOW MASTER STATUS is empty): start it with "
+            "log_bin enabled (e.g. --log-bin=binlog) and binlog_format=ROW"
+        )
+    values = list(row.values()) if isinstance(row, dict) else list(row)
+    gtid = None
+    if isinstance(row, dict):
+        gtid = row.get("Executed_Gtid_Set") or None
+    elif len(values) >= 5:
+        gtid = values[4] or None
+    return str(values[0]), int(values[1]), (str(gtid).replace("\n", "") if gtid else None)
 
 
 def read_current_offset(cursor: Any) -> BinlogOffset:
@@ -91,3 +102,52 @@ def _mariadb_gtid_and_identity(cursor: Any) -> tuple[str | None, str] | None:
         return None
     values = list(row.values()) if isinstance(row, dict) else list(row)
     return (values[0] or None), mariadb_identity(int(values[1]))
+
+
+class CurrentOffsetReader:
+    """:func:`read_current_offset` in one round trip, on a connection opened with several
+    statements per query allowed (``connect(..., multi_statements=True)``).
+
+    On MariaDB the offset takes three statements (status, GTID position and identity, status
+    again): a chunk read's watermark paid three round trips to the server, each a wake-up of a
+    server thread on a busy machine. The first call here reads as :func:`read_current_offset` does
+    and learns the server's spelling of the status statement; later calls send the same three
+    statements as one query and keep the pair only when both status rows agree (else the full
+    read, with its retries). MySQL reads as :func:`read_current_offset` always does.
+    """
+
+    def __init__(self) -> None:
+        self._batch: str | None = None
+        self._learned = False
+
+    def read(self, cursor: Any) -> BinlogOffset:
+        if self._batch is not None:
+            offset = self._read_batch(cursor, self._batch)
+            if offset is not None:
+                return offset
+            return read_current_offset(cursor)
+        if self._learned:
+            return read_current_offset(cursor)
+        self._learned = True
+        (file, position, gtid), statement = _status_and_statement(cursor)
+        mariadb = None if gtid is not None else _mariadb_gtid_and_identity(cursor)
+        if mariadb is not None:
+            self._batch = f"{statement}; SELECT @@gtid_binlog_pos, @@server_id; {statement}"
+        return read_current_offset(cursor)
+
+    @staticmethod
+    def _read_batch(cursor: Any, batch: str) -> BinlogOffset | None:
+        cursor.execute(batch)
+        try:
+            first = _status_row(cursor.fetchone())
+            cursor.nextset()
+            row = cursor.fetchone()
+            cursor.nextset()
+            again = _status_row(cursor.fetchone())
+        finally:
+            while cursor.nextset():
+                pass
+        if first[:2] != again[:2]:
+            return None
+        values = list(row.values()) if isinstance(row, dict) else list(row)
+        return BinlogOffset(first[0], first[1], values[0] or None, server=mariadb_identity(int(values[1])))

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pymysql
-from pymysql.constants import FIELD_TYPE
+from pymysql.constants import CLIENT, FIELD_TYPE
 
 SESSION_TIME_ZONE = "+00:00"
 
@@ -211,13 +211,17 @@ def text_conversions() -> dict[int, Any]:
 
 
 def connect(settings: MySqlConnectionSettings, *, text_values: bool = False, database: str | None = None,
-            streaming: bool = False) -> pymysql.connections.Connection:
-    """A pymysql connection with Tidemark's session settings (see the module doc)."""
+            streaming: bool = False, multi_statements: bool = False) -> pymysql.connections.Connection:
+    """A pymysql connection with Tidemark's session settings (see the module doc).
+    ``multi_statements``: a query may hold several statements (only for statements Tidemark
+    writes itself, e.g. ``binlog_status.CurrentOffsetReader``'s)."""
     kwargs: dict[str, Any] = {}
     if text_values:
         kwargs["conv"] = text_conversions()
     if streaming:
         kwargs["cursorclass"] = pymysql.cursors.SSCursor
+    if multi_statements:
+        kwargs["client_flag"] = CLIENT.MULTI_STATEMENTS
     try:
         conn = pymysql.connect(
             host=settings.host, port=settings.port, user=settings.user, password=settings.password,

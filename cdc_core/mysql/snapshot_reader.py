@@ -67,7 +67,7 @@ from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.backfill import KeyRange, apply_backfill
 from cdc_core.mysql.binlog_reader import BinlogSplitReader
-from cdc_core.mysql.binlog_status import read_current_offset
+from cdc_core.mysql.binlog_status import CurrentOffsetReader
 from cdc_core.mysql.connection import (
     SESSION_TIME_ZONE,
     MySqlConnectionSettings,
@@ -229,6 +229,7 @@ class SnapshotSplitReader:
         self._safe_tables: set[TableId] = set()
         self._scan_tls: MySqlTls | None = None
         self._carried: _Carried | None = None
+        self._offsets = CurrentOffsetReader()
 
     @classmethod
     def from_source(cls, source: Any, **kwargs: Any) -> SnapshotSplitReader:
@@ -248,7 +249,9 @@ class SnapshotSplitReader:
 
     def _control(self) -> Any:
         if self._conn is None:
-            self._conn = connect(self.settings, text_values=True)
+            # several statements a query: a watermark in one round trip (binlog_status.CurrentOffsetReader)
+            self._conn = connect(self.settings, text_values=True, multi_statements=True)
+            self._offsets = CurrentOffsetReader()
         return self._conn
 
     @property
@@ -296,8 +299,9 @@ class SnapshotSplitReader:
         return align(self._server_offset(), self.epoch_reference)
 
     def _server_offset(self) -> BinlogOffset:
-        with self._control().cursor() as cur:
-            return read_current_offset(cur)
+        conn = self._control()
+        with conn.cursor() as cur:
+            return self._offsets.read(cur)
 
     def forget_watermark(self) -> None:
         """Take a fresh low watermark for the next chunk (the last chunk's load failed: module doc)."""

@@ -13,6 +13,8 @@ import pytest
 
 from cdc_core.model.schema import TableId
 from cdc_core.mysql import snapshot_reader
+from cdc_core.mysql.binlog_status import CurrentOffsetReader, read_current_offset
+from cdc_core.mysql.connection import connect
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.splits import SnapshotSplit
 from tests.snapshot.conftest import reader, run
@@ -168,3 +170,41 @@ def test_a_job_of_another_epoch_aligns_the_carried_watermark(root_conn, fresh_db
     assert (first.high_watermark.epoch, second.low_watermark.epoch, second.high_watermark.epoch) == (0, 3, 3)
     assert (second.low_watermark.file, second.low_watermark.position) == (first.high_watermark.file,
                                                                           first.high_watermark.position)
+
+
+def test_a_watermark_in_one_round_trip_is_the_three_statements_result(root_conn, fresh_db, settings):
+    """``CurrentOffsetReader`` sends MariaDB's three statements as one query: the offset is the
+    one :func:`read_current_offset` reads, and under a writer its GTID position is exactly the
+    one of its file and position (``BINLOG_GTID_POS``), never a later one."""
+    run(root_conn, f"CREATE TABLE `{fresh_db}`.w (id INT PRIMARY KEY AUTO_INCREMENT, v INT)")
+    conn = connect(settings, text_values=True, multi_statements=True)
+    offsets = CurrentOffsetReader()
+    try:
+        with conn.cursor() as cur:
+            learned, batched, plain = offsets.read(cur), offsets.read(cur), read_current_offset(cur)
+            assert learned == batched == plain
+            assert (learned.gtid_set, learned.server) == (plain.gtid_set, plain.server)
+            writer_conn = pymysql.connect(unix_socket=root_conn.unix_socket, user="root", autocommit=True)
+            stop = threading.Event()
+
+            def write():
+                with writer_conn.cursor() as w:
+                    while not stop.is_set():
+                        w.execute(f"INSERT INTO `{fresh_db}`.w (v) VALUES (1)")
+
+            thread = threading.Thread(target=write, daemon=True)
+            thread.start()
+            seen = []
+            try:
+                for _ in range(50):
+                    seen.append(offsets.read(cur))
+            finally:
+                stop.set()
+                thread.join(10)
+                writer_conn.close()
+            for offset in seen:
+                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (offset.file, offset.position))
+                assert offset.gtid_set == cur.fetchone()[0]
+            assert len({o.position for o in seen}) > 1  # the writer moved the binlog meanwhile
+    finally:
+        conn.close()
