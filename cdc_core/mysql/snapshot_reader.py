@@ -327,19 +327,27 @@ class SnapshotSplitReader:
         needs_tz = any(kind_of(c, tinyint1_as_boolean=self.tinyint1_as_boolean) == TypeKind.TIMESTAMP
                        for c in schema.columns)
         extra = {"pre_execution_query": [f"SET time_zone = '{SESSION_TIME_ZONE}'"]} if needs_tz else {}
-        # The whole result at once (``arrow``), not as a stream of ``fetch_size`` batches: every caller
-        # keeps the whole chunk anyway (:meth:`_scan_raw`), and the stream's hand-over of each batch
-        # from connectorx's thread cost a 2,000-row chunk ~1.5 ms more wall and ~0.3 ms more CPU here
-        # (docs/performance.md). The batches are then sliced to ``fetch_size`` rows (no copy).
+        # A whole-table chunk (a small table's only one) is taken as connectorx's whole result
+        # (``arrow``), not as its stream of ``fetch_size`` batches: every caller keeps the whole chunk
+        # anyway (:meth:`_scan_raw`), and the stream's hand-over of each batch from connectorx's thread
+        # cost a 2,000-row chunk ~0.3 ms more CPU and more wall here. A bounded chunk of a large table
+        # keeps the stream, whose decoding overlaps the transfer: a 131,072-row chunk took less CPU
+        # but more wall as a whole result (docs/performance.md).
+        whole = split.start is None and split.end is None and where is None
         try:
-            table = cx.read_sql(self.settings.connectorx_uri(tls=self.scan_tls()), query, return_type="arrow",
-                                **extra)
+            if whole:
+                result = cx.read_sql(self.settings.connectorx_uri(tls=self.scan_tls()), query,
+                                     return_type="arrow", **extra)
+                batches: Iterable[pa.RecordBatch] = result.to_batches(max_chunksize=self.fetch_size)
+            else:
+                batches = cx.read_sql(self.settings.connectorx_uri(tls=self.scan_tls()), query,
+                                      return_type="arrow_stream", batch_size=self.fetch_size, **extra)
         except RuntimeError as exc:
             failure = scan_error(self.settings, exc)
             if failure is None:
                 raise
             raise failure from None
-        for batch in table.to_batches(max_chunksize=self.fetch_size):
+        for batch in batches:
             if batch.num_rows:
                 yield batch
 
