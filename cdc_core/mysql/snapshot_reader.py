@@ -31,8 +31,9 @@ it, LW = HW still skips the backfill. A HW is carried only while all of these ho
 chunk takes a fresh LW:
 
 * the chunk just read succeeded and nothing since failed: any error in :meth:`read` drops it,
-  and a caller whose load of the chunk failed calls :meth:`forget_watermark` (a retried chunk
-  takes a fresh LW);
+  and a caller whose load of the chunk failed calls :meth:`forget_watermark` (the fused and local
+  workers' ``jobs/fused_chunks.py`` does), so a retried chunk takes a fresh LW. (Were one carried
+  into a retry, it would still be correct: it was read before the retry's SELECT.);
 * the control connection it was read on is the one still open (:meth:`close` drops it; a new
   connection may reach another server after a failover, whose positions do not compare);
 * the carried and the new watermark name the same server (checked after the fact; a mismatch
