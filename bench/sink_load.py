@@ -1,6 +1,7 @@
 """Stream-load throughput into the Doris stand-in: JSON vs CSV vs Arrow (and gzip), 1M rows.
 
     .venv/bin/python bench/sink_load.py [--rows 1000000] [--fe host:port]
+    .venv/bin/python bench/sink_load.py --requests 600 [--tables 50] [--direct] [--fe host:port]
 
 Starts its own stand-in on free ports (unless --fe is given). For each format it reports (a
 markdown table, then the same figures as JSON):
@@ -9,6 +10,14 @@ markdown table, then the same figures as JSON):
   and merge), for dict input (what the binlog path hands over) and for Arrow input (Spark);
 * ``limit`` — rows/s of a bare PUT + commit of the same body already encoded in memory, measured in
   the same run: what the stand-in itself can ingest. ``sink/limit`` is the share our client keeps.
+
+``--requests N``: Tidemark's own CPU per Doris HTTP request instead. N small 2PC loads (a few rows,
+dict rows handed to ``StreamLoader.load``) over ``--tables`` tables, then their commits (80 at a
+time: the stand-in, as Doris, holds at most 100 running transactions per database), the shape of
+a binlog batch; by default within ``DorisHttpClient.reusing_redirects`` (as a batch runs:
+most loads and commits go straight to the remembered BE), with ``--direct`` every load asks an FE
+for its 307 and every commit follows one. Prints this process's CPU-seconds (``time.process_time``)
+per load+commit and the stand-in's (from ``/proc``), after one warm-up round.
 """
 
 from __future__ import annotations
@@ -84,14 +93,62 @@ def start_standin(tmp: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("stand-in did not start")
 
 
+def _proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def per_request(fe: str, pid: int | None, requests_n: int, tables: int, direct: bool, rounds: int) -> None:
+    """Tidemark's CPU per small load + commit (see the module docstring)."""
+    from contextlib import nullcontext
+
+    client = DorisHttpClient(fe, "root", "", auto_redirect=True)
+    sink = DorisSink(client, "bench", type_mapper=type_mapper, table_properties={"replication_num": "1"})
+    db = f"reqs_{int(time.time())}"
+    targets = [TableId(db, f"t{i}") for i in range(tables)]
+    columns = [sink.create_table(schema(db, t.table), t).columns for t in targets][0]
+    rows = [{"id": i, "name": f"n{i}", "amount": "1.50", "qty": i, "note": None} for i in range(5)]
+    loader, committer = sink.loader, sink.committer
+    results = []
+    for r in range(rounds + 1):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        stand0 = _proc_cpu(pid) if pid else 0.0
+        with nullcontext() if direct else client.reusing_redirects():
+            for start in range(0, requests_n, 80):  # under the stand-in's 100 running txns per database
+                done = [loader.load(db, targets[i % tables].table, f"r{r}_{i}", rows, columns=columns, sequence=1)
+                        for i in range(start, min(requests_n, start + 80))]
+                for c in done:
+                    committer.commit(c)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        stand = _proc_cpu(pid) - stand0 if pid else float("nan")
+        line = (f"round {r}{' (warm-up)' if r == 0 else ''}: {requests_n} loads + commits, tidemark "
+                f"{cpu:.3f} CPU-s = {cpu / requests_n * 1000:.2f} ms per load+commit, stand-in {stand:.3f} CPU-s, "
+                f"wall {wall:.2f} s")
+        print(line, file=sys.stderr, flush=True)
+        if r:
+            results.append(cpu / requests_n * 1000)
+    print(json.dumps({"requests": requests_n, "direct": direct,
+                      "tidemark_ms_per_load_commit": [round(x, 3) for x in results],
+                      "mean": round(sum(results) / len(results), 3)}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--fe", default=None)
+    ap.add_argument("--requests", type=int, default=0, help="per-request CPU of N small loads + commits")
+    ap.add_argument("--tables", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--direct", action="store_true", help="no reusing_redirects: every load and commit via an FE")
+    ap.add_argument("--standin-pid", type=int, default=None, help="with --fe: the stand-in's pid, for its CPU")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sink-bench-"))
     proc, fe = (None, args.fe) if args.fe else start_standin(tmp)
     try:
+        if args.requests:
+            pid = proc.pid if proc is not None else args.standin_pid
+            per_request(fe, pid, args.requests, args.tables, args.direct, args.rounds)
+            return
         client = DorisHttpClient(fe, "root", "", auto_redirect=True)
         sink = DorisSink(client, "bench", type_mapper=type_mapper, table_properties={"replication_num": "1"})
         dicts, table = make_rows(args.rows)
