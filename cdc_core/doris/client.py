@@ -1,9 +1,18 @@
 """HTTP plumbing to a Doris cluster: nodes, Basic auth, redirects, retries, timeouts.
 
+The transport is urllib3: one connection pool per node (``scheme://host:port``), kept for the
+client's life, and a request is one ``urlopen`` with urllib3's own retries and redirects off. A
+binlog batch over hundreds of tables sends a load and a commit per table every few seconds, so
+what a request costs in this process counts: ``requests`` spent about as much again as urllib3
+itself on each one (preparing and merging the request, cookies, the environment's proxy settings,
+hooks, building its response), none of which a Doris client uses. An answer is a
+:class:`DorisResponse` (status, headers, the body read whole, its URL); a failure to reach a node
+is raised as the ``requests`` exception it has always been (``requests.ConnectionError``,
+``requests.Timeout``, ``requests.exceptions.SSLError``), carrying the node it was sent to.
+
 Why redirects are followed by hand: a Doris FE answers a stream load with a 307 to a BE whose
-``Location`` carries ``user:password@``. ``requests`` drops ``Authorization`` when the host
-changes and cannot re-send a streamed body, so :meth:`DorisHttpClient.send` follows redirects
-itself: it strips the user-info from the new URL (never logged), sends our own Basic auth again,
+``Location`` carries ``user:password@``; the body (a stream) must be produced again for the BE
+and the credentials sent again, so :meth:`DorisHttpClient.send` follows redirects itself: it strips the user-info from the new URL (never logged), sends our own Basic auth again,
 refuses an https→http downgrade, and builds the body afresh for every hop and every retry from a
 *body factory* (a callable returning bytes or an iterator of bytes).
 
@@ -16,19 +25,26 @@ is what a restarting node looks like (no live BE, HTTP 503, a refused connection
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 import logging
+import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
 import requests
-from requests.auth import HTTPBasicAuth
+import urllib3
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import SSLError as Urllib3SSLError
+from urllib3.util.ssl_ import create_urllib3_context
 
 from cdc_core.doris.errors import (
     DorisAuthError,
@@ -69,6 +85,66 @@ def _strip_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+class DorisResponse:
+    """What a node answered: ``status_code``, ``headers`` (case-insensitive), ``content`` (the body,
+    read whole), ``url`` (where the request went) — the parts of a ``requests.Response`` the sink
+    reads, without building one."""
+
+    __slots__ = ("status_code", "headers", "content", "url")
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], content: bytes, url: str):
+        self.status_code, self.headers, self.content, self.url = status_code, headers, content, url
+
+    @property
+    def text(self) -> str:
+        """The body as text (the charset the answer names, else UTF-8; undecodable bytes replaced)."""
+        charset = re.search(r"charset=([\w.-]+)", self.headers.get("Content-Type", "") or "")
+        try:
+            return self.content.decode(charset.group(1) if charset else "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body as JSON; ``ValueError`` when it is not."""
+        return json.loads(self.content)
+
+    def close(self) -> None:
+        """Nothing to release: the body was read and the connection went back to its pool."""
+
+    def __repr__(self) -> str:
+        return f"<DorisResponse [{self.status_code}]>"
+
+
+class _BasicAuth:
+    """The ``Authorization`` header's value, built once; never shown by ``repr``."""
+
+    __slots__ = ("header",)
+
+    def __init__(self, username: str, password: str):
+        userpass = f"{username}:{password}"
+        try:  # as requests and curl encode it
+            raw = userpass.encode("latin1")
+        except UnicodeEncodeError:
+            raw = userpass.encode()
+        self.header = "Basic " + base64.b64encode(raw).decode("ascii")
+
+    def __repr__(self) -> str:
+        return "<Basic auth>"
+
+
+class _RequestOf:
+    """What a ``requests`` exception's ``request`` carries for :func:`_node_of`: the URL it went to."""
+
+    __slots__ = ("url",)
+
+    def __init__(self, url: str):
+        self.url = url
+
+
+_NO_RETRIES = urllib3.Retry(total=False, redirect=False)
+POOL_SIZE = 10  # connections kept per node (a load's threads and the commits' pool share them)
 
 
 class RetryableAnswer(requests.ConnectionError):
@@ -147,7 +223,6 @@ class DorisHttpClient:
         timeouts: Timeouts = Timeouts(),
         scheme: str = "http",
         ca_file: str | None = None,
-        session: requests.Session | None = None,
     ):
         self.fenodes = _split_nodes(fenodes)
         if not self.fenodes:
@@ -155,7 +230,7 @@ class DorisHttpClient:
         self.benodes = _split_nodes(benodes)
         self.username = username
         self._password = password or ""
-        self._auth = HTTPBasicAuth(username, self._password)
+        self._auth = _BasicAuth(username, self._password)
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
@@ -166,12 +241,12 @@ class DorisHttpClient:
             self.load_route = "benodes"
         else:
             self.load_route = "redirect" if auto_redirect else "backends"
-        self._session = session or requests.Session()
-        # We follow redirects ourselves, but never let requests strip auth behind our back either.
-        self._session.should_strip_auth = lambda old, new: False  # type: ignore[method-assign]
-        self._session.trust_env = False
-        # HTTPS: verify the nodes' certificates against the sink's ssl-ca, else the system's CAs.
-        self._session.verify = ca_file or True
+        # HTTPS: verify the nodes' certificates against the sink's ssl-ca, else the CAs requests
+        # trusts (certifi's bundle: what this client verified against when it was built on requests).
+        self.verify: str | bool = ca_file or True
+        self._ssl_context: Any = None  # built at the first https pool (the ssl-ca is read then)
+        self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
+        self._timeout_of: tuple[Timeouts, urllib3.Timeout] | None = None
         self._fe_cycle = itertools.cycle(range(len(self.fenodes)))
         self._be_cycle = itertools.count()
         self._lock = threading.Lock()
@@ -294,29 +369,95 @@ class DorisHttpClient:
 
     def send(self, method: str, url: str, *, headers: dict[str, str] | None = None,
              body: BodyFactory | None = None, params: dict[str, str] | None = None,
-             follow_redirects: bool = True) -> requests.Response:
+             follow_redirects: bool = True) -> DorisResponse:
         """One attempt at ``url``, following redirects by hand (see the module docstring)."""
-        original_scheme = urlsplit(url).scheme
+        from_https = url.startswith("https:")
+        if params:
+            url = f"{url}{'&' if '?' in url else '?'}{urlencode(params, doseq=True)}"
+        headers = {**headers, "Authorization": self._auth.header} if headers else {"Authorization": self._auth.header}
         for _hop in range(MAX_REDIRECTS + 1):
-            data = body() if body is not None else None
-            resp = self._session.request(
-                method, url, headers=headers, data=data, params=params, auth=self._auth,
-                allow_redirects=False, timeout=self.timeouts.as_tuple(),
-            )
+            resp = self._exchange(method, url, headers, body() if body is not None else None)
             if not follow_redirects or resp.status_code not in REDIRECT_CODES:
                 return resp
             location = resp.headers.get("Location")
-            resp.close()
             if not location:
                 raise DorisResponseError(f"{method} {self.redact(url)}: HTTP {resp.status_code} without a Location")
             new_url = _strip_userinfo(urljoin(url, location))
-            if original_scheme == "https" and urlsplit(new_url).scheme == "http":
+            if from_https and urlsplit(new_url).scheme == "http":
                 raise DorisConnectionError(f"refusing to follow a redirect from https to http ({self.redact(new_url)})")
             log.debug("Doris redirected %s %s to %s", method, self.redact(url), self.redact(new_url))
-            url, params = new_url, None  # the Location already carries the query string
+            url = new_url  # the Location already carries the query string
         raise DorisResponseError(f"{method} {self.redact(url)}: more than {MAX_REDIRECTS} redirects")
 
-    def with_retries(self, what: str, attempt: Callable[[int], requests.Response]) -> requests.Response:
+    def _exchange(self, method: str, url: str, headers: dict[str, str],
+                  data: bytes | Iterable[bytes] | None) -> DorisResponse:
+        """One HTTP request through the node's pool, its answer read whole. A node that cannot be
+        reached raises what ``requests`` raised for it (``ConnectionError``, ``Timeout``,
+        ``SSLError``), naming the URL (for :func:`_node_of`)."""
+        scheme, sep, rest = url.partition("://")
+        netloc, _slash, target = rest.partition("/")
+        netloc = netloc.rpartition("@")[2]
+        pool = self._pools.get(f"{scheme}://{netloc}")
+        if pool is None:
+            if not sep or scheme not in ("http", "https") or not netloc:
+                raise requests.exceptions.InvalidURL(f"not an http(s) URL: {self.redact(url)}")
+            pool = self._pool(scheme, netloc)
+        timeout = self._timeout_of
+        if timeout is None or timeout[0] is not self.timeouts:
+            timeout = self._timeout_of = (self.timeouts, urllib3.Timeout(connect=self.timeouts.connect,
+                                                                         read=self.timeouts.read))
+        try:
+            raw = pool.urlopen(method, "/" + target, body=data, headers=headers, retries=_NO_RETRIES,
+                               redirect=False, assert_same_host=False, timeout=timeout[1],
+                               preload_content=True, decode_content=True)
+        except Urllib3SSLError as exc:
+            raise requests.exceptions.SSLError(exc, request=_RequestOf(url)) from exc
+        except ReadTimeoutError as exc:
+            raise requests.exceptions.ReadTimeout(exc, request=_RequestOf(url)) from exc
+        except ConnectTimeoutError as exc:
+            if isinstance(exc, NewConnectionError):  # refused, unresolvable: not a timeout
+                raise requests.ConnectionError(exc, request=_RequestOf(url)) from exc
+            raise requests.exceptions.ConnectTimeout(exc, request=_RequestOf(url)) from exc
+        except Urllib3Error as exc:  # the connection dropped, a broken answer
+            raise requests.ConnectionError(exc, request=_RequestOf(url)) from exc
+        return DorisResponse(raw.status, raw.headers, raw.data, url)
+
+    def _pool(self, scheme: str, netloc: str) -> urllib3.HTTPConnectionPool:
+        """The connection pool of one node, made at its first request and kept."""
+        host, _, port = netloc.rpartition(":")
+        if not host or not port.isdigit():
+            host, port = netloc, "443" if scheme == "https" else "80"
+        host = host.strip("[]")  # an IPv6 literal
+        with self._lock:
+            pool = self._pools.get(f"{scheme}://{netloc}")
+            if pool is not None:
+                return pool
+            if scheme == "https":
+                pool = urllib3.HTTPSConnectionPool(host, int(port), maxsize=POOL_SIZE, block=False,
+                                                   ssl_context=self._tls_context())
+            else:
+                pool = urllib3.HTTPConnectionPool(host, int(port), maxsize=POOL_SIZE, block=False)
+            self._pools[f"{scheme}://{netloc}"] = pool
+            return pool
+
+    def _tls_context(self) -> Any:
+        """The TLS context of every https node: certificates verified (and the host name) against
+        the sink's ssl-ca (a file, or a directory of hashed CAs), else certifi's bundle."""
+        if self._ssl_context is None:
+            context = create_urllib3_context()
+            where = self.ca_file or requests.utils.DEFAULT_CA_BUNDLE_PATH
+            try:
+                if os.path.isdir(where):
+                    context.load_verify_locations(capath=where)
+                else:
+                    context.load_verify_locations(cafile=where)
+            except OSError as exc:
+                raise requests.exceptions.SSLError(
+                    f"cannot read the CA certificates at {where}: {exc}") from None
+            self._ssl_context = context
+        return self._ssl_context
+
+    def with_retries(self, what: str, attempt: Callable[[int], DorisResponse]) -> DorisResponse:
         """Run ``attempt(n)`` until it gives a non-5xx answer; connection failures and 5xx retry.
 
         When every attempt failed, the :class:`DorisConnectionError` is one line: the node that
@@ -389,20 +530,18 @@ class DorisHttpClient:
 
     def request(self, method: str, path: str, *, headers: dict[str, str] | None = None,
                 body: BodyFactory | None = None, params: dict[str, str] | None = None,
-                json_body: Any = None, first: str | None = None, what: str | None = None) -> requests.Response:
+                json_body: Any = None, first: str | None = None, what: str | None = None) -> DorisResponse:
         """A request to the FEs (trying each in turn on failures, with retries and backoff).
 
         ``first``: ``scheme://host:port`` of a BE to try before them (:meth:`reuse_redirect`'s);
         its failure forgets it, and the retries go through the FEs (the BE may be gone)."""
         if json_body is not None:
-            import json as _json
-
-            payload = _json.dumps(json_body).encode()
+            payload = json.dumps(json_body).encode()
             body = lambda: payload  # noqa: E731 - a body factory
             headers = {"Content-Type": "application/json;charset=UTF-8", **(headers or {})}
         order = self.fe_order()
 
-        def attempt(n: int) -> requests.Response:
+        def attempt(n: int) -> DorisResponse:
             if first is not None:
                 if n == 0:
                     return self.send(method, first + path, headers=headers, body=body, params=params)
@@ -415,7 +554,7 @@ class DorisHttpClient:
 
     # -- answers -----------------------------------------------------------------------------
 
-    def json_of(self, resp: requests.Response, what: str) -> Any:
+    def json_of(self, resp: DorisResponse, what: str) -> Any:
         """The JSON body; FE-style ``{"code":401}`` becomes :class:`DorisAuthError`."""
         try:
             body = resp.json()
@@ -431,4 +570,7 @@ class DorisHttpClient:
         return body
 
     def close(self) -> None:
-        self._session.close()
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()

@@ -32,7 +32,7 @@ import pyarrow as pa
 import requests
 
 from cdc_core.doris.arrow_layout import arrow_ready
-from cdc_core.doris.client import DorisHttpClient, RetryableAnswer
+from cdc_core.doris.client import DorisHttpClient, DorisResponse, RetryableAnswer
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import (
     DorisAuthError,
@@ -184,7 +184,7 @@ class StreamLoader:
         path = f"/api/{database}/{table}/_stream_load"
         headers = self.headers(label, payload)
 
-        def attempt(n: int) -> requests.Response:
+        def attempt(n: int) -> DorisResponse:
             url = self.target_url(database, table, path, n)
             # Normally ``url`` is the BE already; should it redirect again (an https FE, a proxy),
             # the body is produced afresh for the next hop.
@@ -245,7 +245,7 @@ class StreamLoader:
             self.committer.abort_txn(database, txn)
         return url
 
-    def _json(self, resp: requests.Response, what: str) -> dict[str, Any]:
+    def _json(self, resp: DorisResponse, what: str) -> dict[str, Any]:
         body = self.client.json_of(resp, what)
         if not isinstance(body, dict):
             raise DorisResponseError(f"{what}: unexpected answer {self.client.redact(str(body))[:300]}")

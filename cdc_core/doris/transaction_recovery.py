@@ -117,7 +117,7 @@ class TransactionRecovery:
         path = f"/api/{ref.database}/{ref.table}/_stream_load"
         headers = loader.headers(ref.label, None)
 
-        def attempt(n: int):  # noqa: ANN202 - requests.Response
+        def attempt(n: int):  # noqa: ANN202 - a DorisResponse
             url = loader.target_url(ref.database, ref.table, path, n)
             return loader.client.send("PUT", url, headers=headers, body=lambda: b"", follow_redirects=False)
 

@@ -22,9 +22,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-
-from cdc_core.doris.client import DorisHttpClient
+from cdc_core.doris.client import DorisHttpClient, DorisResponse
 from cdc_core.doris.committable import Committable
 from cdc_core.doris.errors import (
     DorisError,
@@ -172,7 +170,7 @@ class TwoPhaseCommitter:
         if client.load_route == "benodes":
             nodes = client.benodes
 
-            def attempt(n: int) -> requests.Response:
+            def attempt(n: int) -> DorisResponse:
                 return client.send("PUT", client.url(nodes[n % len(nodes)], path), headers=headers, body=lambda: b"")
 
             resp = client.with_retries(f"{op} of txn {txn_id or label}", attempt)

@@ -85,9 +85,9 @@ def test_https_to_doris_is_the_fenodes_scheme():
     client = DorisHttpClient.from_options(sink)
     assert client.scheme == "https" and client.fenodes == ("fe1:8030", "fe2:8030")
     assert client.url("fe1:8030", "/api/health") == "https://fe1:8030/api/health"
-    assert client._session.verify == "/etc/doris-ca.pem"
+    assert client.verify == "/etc/doris-ca.pem"
     plain = DorisHttpClient.from_options(_parse().sink)
-    assert plain.scheme == "http" and plain._session.verify is True
+    assert plain.scheme == "http" and plain.verify is True
     assert "same scheme" in _error(fenodes="https://fe1:8030,fe2:8030")
     assert "sink.ssl-ca" in _error(sink="  ssl-ca: /etc/doris-ca.pem")
     assert "sink.fenodes" in _error(fenodes="ftp://fe:8030")
