@@ -111,7 +111,7 @@ def per_request(fe: str, pid: int | None, requests_n: int, tables: int, direct: 
     loader, committer = sink.loader, sink.committer
     results = []
     for r in range(rounds + 1):
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        cpu0, wall0, times0 = time.process_time(), time.perf_counter(), os.times()
         stand0 = _proc_cpu(pid) if pid else 0.0
         with nullcontext() if direct else client.reusing_redirects():
             for start in range(0, requests_n, 80):  # under the stand-in's 100 running txns per database
@@ -119,10 +119,12 @@ def per_request(fe: str, pid: int | None, requests_n: int, tables: int, direct: 
                         for i in range(start, min(requests_n, start + 80))]
                 for c in done:
                     committer.commit(c)
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        cpu, wall, times = time.process_time() - cpu0, time.perf_counter() - wall0, os.times()
+        user, system = times.user - times0.user, times.system - times0.system
         stand = _proc_cpu(pid) - stand0 if pid else float("nan")
         line = (f"round {r}{' (warm-up)' if r == 0 else ''}: {requests_n} loads + commits, tidemark "
-                f"{cpu:.3f} CPU-s = {cpu / requests_n * 1000:.2f} ms per load+commit, stand-in {stand:.3f} CPU-s, "
+                f"{cpu:.3f} CPU-s = {cpu / requests_n * 1000:.2f} ms per load+commit (user {user:.2f} s, system "
+                f"{system:.2f} s), stand-in {stand:.3f} CPU-s, "
                 f"wall {wall:.2f} s")
         print(line, file=sys.stderr, flush=True)
         if r:

@@ -144,6 +144,9 @@ class _RequestOf:
 
 
 _NO_RETRIES = urllib3.Retry(total=False, redirect=False)
+# A streamed body (an iterator of chunks) at most this large goes whole, with a Content-Length:
+# one write instead of a chunk framing and a terminator each (a binlog batch's loads are small).
+WHOLE_BODY_BYTES = 256 * 1024
 POOL_SIZE = 10  # connections kept per node (a load's threads and the commits' pool share them)
 
 
@@ -190,6 +193,24 @@ def _node_of(failed: Any) -> str | None:
     request = getattr(failed, "request", None)
     url = getattr(request, "url", None)
     return urlsplit(url).netloc.rsplit("@", 1)[-1] if isinstance(url, str) and url else None
+
+
+def _body_of(body: BodyFactory | None) -> bytes | Iterable[bytes] | None:
+    """A request's body, made afresh (for every hop and every retry): no body for an empty one
+    (a PUT then says ``Content-Length: 0``, as requests sent it), whole bytes for a small stream
+    (``WHOLE_BODY_BYTES``), else the stream (sent chunked)."""
+    data = body() if body is not None else None
+    if data is None or isinstance(data, bytes | bytearray):
+        return data or None
+    chunks = iter(data)
+    head: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        head.append(chunk)
+        size += len(chunk)
+        if size > WHOLE_BODY_BYTES:
+            return itertools.chain(head, chunks)
+    return b"".join(head) or None
 
 
 def _one_line(text: str) -> str:
@@ -376,7 +397,7 @@ class DorisHttpClient:
             url = f"{url}{'&' if '?' in url else '?'}{urlencode(params, doseq=True)}"
         headers = {**headers, "Authorization": self._auth.header} if headers else {"Authorization": self._auth.header}
         for _hop in range(MAX_REDIRECTS + 1):
-            resp = self._exchange(method, url, headers, body() if body is not None else None)
+            resp = self._exchange(method, url, headers, _body_of(body))
             if not follow_redirects or resp.status_code not in REDIRECT_CODES:
                 return resp
             location = resp.headers.get("Location")
