@@ -189,9 +189,8 @@ def connection_reason(exc: BaseException) -> str:
 
 
 def _node_of(failed: Any) -> str | None:
-    """``host:port`` of the request a failure or an answer belongs to, when requests kept it."""
-    request = getattr(failed, "request", None)
-    url = getattr(request, "url", None)
+    """``host:port`` of the request a failure (its ``request``) or an answer (its ``url``) belongs to."""
+    url = failed.url if isinstance(failed, DorisResponse) else getattr(getattr(failed, "request", None), "url", None)
     return urlsplit(url).netloc.rsplit("@", 1)[-1] if isinstance(url, str) and url else None
 
 
