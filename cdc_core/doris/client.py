@@ -261,8 +261,8 @@ class DorisHttpClient:
             self.load_route = "benodes"
         else:
             self.load_route = "redirect" if auto_redirect else "backends"
-        # HTTPS: verify the nodes' certificates against the sink's ssl-ca, else the CAs requests
-        # trusts (certifi's bundle: what this client verified against when it was built on requests).
+        # HTTPS: verify the nodes' certificates against the sink's ssl-ca, else the system's CAs
+        # (as the MySQL source does: a CA the operator installed on the host is trusted by both).
         self.verify: str | bool = ca_file or True
         self._ssl_context: Any = None  # built at the first https pool (the ssl-ca is read then)
         self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
@@ -462,10 +462,14 @@ class DorisHttpClient:
 
     def _tls_context(self) -> Any:
         """The TLS context of every https node: certificates verified (and the host name) against
-        the sink's ssl-ca (a file, or a directory of hashed CAs), else certifi's bundle."""
+        the sink's ssl-ca (a file, or a directory of hashed CAs), else the system's CAs."""
         if self._ssl_context is None:
             context = create_urllib3_context()
-            where = self.ca_file or requests.utils.DEFAULT_CA_BUNDLE_PATH
+            where = self.ca_file
+            if where is None:
+                context.load_default_certs()
+                self._ssl_context = context
+                return context
             try:
                 if os.path.isdir(where):
                     context.load_verify_locations(capath=where)
