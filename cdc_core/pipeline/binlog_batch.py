@@ -244,25 +244,21 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     groups = txn_groups(list(by_table), lambda t: [target.database for target in targets[t]], limit)
     copies = CopyCounts(ctx.sink.catalog)  # the keyless tables' copies of the images this batch touches
     loading = time.perf_counter()
-    early = _GroupCommits()
     try:
         # a load and a commit per table: to the BE an FE redirected the last one to, for a few
         # (DorisHttpClient.reusing_redirects), not through an FE's redirect every time
         with ctx.sink.client.reusing_redirects(), \
                 ThreadPoolExecutor(max_workers=max(LOAD_STREAMS, COMMIT_STREAMS), thread_name_prefix="tidemark-load") as pool:
             for n, group in enumerate(groups):
-                last = n == len(groups) - 1
-                loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies, pool,
-                                     None if last else early)
-                if last:
+                loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies, pool)
+                if n == len(groups) - 1:
                     committables = loaded
                 else:
-                    running = _commit_group(ctx, running, loaded, n, len(groups), limit, pool, early)
+                    running = _commit_group(ctx, running, loaded, n, len(groups), limit, pool)
         fault_point("binlog.after_loads", batch=batch_id)
     except BaseException:
         # The failure itself is the run's error; what follows from it goes to the log file.
         logger.info("binlog batch %s failed; aborting its loads", batch_id)
-        running = early.recorded_in(running)  # a failed group's loads that did commit: the range is read again
         try:
             abandon_batch(ctx, running)
         except Exception:  # noqa: BLE001 - the batch's failure is the error to report, not this one
@@ -335,34 +331,8 @@ def _partly_committed(ctx: PipelineContext, start: BinlogOffset) -> BatchRecord 
     return None
 
 
-@dataclasses.dataclass(frozen=True)
-class _GroupCommits:
-    """The loads of a batch's groups before its last one that are committed (their labels) or that
-    Doris lost. A table's load in such a group is committed as soon as it is precommitted, on the
-    thread that loaded it (``_load_group``): the group's loads and commits overlap, within the
-    group's running transactions, and the batch waits for none of them before the group's end."""
-
-    labels: list[str] = dataclasses.field(default_factory=list)
-    lost: list[Any] = dataclasses.field(default_factory=list)
-
-    def commit(self, ctx: PipelineContext, loaded: list[dict[str, Any]]) -> None:
-        lost = ctx.sink.commit_surviving(loaded)
-        gone = {c.label for c in lost}
-        self.labels.extend(c["label"] for c in loaded if c["label"] not in gone)  # (one call: atomic)
-        self.lost.extend(lost)
-
-    def recorded_in(self, running: BatchRecord) -> BatchRecord:
-        """``running`` with every label committed so far in its ``committed_in_groups``: a batch that
-        fails after committing some loads of a group is read again over exactly its range."""
-        known = list((running.detail or {}).get("committed_in_groups", []))
-        new = [label for label in self.labels if label not in set(known)]
-        if not new:
-            return running
-        return dataclasses.replace(running, detail={**(running.detail or {}), "committed_in_groups": [*known, *new]})
-
-
 def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[str, Any]], n: int, groups: int,
-                  limit: int, pool: ThreadPoolExecutor, early: _GroupCommits) -> BatchRecord:
+                  limit: int, pool: ThreadPoolExecutor) -> BatchRecord:
     """Commit one group of a batch that touches more tables than ``limit`` loads per database
     allow at once, before the next group begins; the batch stays RUNNING and the committed
     offset where it was until its last group commits with it.
@@ -372,14 +342,7 @@ def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[
     again (``_partly_committed``): the same labels, which Doris answers as already committed for
     the groups done, so nothing is lost or loaded twice, and the offset moves only when the whole
     batch is committed."""
-    done = {*early.labels, *(c.label for c in early.lost)}
-    rest = [c for c in loaded if c["label"] not in done]  # a Spark table's (the small ones committed as loaded)
-    if rest:
-        futures = [pool.submit(early.commit, ctx, [c]) for c in rest]
-        wait(futures)
-        for future in futures:
-            future.result()  # every commit has ended: the first failure is raised
-    lost = early.lost
+    lost = _commit_on(pool, ctx, loaded)
     if lost:
         raise RuntimeError(f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
                            f"({', '.join(c.label for c in lost)}) before the commit; the batch is read again")
@@ -394,19 +357,35 @@ def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[
     return running
 
 
+def _commit_on(pool: ThreadPoolExecutor, ctx: PipelineContext, loaded: list[dict[str, Any]]) -> list[Any]:
+    """``sink.commit_surviving`` of ``loaded``, a commit per task of the batch's ``pool`` (as many
+    in flight as it has threads): every commit is tried; the lost ones returned, else the first
+    other failure raised once all have ended."""
+    futures = [pool.submit(ctx.sink.commit_surviving, [c]) for c in loaded]
+    wait(futures)
+    lost: list[Any] = []
+    errors: list[BaseException] = []
+    for future in futures:
+        error = future.exception()
+        if error is not None:
+            errors.append(error)
+        else:
+            lost += future.result()
+    if errors:
+        raise errors[0]
+    return lost
+
+
 def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[TableId],
                 by_table: dict[TableId, list[Any]], schemas: Any, targets: dict[TableId, tuple[TableId, ...]],
-                batch_id: str, start: BinlogOffset, copies: CopyCounts, pool: ThreadPoolExecutor,
-                early: _GroupCommits | None) -> list[dict[str, Any]]:
+                batch_id: str, start: BinlogOffset, copies: CopyCounts, pool: ThreadPoolExecutor) -> list[dict[str, Any]]:
     """Precommit the loads of one group of a batch's tables; their committables in the group's order.
 
     The small ones (loaded in this process) go on the batch's ``pool`` (``LOAD_STREAMS`` at a time): each is a round trip to
     Doris (FE, redirect, BE) that waits, and a batch of a steady stream over a whole database
     touches hundreds of tables. A table loaded with Spark (many changes, or a transform) is loaded
-    after them on this thread. In a group before the batch's last (``early``), each small table's load
-    is committed by the thread that loaded it as soon as it is precommitted. Should a load fail, the
-    others still end (what they prepared is aborted with the batch, by label; what they committed is
-    in ``early``, recorded with the batch) and the first failure is raised."""
+    after them on this thread. Should a load fail, the others still end (what they prepared is
+    aborted with the batch, by label) and the first failure is raised."""
     min_events = ctx.definition.pipeline.binlog_spark_min_events
     # (a keyless table's identity rows can be two per event: counted so, a table that may reach
     # Spark is never loaded on a pool thread)
@@ -417,17 +396,11 @@ def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[Ta
         return _load_table(ctx, executor, table_id, by_table[table_id], schema_of[table_id], targets[table_id],
                            batch_id, start, copies)
 
-    def load_and_commit(table_id: TableId) -> list[dict[str, Any]]:
-        loaded = load(table_id)
-        if early is not None:
-            early.commit(ctx, loaded)
-        return loaded
-
     small = [t for t in group if t not in on_spark]
     results: dict[TableId, list[dict[str, Any]]] = {}
     errors: list[BaseException] = []
     if len(small) > 1:
-        futures = {t: pool.submit(load_and_commit, t) for t in small}
+        futures = {t: pool.submit(load, t) for t in small}
         wait(futures.values())
         for table_id, future in futures.items():
             try:
@@ -435,7 +408,7 @@ def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[Ta
             except BaseException as exc:  # noqa: BLE001 - every load ends; the first failure is raised
                 errors.append(exc)
     else:
-        results.update({t: load_and_commit(t) for t in small})
+        results.update({t: load(t) for t in small})
     if errors:
         raise errors[0]
     for table_id in group:
