@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from cdc_core.doris.labels import binlog_batch_id
@@ -63,10 +63,7 @@ from cdc_core.state.keys import (
 logger = logging.getLogger(__name__)
 
 # Loads and commits of one batch in flight at once (each is an HTTP round trip to Doris that waits;
-# bounded besides by tidemark.doris.max-running-txns-per-db through the groups of txn_groups). A batch's
-# groups share one pool of this many threads for their loads and their group commits (they never run
-# at once): a pool per group and per group commit started 64 threads a batch over 300 tables, each
-# start a wait for the new thread to be scheduled.
+# bounded besides by tidemark.doris.max-running-txns-per-db through the groups of txn_groups).
 LOAD_STREAMS = 8
 COMMIT_STREAMS = 8
 
@@ -247,14 +244,13 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
     try:
         # a load and a commit per table: to the BE an FE redirected the last one to, for a few
         # (DorisHttpClient.reusing_redirects), not through an FE's redirect every time
-        with ctx.sink.client.reusing_redirects(), \
-                ThreadPoolExecutor(max_workers=max(LOAD_STREAMS, COMMIT_STREAMS), thread_name_prefix="tidemark-load") as pool:
+        with ctx.sink.client.reusing_redirects():
             for n, group in enumerate(groups):
-                loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies, pool)
+                loaded = _load_group(ctx, executor, group, by_table, schemas, targets, batch_id, start, copies)
                 if n == len(groups) - 1:
                     committables = loaded
                 else:
-                    running = _commit_group(ctx, running, loaded, n, len(groups), limit, pool)
+                    running = _commit_group(ctx, running, loaded, n, len(groups), limit)
         fault_point("binlog.after_loads", batch=batch_id)
     except BaseException:
         # The failure itself is the run's error; what follows from it goes to the log file.
@@ -332,7 +328,7 @@ def _partly_committed(ctx: PipelineContext, start: BinlogOffset) -> BatchRecord 
 
 
 def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[str, Any]], n: int, groups: int,
-                  limit: int, pool: ThreadPoolExecutor) -> BatchRecord:
+                  limit: int) -> BatchRecord:
     """Commit one group of a batch that touches more tables than ``limit`` loads per database
     allow at once, before the next group begins; the batch stays RUNNING and the committed
     offset where it was until its last group commits with it.
@@ -342,7 +338,7 @@ def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[
     again (``_partly_committed``): the same labels, which Doris answers as already committed for
     the groups done, so nothing is lost or loaded twice, and the offset moves only when the whole
     batch is committed."""
-    lost = _commit_on(pool, ctx, loaded)
+    lost = ctx.sink.commit_surviving(loaded, streams=COMMIT_STREAMS)
     if lost:
         raise RuntimeError(f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
                            f"({', '.join(c.label for c in lost)}) before the commit; the batch is read again")
@@ -357,31 +353,12 @@ def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[
     return running
 
 
-def _commit_on(pool: ThreadPoolExecutor, ctx: PipelineContext, loaded: list[dict[str, Any]]) -> list[Any]:
-    """``sink.commit_surviving`` of ``loaded``, a commit per task of the batch's ``pool`` (as many
-    in flight as it has threads): every commit is tried; the lost ones returned, else the first
-    other failure raised once all have ended."""
-    futures = [pool.submit(ctx.sink.commit_surviving, [c]) for c in loaded]
-    wait(futures)
-    lost: list[Any] = []
-    errors: list[BaseException] = []
-    for future in futures:
-        error = future.exception()
-        if error is not None:
-            errors.append(error)
-        else:
-            lost += future.result()
-    if errors:
-        raise errors[0]
-    return lost
-
-
 def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[TableId],
                 by_table: dict[TableId, list[Any]], schemas: Any, targets: dict[TableId, tuple[TableId, ...]],
-                batch_id: str, start: BinlogOffset, copies: CopyCounts, pool: ThreadPoolExecutor) -> list[dict[str, Any]]:
+                batch_id: str, start: BinlogOffset, copies: CopyCounts) -> list[dict[str, Any]]:
     """Precommit the loads of one group of a batch's tables; their committables in the group's order.
 
-    The small ones (loaded in this process) go on the batch's ``pool`` (``LOAD_STREAMS`` at a time): each is a round trip to
+    The small ones (loaded in this process) go ``LOAD_STREAMS`` at a time: each is a round trip to
     Doris (FE, redirect, BE) that waits, and a batch of a steady stream over a whole database
     touches hundreds of tables. A table loaded with Spark (many changes, or a transform) is loaded
     after them on this thread. Should a load fail, the others still end (what they prepared is
@@ -400,8 +377,8 @@ def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[Ta
     results: dict[TableId, list[dict[str, Any]]] = {}
     errors: list[BaseException] = []
     if len(small) > 1:
-        futures = {t: pool.submit(load, t) for t in small}
-        wait(futures.values())
+        with ThreadPoolExecutor(max_workers=min(LOAD_STREAMS, len(small)), thread_name_prefix="tidemark-load") as pool:
+            futures = {t: pool.submit(load, t) for t in small}
         for table_id, future in futures.items():
             try:
                 results[table_id] = future.result()
