@@ -17,6 +17,7 @@ way the rows travel in the sink's format: Arrow where Doris reads it (2.1 and la
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ import pyarrow as pa
 
 from cdc_core.doris.rows import DELETE_SIGN, SEQUENCE_COLUMN
 from cdc_core.model.events import DataChangeEvent, Op
-from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.types import doris_arrow_type
 
 logger = logging.getLogger(__name__)
@@ -95,22 +96,33 @@ def as_doris_dicts(rows: list[ChangeRow], schema: TableSchema) -> list[dict[str,
     ]
 
 
-def arrow_rows(rows: list[ChangeRow], schema: TableSchema, tinyint1_as_boolean: bool) -> pa.Table:
-    """The uncompacted rows as Arrow, typed as the snapshot path types them (uint64 as decimal)."""
+def arrow_rows(rows: list[ChangeRow], schema: TableSchema, tinyint1_as_boolean: bool, *,
+               order: bool = True) -> pa.Table:
+    """The uncompacted rows as Arrow, typed as the snapshot path types them (uint64 as decimal);
+    ``order`` False leaves out the order column (rows already compacted: ``load_in_process``)."""
+    arrow_schema = _arrow_schema(schema.columns, tinyint1_as_boolean, order)
+    # column by column (a binlog batch over hundreds of tables builds one small table each)
+    data = [[r.values.get(column.name) for r in rows] for column in schema.columns]
+    data.append([1 if r.delete else 0 for r in rows])
+    data.append([r.sequence for r in rows])
+    if order:
+        data.append([r.order for r in rows])
+    return pa.Table.from_arrays([pa.array(values, type=f.type) for values, f in zip(data, arrow_schema, strict=True)],
+                                schema=arrow_schema)
+
+
+@functools.lru_cache(maxsize=4096)
+def _arrow_schema(columns: tuple[Column, ...], tinyint1_as_boolean: bool, order: bool) -> pa.Schema:
+    """The Arrow schema of ``arrow_rows`` for a table's columns (worked out once per table and
+    form, not once per table and batch)."""
     fields = []
-    for column in schema.columns:
+    for column in columns:
         t = doris_arrow_type(column, tinyint1_as_boolean=tinyint1_as_boolean)
         fields.append(pa.field(column.name, pa.decimal128(20, 0) if pa.types.is_uint64(t) else t))
-    fields += [pa.field(DELETE_SIGN, pa.int32()), pa.field(SEQUENCE_COLUMN, pa.int64()), pa.field(ORDER, pa.int64())]
-    arrow_schema = pa.schema(fields)
-    data: dict[str, list[Any]] = {f.name: [] for f in fields}
-    for r in rows:
-        for column in schema.columns:
-            data[column.name].append(r.values.get(column.name))
-        data[DELETE_SIGN].append(1 if r.delete else 0)
-        data[SEQUENCE_COLUMN].append(r.sequence)
-        data[ORDER].append(r.order)
-    return pa.table(data, schema=arrow_schema)
+    fields += [pa.field(DELETE_SIGN, pa.int32()), pa.field(SEQUENCE_COLUMN, pa.int64())]
+    if order:
+        fields.append(pa.field(ORDER, pa.int64()))
+    return pa.schema(fields)
 
 
 def load_in_process(sink: Any, targets: tuple[TableId, ...], batch_id: str, rows: list[ChangeRow],
@@ -127,7 +139,7 @@ def load_in_process(sink: Any, targets: tuple[TableId, ...], batch_id: str, rows
         return []
     data: Any
     if all(sink.loads_arrow_into(target) for target in targets):
-        data = arrow_rows(kept, schema, tinyint1_as_boolean).drop_columns([ORDER])
+        data = arrow_rows(kept, schema, tinyint1_as_boolean, order=False)
     else:
         data = as_doris_dicts(kept, schema)
     logger.debug("%s: %d change(s) compacted to %d row(s) for batch %s", schema.table_id, len(rows),
