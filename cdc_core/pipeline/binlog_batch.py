@@ -198,14 +198,6 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         split = dataclasses.replace(split, stream_tables=tuple(
             t for t in captured_tables if not any(c.table_id == t for c in chunks)))
     selector = source.selector
-    # A batch whose stop is the server's position when it began (not a caller's stop, a partly
-    # committed batch's range, a snapshot's high watermark, a failover's start) reads on to the end
-    # of the log as the read finds it (within tidemark.binlog.max-events): a row written while the
-    # batch looked its tables up and read rides with it, instead of waiting a whole batch more.
-    # The batch's range is what it read (its end recorded with it), so a re-run heals as before.
-    read_stop = split.stop
-    if stop is None and redo is None and failover_start is None and not (plan.stop_at_max_high_watermark and chunks):
-        read_stop = None
     weigher = CollationWeigher(lambda: connect(ctx.settings))
     reading = time.perf_counter()
     try:
@@ -216,7 +208,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         # no dump thread lingers on the server under that id.
         with BinlogSplitReader.from_source(source, schemas) as reader:
             batch = reader.read_batch(
-                start, read_stop, max_events=max_events or ctx.definition.pipeline.binlog_max_events,
+                start, split.stop, max_events=max_events or ctx.definition.pipeline.binlog_max_events,
                 stop_at_schema_change=True, event_filter=event_filter,
             )
     finally:
