@@ -250,7 +250,10 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
                 if n == len(groups) - 1:
                     committables = loaded
                 else:
-                    running = _commit_group(ctx, running, loaded, n, len(groups), limit)
+                    running, lost = _commit_group(ctx, running, loaded, n, len(groups), limit)
+                    if lost:  # recorded first: abandon_batch keeps the labels the group did commit
+                        raise RuntimeError(lost)
+                    fault_point("binlog.between_groups", batch=running.batch_id, group=n)
         fault_point("binlog.after_loads", batch=batch_id)
     except BaseException:
         # The failure itself is the run's error; what follows from it goes to the log file.
@@ -328,29 +331,34 @@ def _partly_committed(ctx: PipelineContext, start: BinlogOffset) -> BatchRecord 
 
 
 def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[str, Any]], n: int, groups: int,
-                  limit: int) -> BatchRecord:
+                  limit: int) -> tuple[BatchRecord, str | None]:
     """Commit one group of a batch that touches more tables than ``limit`` loads per database
     allow at once, before the next group begins; the batch stays RUNNING and the committed
-    offset where it was until its last group commits with it.
+    offset where it was until its last group commits with it. Returns the batch's record with the
+    labels committed here, and why the batch cannot go on when Doris lost loads of the group.
 
     A crash or failure before then abandons the batch (its other loads aborted by label, the
     record ABORTED with the labels committed here) and the next batch reads exactly the same range
     again (``_partly_committed``): the same labels, which Doris answers as already committed for
     the groups done, so nothing is lost or loaded twice, and the offset moves only when the whole
-    batch is committed."""
+    batch is committed. When Doris lost some of the group's loads before their commit, the ones it
+    kept are committed all the same and recorded before the batch is abandoned: were they not,
+    the next batch could read another range under other labels and load a keyless (DUPLICATE)
+    table's rows a second time."""
     lost = ctx.sink.commit_surviving(loaded, streams=COMMIT_STREAMS)
-    if lost:
-        raise RuntimeError(f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
-                           f"({', '.join(c.label for c in lost)}) before the commit; the batch is read again")
+    lost_labels = {c.label for c in lost}
     detail = dict(running.detail or {})
-    detail["committed_in_groups"] = [*detail.get("committed_in_groups", []), *(c["label"] for c in loaded)]
+    detail["committed_in_groups"] = [*detail.get("committed_in_groups", []),
+                                     *(c["label"] for c in loaded if c["label"] not in lost_labels)]
     running = dataclasses.replace(running, detail=detail)
     with ctx.store.transaction() as tx:
         tx.put_batch(running)
+    if lost:
+        return running, (f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
+                         f"({', '.join(sorted(lost_labels))}) before the commit; the batch is read again")
     logger.info("binlog batch %s: group %d/%d (%d load(s)) committed to stay within %d running Doris transactions "
                 "per database", running.batch_id, n + 1, groups, len(loaded), limit)
-    fault_point("binlog.between_groups", batch=running.batch_id, group=n)
-    return running
+    return running, None
 
 
 def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[TableId],

@@ -15,6 +15,7 @@ from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import BatchStatus
 from cdc_core.state.keys import COMMITTED_OFFSET
 from jobs.spark_executor import SparkExecutor
+from tests.jobs.conftest import doris_query
 from tests.schema.helpers import assert_rows_match, carry_next_ddl, catch_up, doris_columns, sql
 
 LIMIT = 4
@@ -338,5 +339,66 @@ def test_a_groups_chunk_commits_are_sent_sixteen_at_a_time(pipeline_factory, roo
     assert runner.commit_chunks(keys) == []
     assert peak[0] == 16
     assert runner.snapshot_done()
+    _assert_equal(runner)
+    runner.close()
+
+
+def test_a_load_doris_lost_in_an_early_group_loads_no_keyless_row_twice(pipeline_factory, root_conn, fresh_db,
+                                                                        doris_standin, doris_txn_limit,
+                                                                        monkeypatch):
+    """Doris aborts one load of a batch's first group before its commit (its timeout, an FE
+    restart): the group's other loads commit, among them a keyless (DUPLICATE) table's, and the
+    batch fails. The labels that did commit are recorded, so the next batch reads exactly the same
+    range again though the binlog moved on: the keyless rows arrive once."""
+    tables = LIMIT + 1
+    doris_txn_limit(LIMIT)
+    with root_conn.cursor() as cur:  # no primary key: a second load of its rows would double them
+        cur.execute(f"CREATE TABLE `{fresh_db}`.tlog (n INT, msg VARCHAR(20))")
+        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (1, 'before')")
+    _tables(root_conn, fresh_db, tables)
+    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options,
+                                  source={"scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.tlog:n"})
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    _snapshot(runner, tables + 1)
+    committed = COMMITTED_OFFSET.get(runner.store)
+    with root_conn.cursor() as cur:  # one transaction: tlog first, so in the first group
+        cur.execute("BEGIN")
+        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (2, 'in the batch'), (3, 'in the batch')")
+        for i in range(tables):
+            cur.execute(f"UPDATE `{fresh_db}`.t{i} SET v = 9 WHERE id = 1")
+        cur.execute("COMMIT")
+
+    real_commit_group = binlog_batch._commit_group
+    aborted: list[str] = []
+
+    def lose_one_then_commit(ctx, running, loaded, n, groups, limit):
+        if n == 0:
+            victim = next(c for c in loaded if "tlog" not in c["label"])
+            ctx.sink.committer.abort_txn(victim["db"], victim["txn_id"], label=victim["label"])
+            aborted.append(victim["label"])
+        return real_commit_group(ctx, running, loaded, n, groups, limit)
+
+    monkeypatch.setattr(binlog_batch, "_commit_group", lose_one_then_commit)
+    with pytest.raises(RuntimeError, match="Doris lost 1 load"):
+        runner.run_binlog_batch()
+    monkeypatch.undo()
+    doris_txn_limit(LIMIT)
+    assert aborted
+    with runner.store.transaction(readonly=True) as tx:
+        failed = [b for b in tx.batches() if b.status is BatchStatus.ABORTED]
+    assert len(failed) == 1
+    kept = failed[0].detail["committed_in_groups"]
+    assert any("tlog" in label for label in kept) and aborted[0] not in kept
+    assert COMMITTED_OFFSET.get(runner.store) == committed
+    with root_conn.cursor() as cur:  # the binlog moves on meanwhile
+        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (4, 'later')")
+
+    batch = runner.run_binlog_batch()  # the same range again: the same labels
+    assert batch.batch_id == failed[0].batch_id
+    assert runner.commit_batch(batch.batch_id)
+    assert catch_up(runner) is None
+    rows = sorted(r[0] for r in doris_query(doris_standin, fresh_db, "SELECT n FROM tlog"))
+    assert rows == [1, 2, 3, 4]
     _assert_equal(runner)
     runner.close()
