@@ -166,7 +166,7 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
         # so that its loads get the same labels (Doris answers those committed as such, and loads
         # nothing twice: a DUPLICATE-model table has no sequence column to absorb a re-load).
         split = dataclasses.replace(split, stop=BinlogOffset.from_dict(redo.end_offset))
-        logger.info("binlog batch %s committed %d load(s) in groups before it failed: reading its range again",
+        logger.info("binlog batch %s began committing %d load(s) in groups before it failed: reading its range again",
                     redo.batch_id, len(redo.detail["committed_in_groups"]))
     ensure_offset_available(ctx.settings, start)
     read_started = time.time()
@@ -250,8 +250,11 @@ def run_batch(ctx: PipelineContext, executor: PipelineExecutor, max_events: int 
                 if n == len(groups) - 1:
                     committables = loaded
                 else:
-                    running, lost = _commit_group(ctx, running, loaded, n, len(groups), limit)
-                    if lost:  # recorded first: abandon_batch keeps the labels the group did commit
+                    # with the group's labels before its commits: should they fail, abandon_batch
+                    # writes this record
+                    running = _with_group_labels(running, loaded)
+                    lost = _commit_group(ctx, running, loaded, n, len(groups), limit)
+                    if lost:
                         raise RuntimeError(lost)
                     fault_point("binlog.between_groups", batch=running.batch_id, group=n)
         fault_point("binlog.after_loads", batch=batch_id)
@@ -330,35 +333,39 @@ def _partly_committed(ctx: PipelineContext, start: BinlogOffset) -> BatchRecord 
     return None
 
 
+def _with_group_labels(running: BatchRecord, loaded: list[dict[str, Any]]) -> BatchRecord:
+    """The batch's record with one more group's labels in ``committed_in_groups`` (:func:`_commit_group`)."""
+    detail = dict(running.detail or {})
+    detail["committed_in_groups"] = [*detail.get("committed_in_groups", []), *(c["label"] for c in loaded)]
+    return dataclasses.replace(running, detail=detail)
+
+
 def _commit_group(ctx: PipelineContext, running: BatchRecord, loaded: list[dict[str, Any]], n: int, groups: int,
-                  limit: int) -> tuple[BatchRecord, str | None]:
+                  limit: int) -> str | None:
     """Commit one group of a batch that touches more tables than ``limit`` loads per database
     allow at once, before the next group begins; the batch stays RUNNING and the committed
-    offset where it was until its last group commits with it. Returns the batch's record with the
-    labels committed here, and why the batch cannot go on when Doris lost loads of the group.
+    offset where it was until its last group commits with it. ``running`` already names the
+    group's labels (:func:`_with_group_labels`); returns why the batch cannot go on when Doris
+    lost loads of the group, else None.
 
-    A crash or failure before then abandons the batch (its other loads aborted by label, the
-    record ABORTED with the labels committed here) and the next batch reads exactly the same range
-    again (``_partly_committed``): the same labels, which Doris answers as already committed for
-    the groups done, so nothing is lost or loaded twice, and the offset moves only when the whole
-    batch is committed. When Doris lost some of the group's loads before their commit, the ones it
-    kept are committed all the same and recorded before the batch is abandoned: were they not,
-    the next batch could read another range under other labels and load a keyless (DUPLICATE)
+    The record is written *before* the group's commits begin: from then on, a crash or failure
+    (the batch's other loads aborted by label, the record ABORTED) makes the next batch read
+    exactly the same range again (``_partly_committed``), under the same labels, which Doris
+    answers as already committed for the loads that went through and loads again for those it
+    aborted or lost. So nothing is lost or loaded twice, and the offset moves only when the whole
+    batch is committed. Were the labels recorded only after the commits, a commit that went
+    through before a crash, a failed request or a lost neighbour would leave no trace, and the
+    next batch could read another range under other labels and load a keyless (DUPLICATE)
     table's rows a second time."""
-    lost = ctx.sink.commit_surviving(loaded, streams=COMMIT_STREAMS)
-    lost_labels = {c.label for c in lost}
-    detail = dict(running.detail or {})
-    detail["committed_in_groups"] = [*detail.get("committed_in_groups", []),
-                                     *(c["label"] for c in loaded if c["label"] not in lost_labels)]
-    running = dataclasses.replace(running, detail=detail)
     with ctx.store.transaction() as tx:
         tx.put_batch(running)
+    lost = ctx.sink.commit_surviving(loaded, streams=COMMIT_STREAMS)
     if lost:
-        return running, (f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
-                         f"({', '.join(sorted(lost_labels))}) before the commit; the batch is read again")
+        return (f"binlog batch {running.batch_id}: Doris lost {len(lost)} load(s) of group {n + 1}/{groups} "
+                f"({', '.join(sorted(c.label for c in lost))}) before the commit; the batch is read again")
     logger.info("binlog batch %s: group %d/%d (%d load(s)) committed to stay within %d running Doris transactions "
                 "per database", running.batch_id, n + 1, groups, len(loaded), limit)
-    return running, None
+    return None
 
 
 def _load_group(ctx: PipelineContext, executor: PipelineExecutor, group: list[TableId],
