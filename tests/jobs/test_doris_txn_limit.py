@@ -32,6 +32,22 @@ def _tables(root_conn, db: str, n: int) -> None:
             cur.execute(f"INSERT INTO `{db}`.t{i} VALUES (1, 1), (2, 2)")
 
 
+def _snapshot_with_a_log(pipeline_factory, root_conn, db: str, tables: int) -> tuple:
+    """``tables`` keyed tables and ``tlog``, with no primary key (its copies are counted from Doris:
+    a second load of its rows, or a re-count, would double them), snapshotted within ``LIMIT``:
+    the definition and its service."""
+    _tables(root_conn, db, tables)
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{db}`.tlog (n INT, msg VARCHAR(20))")
+        cur.execute(f"INSERT INTO `{db}`.tlog VALUES (1, 'before')")
+    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}
+    definition = pipeline_factory(f"{db}.t.*", pipeline=options,
+                                  source={"scan.incremental.snapshot.chunk.key-column": f"{db}.tlog:n"})
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    _snapshot(runner, tables + 1)
+    return definition, runner
+
+
 def _one_transaction_over_all(root_conn, db: str, n: int, value: int) -> None:
     with root_conn.cursor() as cur:
         cur.execute("BEGIN")
@@ -102,15 +118,7 @@ def test_a_crash_between_a_batchs_groups_heals_with_a_plain_rerun(pipeline_facto
                                                                   doris_standin, doris_txn_limit, monkeypatch):
     tables = 2 * LIMIT + 1
     doris_txn_limit(LIMIT)
-    _tables(root_conn, fresh_db, tables)
-    with root_conn.cursor() as cur:  # no primary key: its copies are counted from Doris, so a re-count would double
-        cur.execute(f"CREATE TABLE `{fresh_db}`.tlog (n INT, msg VARCHAR(20))")
-        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (1, 'before')")
-    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}
-    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options,
-                                  source={"scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.tlog:n"})
-    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
-    _snapshot(runner, tables + 1)
+    definition, runner = _snapshot_with_a_log(pipeline_factory, root_conn, fresh_db, tables)
     committed = COMMITTED_OFFSET.get(runner.store)
     with root_conn.cursor() as cur:
         cur.execute("BEGIN")
@@ -352,15 +360,7 @@ def test_a_load_doris_lost_in_an_early_group_loads_no_keyless_row_twice(pipeline
     exactly the same range again though the binlog moved on: the keyless rows arrive once."""
     tables = LIMIT + 1
     doris_txn_limit(LIMIT)
-    with root_conn.cursor() as cur:  # no primary key: a second load of its rows would double them
-        cur.execute(f"CREATE TABLE `{fresh_db}`.tlog (n INT, msg VARCHAR(20))")
-        cur.execute(f"INSERT INTO `{fresh_db}`.tlog VALUES (1, 'before')")
-    _tables(root_conn, fresh_db, tables)
-    options = {"tidemark.snapshot.in-process-rows": 5_000, "tidemark.doris.max-running-txns-per-db": LIMIT}
-    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline=options,
-                                  source={"scan.incremental.snapshot.chunk.key-column": f"{fresh_db}.tlog:n"})
-    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
-    _snapshot(runner, tables + 1)
+    _definition, runner = _snapshot_with_a_log(pipeline_factory, root_conn, fresh_db, tables)
     committed = COMMITTED_OFFSET.get(runner.store)
     with root_conn.cursor() as cur:  # one transaction: tlog first, so in the first group
         cur.execute("BEGIN")
