@@ -106,6 +106,20 @@ def _tidemark_body(kind: str, start: int, rows: int) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def wait_until_up(fe: str, get: Callable[..., requests.Response] = requests.get, limit_s: float = 30.0) -> None:
+    """Wait until the stand-in at ``fe`` answers its health check (``get``: a session's, to reuse it)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            if get(f"{fe}/api/health", timeout=1).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("the stand-in did not start")
+        time.sleep(0.05)
+
+
 def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json", rounds: int = 0,
          shape: str = "serial") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,16 +134,7 @@ def main(tables: int = 300, rows: int = 2000, workers: int = 4, fmt: str = "json
             env=dict(os.environ, PYTHONPATH=os.environ.get("STANDIN_ROOT") or str(ROOT)), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         fe, be = f"http://127.0.0.1:{fe_port}", f"http://127.0.0.1:{be_port}"
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if requests.get(f"{fe}/api/health", timeout=1).status_code == 200:
-                        break
-                except requests.ConnectionError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the stand-in did not start")
-                time.sleep(0.05)
+            wait_until_up(fe)
             local = threading.local()
 
             def session() -> requests.Session:

@@ -19,13 +19,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import requests
 
-from bench.standin_estate import _TIDEMARK_DDL, AUTH, ROOT, _cpu_s, _free_port, _tidemark_kind
+from bench.standin_estate import _TIDEMARK_DDL, AUTH, ROOT, _cpu_s, _free_port, _tidemark_kind, wait_until_up
 
 _KEYS = {"bigint": ("id",), "composite": ("a", "b"), "varchar": ("k",)}
 
@@ -52,16 +51,7 @@ def main(tables: int = 300) -> dict[str, float]:
         session = requests.Session()
         session.auth = AUTH
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if session.get(f"{fe}/api/health", timeout=1).status_code == 200:
-                        break
-                except requests.ConnectionError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the stand-in did not start")
-                time.sleep(0.05)
+            wait_until_up(fe, session.get)
 
             def query(stmt: str, db: str = "many") -> None:
                 r = session.post(f"{fe}/api/query/default_cluster/{db}", json={"stmt": stmt}, timeout=60)
