@@ -40,17 +40,17 @@ def stored_segments(service) -> dict:
         return dict(PARITY_MYSQL_SIDE.items(tx))
 
 
-def count_tables_asked(monkeypatch, module) -> list[int]:
-    """How many tables each whole-table statement of ``module`` (its ``mysql_wholes``) asked MySQL
-    for, appended as they are asked."""
+def count_tables_asked(monkeypatch, module, function: str = "mysql_wholes") -> list[int]:
+    """How many tables each whole-table statement of ``module`` (its ``function``: ``mysql_wholes``,
+    or ``doris_wholes`` for Doris's side) asked for, appended as they are asked."""
     asked: list[int] = []
-    real = module.mysql_wholes
+    real = getattr(module, function)
 
     def counted(conn, plans):
         asked.append(len(plans))
         return real(conn, plans)
 
-    monkeypatch.setattr(module, "mysql_wholes", counted)
+    monkeypatch.setattr(module, function, counted)
     return asked
 
 
@@ -263,7 +263,7 @@ def test_doris_side_of_early_groups_is_computed_after_their_commit_and_used_by_t
         with service.store.transaction(readonly=True) as tx:
             return dict(PARITY_DORIS_SIDE.items(tx))
 
-    asked = count_doris_tables_asked(monkeypatch, whole_tables)
+    asked = count_tables_asked(monkeypatch, whole_tables, "doris_wholes")
     service.run_chunks(keys, parity_run_id="run-1")  # groups of 2: two committed early, the last prepared
     early = sorted(doris_side())
     assert len(early) == 4 and set(early) < set(keys)
@@ -317,16 +317,3 @@ def test_doris_side_of_early_groups_is_computed_after_their_commit_and_used_by_t
     assert all(r.ok for r in again) and not any(r.detail["doris_side_after_group_commit"] for r in again)
     assert asked == [5]
     service.close()
-
-
-def count_doris_tables_asked(monkeypatch, module) -> list[int]:
-    """How many tables each of ``module``'s ``doris_wholes`` calls asked Doris for."""
-    asked: list[int] = []
-    real = module.doris_wholes
-
-    def counted(catalog, plans):
-        asked.append(len(plans))
-        return real(catalog, plans)
-
-    monkeypatch.setattr(module, "doris_wholes", counted)
-    return asked
