@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import pytest
 
@@ -66,3 +69,35 @@ def bounds(plan_dicts: list[dict]) -> list[tuple]:
 
 def reader(settings, **kwargs) -> SnapshotSplitReader:
     return SnapshotSplitReader(settings, server_id_range=server_id_range(), **kwargs)
+
+
+@contextmanager
+def gated_writer(root_conn, tables: Sequence[str]) -> Iterator[threading.Lock]:
+    """A thread that changes ``tables`` (qualified, quoted names) in turn all the time, ids below
+    1,000: an UPDATE, a DELETE and an INSERT IGNORE each round, the round under the lock it yields
+    (a reader that holds it keeps the tables as they are, e.g. from a chunk's high watermark until
+    its range is compared). Stopped on exit."""
+    import pymysql
+
+    writer_conn = pymysql.connect(unix_socket=root_conn.unix_socket, user="root", autocommit=True)
+    stop = threading.Event()
+    gate = threading.Lock()
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            with gate, writer_conn.cursor() as cur:
+                i += 1
+                table = tables[i % len(tables)]
+                cur.execute(f"UPDATE {table} SET n = n + 1, v = %s WHERE id = %s", (f"w{i}", (i * 37) % 1000))
+                cur.execute(f"DELETE FROM {table} WHERE id = %s", ((i * 53) % 1000,))
+                cur.execute(f"INSERT IGNORE INTO {table} VALUES (%s, 'ins', %s)", ((i * 53) % 1000, i))
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        yield gate
+    finally:
+        stop.set()
+        thread.join(10)
+        writer_conn.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pyarrow as pa
 import pytest
 
@@ -15,7 +13,7 @@ from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.server_ids import acquire_server_id
 from cdc_core.mysql.snapshot_reader import build_scan_query
 from cdc_core.mysql.splits import SnapshotSplit
-from tests.snapshot.conftest import reader, run
+from tests.snapshot.conftest import gated_writer, reader, run
 
 T = TableId("db", "t")
 
@@ -143,30 +141,13 @@ def test_concurrent_writer_thread_chunks_plus_binlog_reproduce_the_table(root_co
     run(root_conn, f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY, v VARCHAR(20), n INT)",
         f"INSERT INTO `{fresh_db}`.t SELECT seq, 'v', seq FROM `{fresh_db}`.seq_0_to_999")
     schema = read_table_schema(text_conn, TableId(fresh_db, "t"))
-    import pymysql
-
-    writer_conn = pymysql.connect(unix_socket=root_conn.unix_socket, user="root", autocommit=True)
-    stop = threading.Event()
-    gate = threading.Lock()
-
-    def write():
-        i = 0
-        while not stop.is_set():
-            with gate, writer_conn.cursor() as cur:
-                i += 1
-                cur.execute(f"UPDATE `{fresh_db}`.t SET n = n + 1, v = %s WHERE id = %s", (f"w{i}", (i * 37) % 1000))
-                cur.execute(f"DELETE FROM `{fresh_db}`.t WHERE id = %s", ((i * 53) % 1000,))
-                cur.execute(f"INSERT IGNORE INTO `{fresh_db}`.t VALUES (%s, 'ins', %s)", ((i * 53) % 1000, i))
-
-    thread = threading.Thread(target=write, daemon=True)
     holding = []
+    with gated_writer(root_conn, [f"`{fresh_db}`.t"]) as gate:
 
-    def hold_before_hw(_s):
-        gate.acquire()  # writer blocked from here: the table stays as at HW until we compare
-        holding.append(True)
+        def hold_before_hw(_s):
+            gate.acquire()  # writer blocked from here: the table stays as at HW until we compare
+            holding.append(True)
 
-    thread.start()
-    try:
         with reader(settings, pause_after_scan=hold_before_hw) as r:
             for index, lo in enumerate(range(0, 1000, 250)):
                 split = SnapshotSplit(schema.table_id, index, (lo,), (lo + 250,), ("id",))
@@ -176,10 +157,6 @@ def test_concurrent_writer_thread_chunks_plus_binlog_reproduce_the_table(root_co
                     assert got == _table_range(root_conn, fresh_db, "t", lo, lo + 250)
                 finally:
                     gate.release()
-    finally:
-        stop.set()
-        thread.join(10)
-        writer_conn.close()
     assert len(holding) == 4
 
 

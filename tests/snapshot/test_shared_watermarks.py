@@ -17,7 +17,7 @@ from cdc_core.mysql.binlog_status import CurrentOffsetReader, read_current_offse
 from cdc_core.mysql.connection import connect
 from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.splits import SnapshotSplit
-from tests.snapshot.conftest import reader, run
+from tests.snapshot.conftest import gated_writer, reader, run
 
 
 def _rows(root_conn, db: str, table: str, lo: int, hi: int) -> list[tuple]:
@@ -79,37 +79,17 @@ def test_a_writer_throughout_chunks_of_two_tables_alternating(root_conn, fresh_d
     at its high watermark (the writer is held from there until the range is compared)."""
     _tables(root_conn, fresh_db, "a", "b", rows=1000)
     schemas = [read_table_schema(text_conn, TableId(fresh_db, name)) for name in ("a", "b")]
-    writer_conn = pymysql.connect(unix_socket=root_conn.unix_socket, user="root", autocommit=True)
-    stop = threading.Event()
-    gate = threading.Lock()
-
-    def write():
-        i = 0
-        while not stop.is_set():
-            with gate, writer_conn.cursor() as cur:
-                i += 1
-                table = f"`{fresh_db}`.{'ab'[i % 2]}"
-                cur.execute(f"UPDATE {table} SET n = n + 1, v = %s WHERE id = %s", (f"w{i}", (i * 37) % 1000))
-                cur.execute(f"DELETE FROM {table} WHERE id = %s", ((i * 53) % 1000,))
-                cur.execute(f"INSERT IGNORE INTO {table} VALUES (%s, 'ins', %s)", ((i * 53) % 1000, i))
-
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
     results = []
-    try:
-        with reader(settings, pause_after_scan=lambda _s: gate.acquire()) as r:
-            for index, lo in enumerate(range(0, 1000, 250)):
-                for schema in schemas:
-                    result = r.read(SnapshotSplit(schema.table_id, index, (lo,), (lo + 250,), ("id",)), schema)
-                    try:
-                        assert _got(result) == _rows(root_conn, fresh_db, schema.table_id.table, lo, lo + 250)
-                    finally:
-                        gate.release()
-                    results.append(result)
-    finally:
-        stop.set()
-        thread.join(10)
-        writer_conn.close()
+    with (gated_writer(root_conn, [f"`{fresh_db}`.a", f"`{fresh_db}`.b"]) as gate,
+          reader(settings, pause_after_scan=lambda _s: gate.acquire()) as r):
+        for index, lo in enumerate(range(0, 1000, 250)):
+            for schema in schemas:
+                result = r.read(SnapshotSplit(schema.table_id, index, (lo,), (lo + 250,), ("id",)), schema)
+                try:
+                    assert _got(result) == _rows(root_conn, fresh_db, schema.table_id.table, lo, lo + 250)
+                finally:
+                    gate.release()
+                results.append(result)
     assert len(results) == 8
     assert all(b.low_watermark == a.high_watermark for a, b in zip(results, results[1:], strict=False))
     assert sum(r.backfill_events for r in results) > 0
