@@ -57,6 +57,18 @@ def _staged(ids: list[int], values: list[str]) -> pa.Table:
                      "__sign": pa.array([0] * len(ids), pa.int8())})
 
 
+def _committer(storage: Storage, table: Table):
+    """``commit(txn_id, keys, values)``: stage a load of those rows into ``table`` and merge it, as
+    its commit does; each key is one stored row after."""
+
+    def commit(txn_id: int, keys: list[int], values: list[str]) -> None:
+        storage.write_staging(txn_id, _staged(keys, values), table)
+        with storage.transaction() as cur:
+            assert storage.merge(cur, table, txn_id) == len(keys)
+
+    return commit
+
+
 def _stored(storage: Storage) -> list[tuple]:
     with storage.cursor() as cur:
         return cur.execute(f"SELECT id, v FROM {data_ref('d', 't')} ORDER BY id").fetchall()
@@ -376,11 +388,7 @@ def test_a_load_whose_keys_lie_outside_every_stored_key_is_appended_without_aski
     try:
         table = _unique_table(storage)
 
-        def commit(txn_id: int, keys: list[int], values: list[str]) -> None:
-            storage.write_staging(txn_id, _staged(keys, values), table)
-            with storage.transaction() as cur:
-                assert storage.merge(cur, table, txn_id) == len(keys)
-
+        commit = _committer(storage, table)
         commit(1, [1, 2, 3], ["a", "b", "c"])  # an empty table: its envelope asked once, then known
         commit(2, [20, 21], ["d", "e"])
         assert storage.unguarded_appends == 2
@@ -520,11 +528,7 @@ def test_a_table_whose_loads_met_stored_keys_skips_the_guarded_append_a_while_an
     try:
         table = _unique_table(storage)
 
-        def commit(txn_id: int, keys: list[int], values: list[str]) -> None:
-            storage.write_staging(txn_id, _staged(keys, values), table)
-            with storage.transaction() as cur:
-                assert storage.merge(cur, table, txn_id) == len(keys)
-
+        commit = _committer(storage, table)
         commit(1, [1, 100], ["a", "h"])
         commit(2, [1, 2], ["x", "b"])  # meets key 1: the guard appended nothing
         assert storage.guards_skipped == 0
