@@ -147,7 +147,10 @@ _NO_RETRIES = urllib3.Retry(total=False, redirect=False)
 # A streamed body (an iterator of chunks) at most this large goes whole, with a Content-Length:
 # one write instead of a chunk framing and a terminator each (a binlog batch's loads are small).
 WHOLE_BODY_BYTES = 256 * 1024
-POOL_SIZE = 10  # connections kept per node (a load's threads and the commits' pool share them)
+POOL_SIZE = 32
+"""Connections kept per node. At least the requests one client sends at once (a snapshot's 16
+commit streams, a batch's 8 loads and 8 commits, the prepare threads): past it urllib3 opens a
+connection for the request all the same, then closes it and logs a warning for each."""
 
 
 class RetryableAnswer(requests.ConnectionError):
