@@ -24,10 +24,16 @@ from cdc_core.config import PipelineDefinition
 from cdc_core.doris.names import DorisNameError, name_problems
 from cdc_core.doris.routing import TableRouter
 from cdc_core.doris.table_creation import TableCreator, default_type_mapper
-from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.chunk_sizing import table_chunk_rows
-from cdc_core.mysql.chunk_splitter import SplitOptions
-from cdc_core.mysql.discovery import read_table_schemas, require_matching_tables, table_statuses
+from cdc_core.mysql.chunk_splitter import BatchedKeyQueries, SplitOptions
+from cdc_core.mysql.discovery import (
+    DiscoveryError,
+    chunk_key_column,
+    read_table_schemas,
+    require_matching_tables,
+    table_statuses,
+)
 from cdc_core.mysql.server_check import check_server
 from cdc_core.mysql.snapshot_assigner import (
     AssignerState,
@@ -79,8 +85,10 @@ def plan_splits(ctx: PipelineContext, max_steps: int | None = None) -> PlanResul
             remaining = list(state.remaining_tables)
             schemas = read if all(t in read for t in remaining) else read_table_schemas(conn, remaining,
                                                                                           skip_missing=True)
+            # the key bounds of many tables a statement (chunk_splitter.py: BatchedKeyQueries)
+            queries = BatchedKeyQueries(conn, [(t, _key_column(schemas.get(t), options)) for t in remaining])
             assigner = SnapshotSplitAssigner(
-                conn, [], lambda t: schemas.get(t) or ctx.live_schema(t), options,
+                queries, [], lambda t: schemas.get(t) or ctx.live_schema(t), options,
                 unbounded_chunk_first=source.unbounded_chunk_first, state=state,
             )
             added = assign_into_store(assigner, ctx.store, max_steps=max_steps)
@@ -91,6 +99,17 @@ def plan_splits(ctx: PipelineContext, max_steps: int | None = None) -> PlanResul
     if state.finished:
         logger.debug("%s: the split plan is complete", ctx.definition.name)
     return PlanResult(tuple(chunk_keys(ctx)), tables, state.finished, tuple(notes))
+
+
+def _key_column(schema: TableSchema | None, options: SplitOptions) -> Column | None:
+    """The table's chunk key column, None when its schema is not at hand or names none (the splitter
+    then reads its bounds alone, and says what is wrong)."""
+    if schema is None:
+        return None
+    try:
+        return chunk_key_column(schema, options.chunk_key_column)
+    except DiscoveryError:
+        return None
 
 
 def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]

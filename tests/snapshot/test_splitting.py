@@ -14,8 +14,10 @@ import pytest
 
 from cdc_core.model.schema import TableId
 from cdc_core.mysql.chunk_splitter import (
+    BatchedKeyQueries,
     ChunkSplitter,
     ChunkSplitterState,
+    MySqlKeyQueries,
     SplitOptions,
     distribution_factor,
     dynamic_chunk_size,
@@ -417,3 +419,72 @@ def test_schemas_and_row_estimates_of_many_tables_are_read_at_once_and_equal_the
     assert read_table_schemas(text_conn, [*tables, gone], skip_missing=True).keys() == set(tables)
     with pytest.raises(DiscoveryError, match="does not exist"):
         read_table_schemas(text_conn, [*tables, gone])
+
+
+class _CountingConn:
+    """The text connection, counting the statements sent through its cursors."""
+
+    def __init__(self, conn):
+        self.conn, self.statements = conn, []
+
+    def cursor(self):
+        outer = self
+
+        class Cursor:
+            def __init__(self):
+                self.cur = outer.conn.cursor()
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.cur.close()
+
+            def execute(self, statement, args=None):
+                outer.statements.append(statement)
+                return self.cur.execute(statement, args)
+
+            def fetchone(self):
+                return self.cur.fetchone()
+
+            def fetchall(self):
+                return self.cur.fetchall()
+
+        return Cursor()
+
+
+def test_batched_bounds_read_integer_keys_of_many_tables_in_one_statement(root_conn, fresh_db, text_conn):
+    # integer keys of several widths and signs, an empty table, a string key (read alone): the bounds
+    # are the ones each table's own MIN/MAX returns, and the plans those of the one-table splitter
+    run(root_conn,
+        f"CREATE TABLE `{fresh_db}`.a (id BIGINT PRIMARY KEY)",
+        f"INSERT INTO `{fresh_db}`.a SELECT seq FROM `{fresh_db}`.seq_0_to_100",
+        f"CREATE TABLE `{fresh_db}`.b (id BIGINT UNSIGNED PRIMARY KEY)",
+        f"INSERT INTO `{fresh_db}`.b VALUES (18446744073709551615), (18446744073709551000)",
+        f"CREATE TABLE `{fresh_db}`.c (id SMALLINT PRIMARY KEY)",
+        f"CREATE TABLE `{fresh_db}`.d (k VARCHAR(8) PRIMARY KEY)",
+        f"INSERT INTO `{fresh_db}`.d VALUES ('b'), ('a')",
+        f"CREATE TABLE `{fresh_db}`.e (id BIGINT PRIMARY KEY)",
+        f"INSERT INTO `{fresh_db}`.e VALUES (-5), (7)")
+    analyze(root_conn, fresh_db, "a", "b", "c", "d", "e")
+    schemas = {t: read_table_schema(text_conn, TableId(fresh_db, t)) for t in "abcde"}
+    keyed = [(s.table_id, s.column(s.primary_key[0])) for s in schemas.values()]
+    one = MySqlKeyQueries(text_conn)
+    counting = _CountingConn(text_conn)
+    batched = BatchedKeyQueries(counting, keyed)
+    alone = [one.bounds(t, c) for t, c in keyed]
+    assert [batched.bounds(t, c) for t, c in keyed] == alone
+    assert [tuple(map(str, b)) for b in alone] == [
+        ("0", "100"), ("18446744073709551000", "18446744073709551615"), ("None", "None"), ("a", "b"), ("-5", "7")]
+    # a, e (signed BIGINT) at the first ask; b (unsigned), c (SMALLINT), d (string): one each
+    assert len(counting.statements) == 4
+    assert "UNION ALL" in counting.statements[0] and "UNION ALL" not in "".join(counting.statements[1:])
+    # handed out once: asked again (a resumed split), a table's bounds are read again
+    assert batched.bounds(*keyed[0]) == alone[0] and len(counting.statements) == 5
+
+    def planned(queries):
+        assigner = SnapshotSplitAssigner(queries, [t for t, _ in keyed], lambda t: schemas[t.table],
+                                         SplitOptions(chunk_size=25))
+        return [(str(s.table_id), s.start, s.end) for s in assigner.plan()]
+
+    assert planned(BatchedKeyQueries(text_conn, keyed)) == planned(text_conn)
