@@ -29,6 +29,7 @@ from typing import Any
 from dagster import HookContext, HookDefinition, failure_hook, success_hook
 from dagster._core.errors import DagsterInvalidPropertyError, DagsterInvariantViolationError
 
+from cdc_core.instrumentation.phases import span
 from cdc_core.pipeline.targets import TargetUpdate
 from orchestration.defs.console_logger import FAILURE_EXTRA
 from orchestration.defs.doris_tables import report_written
@@ -104,7 +105,9 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
                                         "backfill of snapshot_chunks reads them again")
             ledger.forget(context.run_id, step_key_of(context))
             if committed:
-                _report(context, service.written_targets(chunk_keys=committed), f"snapshot chunks ({len(committed)})")
+                with span("written_targets"):
+                    updates = service.written_targets(chunk_keys=committed)
+                _report(context, updates, f"snapshot chunks ({len(committed)})")
 
     @failure_hook(name=f"{handle.slug}_abort_chunks_hook", required_resource_keys={resource_key})
     def abort_chunks_hook(context: HookContext) -> None:
@@ -208,7 +211,8 @@ def _report(context: HookContext, updates: list[TargetUpdate], by: str) -> None:
     """The Doris table assets these committed loads wrote are materialized (after the ledger is
     forgotten: the commit is done whatever reporting it costs)."""
     if updates:
-        report_written(context.instance, updates, run_id=context.run_id, by=by)
+        with span("report_written"):
+            report_written(context.instance, updates, run_id=context.run_id, by=by)
 
 
 def _preview(keys: list[str], limit: int = 5) -> str:
