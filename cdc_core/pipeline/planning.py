@@ -151,8 +151,8 @@ def _first_round(ctx: PipelineContext, max_partitions: int, notes: list[str]
     check_charsets(schemas)
     state = AssignerState(tuple(tables)).to_dict()
     with ctx.store.transaction() as tx:
-        for schema in schemas:
-            tx.put_schema(str(schema.table_id), start_offset.sequence, start_offset.to_dict(), schema.to_dict())
+        tx.put_schemas((str(schema.table_id), start_offset.sequence, start_offset.to_dict(), schema.to_dict())
+                       for schema in schemas)
         CHUNK_SIZE.put(tx, chunk_size)
         CHUNK_SIZES.put(tx, sizes)
         TABLE_ROWS.put(tx, {str(t): rows for t, (rows, _) in statuses.items()})

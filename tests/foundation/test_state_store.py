@@ -103,6 +103,27 @@ def test_schemas_at_are_what_schema_at_reads_table_by_table(tmp_path):
         assert tx.schemas_at(15) == {"shop.t": {"v": 1}, "shop.gone": None}
 
 
+def test_put_schemas_records_what_put_schema_records_one_by_one(tmp_path):
+    # many tables at once, one of them recorded before at the same sequence (replaced, as put_schema does)
+    entries = [(f"shop.t{n}", 10, {"file": "binlog.000001", "position": 10}, {"v": n}) for n in range(5)]
+    one, many = StateStore.open(tmp_path / "one"), StateStore.open(tmp_path / "many")
+    for store in (one, many):
+        with store.transaction() as tx:
+            tx.put_schema("shop.t0", 10, {"file": "binlog.000001", "position": 10}, {"v": "old"})
+            tx.put_schema("shop.t0", 5, {"file": "binlog.000001", "position": 5}, {"v": "earlier"})
+    with one.transaction() as tx:
+        for entry in entries:
+            tx.put_schema(*entry)
+    with many.transaction() as tx:
+        tx.put_schemas(iter(entries))
+        tx.put_schemas([])
+    for store in (one, many):
+        with store.transaction(readonly=True) as tx:
+            assert tx.latest_schemas() == {f"shop.t{n}": {"v": n} for n in range(5)}
+            assert tx.schema_at("shop.t0", 7) == {"v": "earlier"}
+            assert tx.schemas_at(10) == {f"shop.t{n}": {"v": n} for n in range(5)}
+
+
 def test_a_store_from_a_newer_release_is_refused(tmp_path):
     store = StateStore.open(tmp_path)
     with store.engine.begin() as conn:
