@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -243,11 +244,16 @@ def run_snapshot(
     known = sink.doris_tables(t for item in work for t in sink.route(item.schema.table_id)) if len(work) > 1 \
         else None
 
+    # this job's token: a worker's reader carries watermarks between its chunks, never from another
+    # job's (SnapshotSplitReader.read)
+    job = uuid.uuid4().hex
+
     def prepare(item: TableWork) -> _Prepared:
         if spark is not None:
             activate_in_thread(spark)
-        return _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
-                        known)
+        prepared = _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
+                            known)
+        return dataclasses.replace(prepared, read_spec=dataclasses.replace(prepared.read_spec, job=job))
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(work), PREPARE_STREAMS)),
                             thread_name_prefix="tidemark-prepare") as prepare_pool:

@@ -119,7 +119,7 @@ def read_chunk(spec: ReadSpec, password: str, chunk: ChunkSpec, *,
     # the reader is kept per worker across jobs: this job's epoch, whatever an earlier job's was
     reader.epoch_reference = None if spec.epoch_reference is None else BinlogOffset.from_dict(spec.epoch_reference)
     try:
-        result = reader.read(split, spec.schema, native=native)
+        result = reader.read(split, spec.schema, native=native, job=spec.job)
     except BaseException:
         _READERS.clear()
         reader.close()

@@ -113,6 +113,9 @@ class ReadSpec:
     batch_rows: int = 65536  # rows per Arrow batch a read task yields
     # The offset (as a dict) that decides the epoch of the chunks' watermarks (failover.align); None: epoch 0
     epoch_reference: Mapping[str, Any] | None = None
+    # The snapshot job the chunks belong to (a token drawn per job): a worker's reader carries a
+    # chunk's high watermark to the next chunk only within one job (SnapshotSplitReader.read)
+    job: str | None = None
 
     def adopt_faults(self) -> None:
         """In the task: take the driver's fault setting, when the spec forwards one."""
@@ -122,14 +125,15 @@ class ReadSpec:
         return json.dumps({"table_id": self.table_id, "schema": self.schema.to_dict(), "source": self.source.to_dict(),
                            "chunks": [c.to_dict() for c in self.chunks], "faults": _faults_json(self.faults),
                            "batch_rows": self.batch_rows,
-                           "epoch_reference": None if self.epoch_reference is None else dict(self.epoch_reference)})
+                           "epoch_reference": None if self.epoch_reference is None else dict(self.epoch_reference),
+                           "job": self.job})
 
     @classmethod
     def from_json(cls, text: str) -> ReadSpec:
         data = json.loads(text)
         return cls(data["table_id"], TableSchema.from_dict(data["schema"]), SourceSpec.from_dict(data["source"]),
                    tuple(ChunkSpec.from_dict(c) for c in data["chunks"]), data.get("faults"),
-                   int(data.get("batch_rows", 65536)), data.get("epoch_reference"))
+                   int(data.get("batch_rows", 65536)), data.get("epoch_reference"), data.get("job"))
 
 
 @dataclass(frozen=True)

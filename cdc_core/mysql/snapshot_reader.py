@@ -34,6 +34,13 @@ chunk takes a fresh LW:
   and a caller whose load of the chunk failed calls :meth:`forget_watermark` (the fused and local
   workers' ``jobs/fused_chunks.py`` does), so a retried chunk takes a fresh LW. (Were one carried
   into a retry, it would still be correct: it was read before the retry's SELECT.);
+* both chunks belong to one snapshot job (``job``, a token the driver draws per job: the worker
+  keeps its reader across jobs and pipelines). A job's chunks are read back to back; a later
+  job — a partition maintenance's reload, a resnapshot, another pipeline's snapshot — may start
+  after a statement that changed rows without row events (``DROP``/``TRUNCATE PARTITION``,
+  ``TRUNCATE TABLE``), and a window reaching back before it would replay row events of rows that
+  statement removed into the chunk. Within one job that window is the one the algorithm has
+  anyway: such a statement while the job reads stops the stream, whose reload rereads the table;
 * the control connection it was read on is the one still open (:meth:`close` drops it; a new
   connection may reach another server after a failover, whose positions do not compare);
 * the carried and the new watermark name the same server (checked after the fact; a mismatch
@@ -108,6 +115,7 @@ class _Carried:
     offset: BinlogOffset
     conn: Any
     at: float
+    job: str
 
 
 class BinlogRangeReader(Protocol):
@@ -308,12 +316,13 @@ class SnapshotSplitReader:
         """Take a fresh low watermark for the next chunk (the last chunk's load failed: module doc)."""
         self._carried = None
 
-    def _low_watermark(self, schema: TableSchema) -> tuple[BinlogOffset, bool]:
+    def _low_watermark(self, schema: TableSchema, job: str | None) -> tuple[BinlogOffset, bool]:
         """The chunk's low watermark as the server reported it, and whether it is the previous
         chunk's high watermark (the conditions are the module doc's)."""
         carried, self._carried = self._carried, None
-        if (carried is not None and not self.backfill_skip and schema.primary_key
-                and carried.conn is self._conn and time.monotonic() - carried.at < WATERMARK_REUSE_S):
+        if (carried is not None and not self.backfill_skip and schema.primary_key and job is not None
+                and carried.job == job and carried.conn is self._conn
+                and time.monotonic() - carried.at < WATERMARK_REUSE_S):
             return carried.offset, True
         return self._server_offset(), False
 
@@ -435,25 +444,28 @@ class SnapshotSplitReader:
             pa.field(c.name, doris_arrow_type(c, tinyint1_as_boolean=self.tinyint1_as_boolean)) for c in schema.columns
         ]).empty_table()
 
-    def read(self, split: SnapshotSplit, schema: TableSchema, *, native: bool = False) -> ChunkReadResult:
+    def read(self, split: SnapshotSplit, schema: TableSchema, *, native: bool = False,
+             job: str | None = None) -> ChunkReadResult:
         """The chunk exactly as it was at its high watermark. ``native``: the chunk goes to Doris as
         Arrow, so the columns :meth:`native_columns` names stay as read (a chunk with a backfill is
-        all text: the binlog's images are). Its low watermark may be the previous chunk's high one
-        (module doc)."""
+        all text: the binlog's images are). ``job``: the snapshot job the chunk belongs to; its low
+        watermark may be the high one of the previous chunk this reader read for the same job
+        (module doc), never another job's, nor any without a job."""
         try:
-            result = self._read(split, schema, native=native)
+            result = self._read(split, schema, native=native, job=job)
             if result is None:  # a carried low watermark of another server: read again, fresh
-                result = self._read(split, schema, native=native)
+                result = self._read(split, schema, native=native, job=job)
         except BaseException:
             self._carried = None
             raise
         assert result is not None  # a fresh low watermark is on the high one's connection
         return result
 
-    def _read(self, split: SnapshotSplit, schema: TableSchema, *, native: bool) -> ChunkReadResult | None:
+    def _read(self, split: SnapshotSplit, schema: TableSchema, *, native: bool,
+              job: str | None) -> ChunkReadResult | None:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        low_raw, carried = self._low_watermark(schema)
+        low_raw, carried = self._low_watermark(schema, job)
         if self.pause_after_low_watermark is not None:
             self.pause_after_low_watermark(split)
         t1 = time.perf_counter()
@@ -473,8 +485,8 @@ class SnapshotSplitReader:
             table, applied = self._backfill(split, schema, self.as_text(table, schema) if native else table, low,
                                             high)
         t3 = time.perf_counter()
-        if not self.backfill_skip:
-            self._carried = _Carried(high_raw, self._conn, time.monotonic())
+        if not self.backfill_skip and job is not None:
+            self._carried = _Carried(high_raw, self._conn, time.monotonic(), job)
         timings.update(low_watermark=t1 - t0, scan=t2 - t1, backfill=t3 - t2)
         return ChunkReadResult(split, table, low, high, applied, scanned, timings)
 

@@ -42,6 +42,12 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
         ('.decode(errors="replace")',),
         "a process's /proc command line, searched for the stack's own data directory; never a row",
     ),
+    "cdc_core/doris/client.py": (
+        ('self.content.decode(charset.group(1) if charset else "utf-8", errors="replace")',
+         'self.content.decode("utf-8", errors="replace")'),
+        "an HTTP answer's body as text (DorisResponse.text), quoted only in error messages (an HTTP error, "
+        "Doris's error log of rejected rows); answers read as data are JSON parsed from the bytes",
+    ),
     "devstack/stack.py": (('self.log_file.read_text(errors="replace")',), _LOG_TAIL),
     "devstack/mysql.py": (('self.error_log.read_text(errors="replace")',), _LOG_TAIL),
     "devstack/spark_cluster.py": (

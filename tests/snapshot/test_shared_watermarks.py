@@ -19,6 +19,8 @@ from cdc_core.mysql.discovery import read_table_schema
 from cdc_core.mysql.splits import SnapshotSplit
 from tests.snapshot.conftest import gated_writer, reader, run
 
+JOB = "job-1"  # the snapshot job every chunk here belongs to, unless a test says otherwise
+
 
 def _rows(root_conn, db: str, table: str, lo: int, hi: int) -> list[tuple]:
     with root_conn.cursor() as cur:
@@ -58,11 +60,11 @@ def test_two_tables_back_to_back_share_a_watermark_and_every_change_lands_once(r
                 f"UPDATE {tb} SET id = 1002 WHERE id = 22")
 
     with reader(settings, pause_after_low_watermark=before_scan, pause_after_scan=after_scan) as r:
-        first = r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a)
+        first = r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a, job=JOB)
         run(root_conn, f"UPDATE {tb} SET v = 'between', n = -n WHERE id IN (1, 2, 3)",
             f"DELETE FROM {tb} WHERE id = 4", f"INSERT INTO {tb} VALUES (1000, 'new-between', 0)",
             f"UPDATE `{fresh_db}`.a SET v = 'a-after-its-chunk' WHERE id = 5")
-        second = r.read(SnapshotSplit(b.table_id, 0, None, None, ("id",)), b)
+        second = r.read(SnapshotSplit(b.table_id, 0, None, None, ("id",)), b, job=JOB)
     assert second.low_watermark == first.high_watermark  # shared: no query of its own
     assert second.high_watermark > second.low_watermark
     # the backfill replayed every change to b since a's high watermark: 3 statements between the reads
@@ -84,7 +86,7 @@ def test_a_writer_throughout_chunks_of_two_tables_alternating(root_conn, fresh_d
           reader(settings, pause_after_scan=lambda _s: gate.acquire()) as r):
         for index, lo in enumerate(range(0, 1000, 250)):
             for schema in schemas:
-                result = r.read(SnapshotSplit(schema.table_id, index, (lo,), (lo + 250,), ("id",)), schema)
+                result = r.read(SnapshotSplit(schema.table_id, index, (lo,), (lo + 250,), ("id",)), schema, job=JOB)
                 try:
                     assert _got(result) == _rows(root_conn, fresh_db, schema.table_id.table, lo, lo + 250)
                 finally:
@@ -99,11 +101,13 @@ def _write_between(root_conn, db: str) -> None:
     run(root_conn, f"UPDATE `{db}`.b SET v = 'between' WHERE id = 1")
 
 
-@pytest.mark.parametrize("how", ["failed read", "forgotten", "reconnected", "too old", "keyless", "backfill skip"])
+@pytest.mark.parametrize("how", ["failed read", "forgotten", "reconnected", "too old", "keyless", "backfill skip",
+                                 "another job", "no job"])
 def test_when_a_chunk_takes_a_fresh_low_watermark(root_conn, fresh_db, text_conn, settings, monkeypatch, how):
     """The previous chunk's high watermark is not carried after a failed read, a failed load
-    (``forget_watermark``), a new control connection, once it is too old, into a keyless table, or
-    with ``backfill.skip``: the low watermark is the server's position after the write between."""
+    (``forget_watermark``), a new control connection, once it is too old, into a keyless table,
+    with ``backfill.skip``, into another job's chunk or one read without a job: the low watermark
+    is the server's position after the write between."""
     _tables(root_conn, fresh_db, "a")
     _tables(root_conn, fresh_db, "b", key="" if how == "keyless" else "PRIMARY KEY")
     a = read_table_schema(text_conn, TableId(fresh_db, "a"))
@@ -119,11 +123,11 @@ def test_when_a_chunk_takes_a_fresh_low_watermark(root_conn, fresh_db, text_conn
     if how == "keyless":
         options["chunk_key_column"] = f"{fresh_db}.b:id"
     with reader(settings, pause_after_scan=after_scan, **options) as r:
-        first = r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a)
+        first = r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a, job=JOB)
         if how == "failed read":
             fail.append(True)
             with pytest.raises(RuntimeError, match="failed between"):
-                r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a)
+                r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a, job=JOB)
         elif how == "forgotten":
             r.forget_watermark()
         elif how == "reconnected":
@@ -131,7 +135,8 @@ def test_when_a_chunk_takes_a_fresh_low_watermark(root_conn, fresh_db, text_conn
         elif how == "too old":
             monkeypatch.setattr(snapshot_reader, "WATERMARK_REUSE_S", 0.0)
         _write_between(root_conn, fresh_db)
-        second = r.read(SnapshotSplit(b.table_id, 0, None, None, ("id",)), b)
+        job = {"another job": "another", "no job": None}.get(how, JOB)
+        second = r.read(SnapshotSplit(b.table_id, 0, None, None, ("id",)), b, job=job)
     assert second.low_watermark > first.high_watermark
     assert second.backfill_events == 0  # the change between is before the fresh low watermark: the scan's
     assert sorted(r["v"] for r in second.table.to_pylist() if r["id"] == 1) == ["between"]
@@ -144,9 +149,9 @@ def test_a_job_of_another_epoch_aligns_the_carried_watermark(root_conn, fresh_db
     a = read_table_schema(text_conn, TableId(fresh_db, "a"))
     b = read_table_schema(text_conn, TableId(fresh_db, "b"))
     with reader(settings) as r:
-        first = r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a)
+        first = r.read(SnapshotSplit(a.table_id, 0, None, None, ("id",)), a, job=JOB)
         r.epoch_reference = first.high_watermark.on_server("another-server", 2)  # a failover before this job
-        second = r.read(SnapshotSplit(b.table_id, 0, None, None, ("id",)), b)
+        second = r.read(SnapshotSplit(b.table_id, 0, None, None, ("id",)), b, job=JOB)
     assert (first.high_watermark.epoch, second.low_watermark.epoch, second.high_watermark.epoch) == (0, 3, 3)
     assert (second.low_watermark.file, second.low_watermark.position) == (first.high_watermark.file,
                                                                           first.high_watermark.position)
