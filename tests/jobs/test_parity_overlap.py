@@ -294,20 +294,19 @@ def test_doris_side_of_early_groups_is_computed_after_their_commit_and_used_by_t
     assert [r.ok for r in checked] == [False, True, True, True, True] and asked == []
 
     # another run, or a binlogged write since: the check asks Doris itself
-    with service.store.transaction() as tx:
-        for key in keys:
-            plan = plans[key.rpartition("#")[0]]
-            PARITY_DORIS_SIDE.key(key).put(tx, doris_ahead.DorisAhead(
-                "run-3", offset, doris_ahead.committed_offset(service.context), doris_ahead.fingerprint(plan),
-                Segment(0, 0)).to_dict())
+
+    def store_wrong_sides_of_run_3() -> None:
+        with service.store.transaction() as tx:
+            for key in keys:
+                plan = plans[key.rpartition("#")[0]]
+                PARITY_DORIS_SIDE.key(key).put(tx, doris_ahead.DorisAhead(
+                    "run-3", offset, doris_ahead.committed_offset(service.context), doris_ahead.fingerprint(plan),
+                    Segment(0, 0)).to_dict())
+
+    store_wrong_sides_of_run_3()
     with service.session():
         assert all(r.ok for r in service.chunks_parity(keys, "run-4"))
-    with service.store.transaction() as tx:
-        for key in keys:
-            plan = plans[key.rpartition("#")[0]]
-            PARITY_DORIS_SIDE.key(key).put(tx, doris_ahead.DorisAhead(
-                "run-3", offset, doris_ahead.committed_offset(service.context), doris_ahead.fingerprint(plan),
-                Segment(0, 0)).to_dict())
+    store_wrong_sides_of_run_3()
     with root_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{fresh_db}`.other (id INT PRIMARY KEY)")
         cur.execute(f"INSERT INTO `{fresh_db}`.other VALUES (1)")
