@@ -114,6 +114,14 @@ def users_schema(db: str, table: str = "users") -> TableSchema:
     )
 
 
+@pytest.fixture
+def users(sink, doris_db) -> TableId:
+    """The Doris table ``users`` (:func:`users_schema`) created in this test's database."""
+    target = TableId(doris_db, "users")
+    sink.create_table(users_schema(doris_db))
+    return target
+
+
 def select(sink: DorisSink, target: TableId, columns: str = "*", order: str = "id") -> list[tuple]:
     res = sink.catalog.execute(target.database,
                                f"SELECT {columns} FROM `{target.database}`.`{target.table}` ORDER BY {order}")

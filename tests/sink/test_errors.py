@@ -16,15 +16,7 @@ from cdc_core.doris.errors import (
     redact,
 )
 from cdc_core.doris.sink import DorisSink
-from cdc_core.model.schema import TableId
-from tests.sink.conftest import PASSWORD, make_client, test_type_mapper, users_schema
-
-
-@pytest.fixture
-def users(sink, doris_db):
-    target = TableId(doris_db, "users")
-    sink.create_table(users_schema(doris_db))
-    return target
+from tests.sink.conftest import PASSWORD, make_client, test_type_mapper
 
 
 def test_filtered_rows_raise_with_message_and_error_log(sink, users, caplog):

@@ -14,20 +14,12 @@ from cdc_core.doris.errors import TransactionAbortedError, TransactionCommittedE
 from cdc_core.doris.rows import snapshot_row
 from cdc_core.doris.sink import DorisSink
 from cdc_core.doris.transaction_recovery import LabelRef
-from cdc_core.model.schema import TableId
 from cdc_core.state import StateStore
-from tests.sink.conftest import ROOT, make_client, select, test_type_mapper, users_schema
+from tests.sink.conftest import ROOT, make_client, select, test_type_mapper
 
 
 def _rows(ids, tag="v"):
     return [snapshot_row({"id": i, "name": f"{tag}{i}"}, 7) for i in ids]
-
-
-@pytest.fixture
-def users(sink, doris_db):
-    target = TableId(doris_db, "users")
-    sink.create_table(users_schema(doris_db))
-    return target
 
 
 def test_commit_retried_after_its_response_was_lost(doris, sink, users):

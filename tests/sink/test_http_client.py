@@ -10,15 +10,7 @@ from cdc_core.doris.client import DorisResponse
 from cdc_core.doris.errors import DorisConnectionError
 from cdc_core.doris.rows import snapshot_row
 from cdc_core.doris.sink import DorisSink
-from cdc_core.model.schema import TableId
-from tests.sink.conftest import PASSWORD, make_client, select, test_type_mapper, users_schema
-
-
-@pytest.fixture
-def users(sink, doris_db):
-    target = TableId(doris_db, "users")
-    sink.create_table(users_schema(doris_db))
-    return target
+from tests.sink.conftest import PASSWORD, make_client, select, test_type_mapper
 
 
 def test_a_small_body_goes_whole_and_a_large_one_chunked(doris, users, monkeypatch):
