@@ -264,9 +264,6 @@ class DorisHttpClient:
             self.load_route = "benodes"
         else:
             self.load_route = "redirect" if auto_redirect else "backends"
-        # HTTPS: verify the nodes' certificates against the sink's ssl-ca, else the system's CAs
-        # (as the MySQL source does: a CA the operator installed on the host is trusted by both).
-        self.verify: str | bool = ca_file or True
         self._ssl_context: Any = None  # built at the first https pool (the ssl-ca is read then)
         self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
         self._timeout_of: tuple[Timeouts, urllib3.Timeout] | None = None
@@ -296,6 +293,13 @@ class DorisHttpClient:
         }
         kwargs.update(overrides)
         return cls(options.fenodes, options.username, options.password.get_secret_value(), **kwargs)
+
+    @property
+    def verify(self) -> str | bool:
+        """What HTTPS nodes' certificates are verified against: the sink's ssl-ca, else (True) the
+        system's CAs (as the MySQL source does: a CA the operator installed on the host is trusted
+        by both; :meth:`_tls_context`)."""
+        return self.ca_file or True
 
     # -- secrets -----------------------------------------------------------------------------
 
