@@ -11,9 +11,12 @@ Dagster can hand a storage a batch of asset events at once (``DAGSTER_EVENT_BATC
 partitioned output's materializations, a run's planned events, and the run-less ones Tidemark
 reports together, ``orchestration/defs/doris_tables.py``). dagster-postgres writes such a batch
 with one statement; Dagster's SQLite storage only loops over it. ``BatchingSqliteEventLogStorage``
-writes it as the loop would, event by event and with Dagster's own index bookkeeping, but in one
-connection and one transaction per file. Every connection it makes (a single event's too) comes
-from one engine kept per file instead of an engine built and disposed of each time (``_connect``). Tidemark's ``dagster.yaml`` template names it; a user's
+writes it in one connection and one transaction per file, each file's rows with one statement
+(executemany), each event serialized once (an asset's latest materialization is built around the
+JSON of the event's row), and each asset's row in the index written once for the batch, with the
+values Dagster's own bookkeeping of each event in turn would leave. Every connection it makes (a
+single event's too) comes from one engine kept per file instead of an engine built and disposed
+of each time (``_connect``). Tidemark's ``dagster.yaml`` template names it; a user's
 own ``dagster.yaml`` is never changed (``orchestration/cli/instance.py``).
 
 When a batch fails part-way (the index locked too long, a full disk), Dagster stores each of its
@@ -41,11 +44,12 @@ from dagster._config import StringSource
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance.utils import _is_batch_writing_enabled
-from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
+from dagster._core.storage.event_log.schema import AssetKeyTable, SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
-from dagster._core.storage.sqlalchemy_compat import db_result
+from dagster._core.storage.sqlalchemy_compat import db_select
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._serdes import ConfigurableClassData
+from dagster._time import datetime_from_timestamp
 from sqlalchemy.pool import NullPool
 
 from orchestration.defs import alembic_cache
@@ -126,7 +130,7 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
         if written is None or written[0] is not event:
             super().store_event(event)
         elif written[1] is Written.RUN_FILE:  # a failed batch's event, in the run's file only: the index's part
-            self._store_in_index([event], [self.prepare_insert_event(event)])
+            self._store_in_index([event], [self._event_to_row(event)])
         # (Written.BOTH: written whole before its batch failed)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
@@ -152,32 +156,110 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
             start = end
 
     def _store_asset_events_together(self, events: Sequence[EventLogEntry]) -> None:
-        # one statement per event for both files, as store_event has (serializing an event is
-        # about a third of a batch's CPU)
-        inserts = [self.prepare_insert_event(event) for event in events]
-        by_run: dict[str, list[Any]] = {}
-        for event, insert in zip(events, inserts, strict=True):
-            by_run.setdefault(event.run_id, []).append(insert)
-        for run_id, run_inserts in by_run.items():
+        # each event serialized once (Dagster's store_event builds a statement per event, and its
+        # asset's row serializes the event a second time: the largest part of a batch's CPU)
+        rows = [self._event_to_row(event) for event in events]
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for event, row in zip(events, rows, strict=True):
+            by_run.setdefault(event.run_id, []).append(row)
+        for run_id, run_rows in by_run.items():
             with self.run_connection(run_id) as conn:
-                for insert in run_inserts:
-                    conn.execute(insert)
+                conn.execute(SqlEventLogStorageTable.insert(), run_rows)  # one executemany
             self._written.update({id(e): (e, Written.RUN_FILE) for e in events if e.run_id == run_id})
-        self._store_in_index(events, inserts)
+        self._store_in_index(events, rows)
 
-    def _store_in_index(self, events: Sequence[EventLogEntry], inserts: Sequence[Any]) -> None:
-        """The asset events mirrored in the cross-run index, as ``store_event`` does, in one transaction."""
+    def _store_in_index(self, events: Sequence[EventLogEntry], rows: Sequence[dict[str, Any]]) -> None:
+        """The asset events mirrored in the cross-run index, as ``store_event`` does, in one
+        transaction: their rows in one statement, each asset's row written once for the batch."""
         with self.index_transaction() as conn:
-            event_ids: list[int] = []
-            for event, insert, following in zip(events, inserts, [*events[1:], None], strict=True):
-                with db_result(conn, insert) as result:
-                    event_id = result.inserted_primary_key[0]
-                check.invariant(event_id is not None, "Cannot store asset event tags for null event id.")
-                event_ids.append(event_id)
-                if not _overwritten(event, following):
-                    self._store_asset_event(conn, event, event_id)
+            conn.execute(SqlEventLogStorageTable.insert(), list(rows))
+            event_ids = _inserted_ids(conn, len(rows))
+            self._store_asset_rows(conn, events, rows, event_ids)
             self._store_asset_event_tags(conn, events, event_ids)  # (as dagster-postgres: one call)
         self._written.update({id(e): (e, Written.BOTH) for e in events})
+
+    def _store_asset_rows(self, conn: Any, events: Sequence[EventLogEntry], rows: Sequence[dict[str, Any]],
+                          event_ids: Sequence[int]) -> None:
+        """The ``asset_keys`` rows the events leave, as Dagster's ``_store_asset_event`` of each in
+        turn leaves them: each asset's values of its events laid over one another in order (what an
+        insert and the updates after it leave), then one insert for the new assets and one update
+        for the known ones."""
+        has_index_cols = self._has_asset_key_index_cols_on_connection(conn)  # a PRAGMA: once a batch
+        latest: dict[str, dict[str, Any]] = {}
+        for event, row, event_id in zip(events, rows, event_ids, strict=True):
+            if not (event.dagster_event and event.dagster_event.asset_key):
+                continue
+            values = self._asset_entry_values(event, row["event"], event_id, has_index_cols)
+            if values:
+                latest.setdefault(row["asset_key"], {}).update(values)
+        if not latest:
+            return
+        keys = list(latest)
+        known: set[str] = set()
+        for start in range(0, len(keys), IN_LIST):
+            known.update(conn.execute(db_select([AssetKeyTable.c.asset_key]).where(
+                AssetKeyTable.c.asset_key.in_(keys[start:start + IN_LIST]))).scalars())
+        for params in _by_columns([{"asset_key": key, **values} for key, values in latest.items() if key not in known]):
+            conn.execute(AssetKeyTable.insert(), params)
+        for params in _by_columns([{"key_": key, **values} for key, values in latest.items() if key in known]):
+            conn.execute(AssetKeyTable.update().where(AssetKeyTable.c.asset_key == db.bindparam("key_")), params)
+
+    def _asset_entry_values(self, event: EventLogEntry, event_json: str, event_id: int,
+                            has_index_cols: bool) -> dict[str, Any]:
+        """Dagster's ``_get_asset_entry_values``, with a materialization's record built around the
+        event's JSON already made for its row instead of serializing the event again. The first
+        materialization a process writes is also built Dagster's way and compared: if a Dagster
+        version lays it out differently, its own function serves from then on."""
+        global _SPLICE_CHECKED
+        dagster_event = check.not_none(event.dagster_event)
+        if not dagster_event.is_step_materialization or _SPLICE_CHECKED is False:
+            return self._get_asset_entry_values(event, event_id, has_index_cols)
+        values: dict[str, Any] = {"last_materialization": _record_json(event_json, event_id),
+                                  "last_run_id": event.run_id}
+        if has_index_cols:
+            values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
+        if _SPLICE_CHECKED is None:
+            _SPLICE_CHECKED = values == self._get_asset_entry_values(event, event_id, has_index_cols)
+            if not _SPLICE_CHECKED:
+                logger.warning("Dagster serializes an asset's latest materialization differently from what "
+                               "this storage expects; it serializes each event twice from now on")
+                return self._get_asset_entry_values(event, event_id, has_index_cols)
+        return values
+
+
+# The most asset keys one ``IN (...)`` lists (SQLite's limit on bound variables is far above).
+IN_LIST = 500
+
+# Whether an asset's latest materialization built around the event's JSON is what Dagster writes:
+# None until the first one is compared (``_asset_entry_values``).
+_SPLICE_CHECKED: bool | None = None
+
+
+def _record_json(event_json: str, event_id: int) -> str:
+    """``serialize_value(EventLogRecord(storage_id=event_id, event_log_entry=event))`` from the
+    event's own JSON: Dagster writes a record's fields in name order, the event as it writes it alone."""
+    return f'{{"__class__": "EventLogRecord", "event_log_entry": {event_json}, "storage_id": {event_id}}}'
+
+
+def _inserted_ids(conn: Any, count: int) -> list[int]:
+    """The ids of the ``count`` rows just inserted into the index's ``event_logs``, in order. SQLite
+    gives each new row one more than the largest id, and the transaction holds the file's write lock
+    from its first insert on: the batch's ids are the ``count`` up to the last one inserted (checked:
+    no other row from the first on)."""
+    last = int(conn.exec_driver_sql("SELECT last_insert_rowid()").scalar_one())
+    first = last - count + 1
+    found = conn.execute(db_select([db.func.count()]).select_from(SqlEventLogStorageTable).where(
+        SqlEventLogStorageTable.c.id >= first)).scalar_one()
+    check.invariant(found == count, f"an event batch's {count} rows are not the index's last {count} ids")
+    return list(range(first, last + 1))
+
+
+def _by_columns(params: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Parameter sets grouped by the columns they set (one executemany each)."""
+    grouped: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for p in params:
+        grouped.setdefault(tuple(sorted(p)), []).append(p)
+    return list(grouped.values())
 
 
 def _batchable(event: EventLogEntry) -> bool:
@@ -185,16 +267,6 @@ def _batchable(event: EventLogEntry) -> bool:
     kind = event.dagster_event_type if event.is_dagster_event else None
     return (kind in ASSET_EVENTS and kind not in ASSET_CHECK_EVENTS
             and kind not in EVENT_TYPE_TO_PIPELINE_RUN_STATUS)
-
-
-def _overwritten(event: EventLogEntry, following: EventLogEntry | None) -> bool:
-    """The asset-keys row ``event`` would write is written over at once by the next event (same
-    asset, same kind: the same columns, set from the event alone), so only the last of such a run
-    writes it — a partitioned output's batch touches its asset's row once, not once per partition."""
-    return (following is not None
-            and following.dagster_event_type == event.dagster_event_type
-            and following.dagster_event is not None and event.dagster_event is not None
-            and following.dagster_event.asset_key == event.dagster_event.asset_key)
 
 
 def store_together_on_postgres(instance: DagsterInstance, entries: Sequence[EventLogEntry]) -> bool:

@@ -267,3 +267,76 @@ def test_a_batch_failing_after_the_runs_file_is_retried_without_writing_any_even
         indexed = instance.fetch_materializations(AssetKey("chunks"), limit=10 * TABLES).records
         assert sorted(logged) == [f"p{i:03d}" for i in range(TABLES)]
         assert sorted(r.partition_key for r in indexed) == sorted(logged)
+
+
+def _asset_events(run_id: str, start: float) -> list:
+    """Planned, done and observed events of a few assets, some repeated and interleaved, with tags
+    and a column schema (the Doris tables' metadata): what a batch can hold."""
+    import logging
+
+    from dagster import AssetMaterialization, AssetObservation
+    from dagster._core.events import (
+        AssetMaterializationPlannedData,
+        AssetObservationData,
+        DagsterEvent,
+        StepMaterializationData,
+    )
+    from dagster._core.events.log import EventLogEntry
+
+    from orchestration.defs.doris_tables import column_schema
+
+    columns = [type("C", (), {"name": "id", "type": "BIGINT", "key": True, "nullable": False})()]
+    kinds = []
+    for n, name in enumerate(["a", "b", "a", "c", "b", "a"]):
+        key = AssetKey(["doris", f"db.{name}"])
+        kinds.append(DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value,
+                                  job_name="j", event_specific_data=AssetMaterializationPlannedData(key)))
+        kinds.append(DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value, job_name="j",
+                                  event_specific_data=StepMaterializationData(AssetMaterialization(
+                                      key, metadata={"dagster/row_count": n, "dagster/column_schema": column_schema(columns)},
+                                      tags={"dagster/data_version": f"v{n}"}))))
+        if n % 2:
+            kinds.append(DagsterEvent(event_type_value=DagsterEventType.ASSET_OBSERVATION.value, job_name="j",
+                                      event_specific_data=AssetObservationData(AssetObservation(key))))
+    return [EventLogEntry(user_message="", level=logging.INFO, job_name="j", run_id=run_id, error_info=None,
+                          timestamp=start + n, step_key=None, dagster_event=e) for n, e in enumerate(kinds)]
+
+
+def _index_rows(home) -> dict[str, list[tuple]]:
+    import sqlite3
+
+    with sqlite3.connect(home / "history" / "runs" / "index.db") as conn:
+        return {
+            "asset_keys": conn.execute(
+                "SELECT asset_key, last_materialization, last_run_id, asset_details, wipe_timestamp, "
+                "last_materialization_timestamp, tags, cached_status_data FROM asset_keys ORDER BY asset_key").fetchall(),
+            "event_logs": conn.execute(
+                "SELECT id, run_id, event, dagster_event_type, timestamp, step_key, asset_key, partition "
+                "FROM event_logs ORDER BY id").fetchall(),
+            "asset_event_tags": conn.execute(
+                "SELECT event_id, asset_key, key, value, event_timestamp FROM asset_event_tags ORDER BY id").fetchall(),
+        }
+
+
+def test_a_batch_leaves_the_index_as_dagsters_storage_writing_each_event_in_turn(tmp_path):
+    """The batch writes its rows with one statement per file, serializes each event once and each
+    asset's row once: the index it leaves is, row for row, the one Dagster's own SQLite storage
+    leaves storing the same events one by one — assets new and known, kinds interleaved."""
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+    homes = {kind: prepare_home(tmp_path / kind) for kind in ("dagster", "batch")}
+    for kind, home in homes.items():
+        with DagsterInstance.from_config(str(home)) as instance:
+            storage = instance.event_log_storage
+            for n in range(2):  # the second batch updates the assets the first one created
+                events = _asset_events(f"run{n}", start=1_000_000.0 + 100 * n)
+                if kind == "dagster":
+                    for event in events:
+                        SqliteEventLogStorage.store_event(storage, event)
+                else:
+                    storage.store_event_batch(events)
+            assert len(instance.all_logs("run1")) == len(events)
+    assert _index_rows(homes["batch"]) == _index_rows(homes["dagster"])
+    with DagsterInstance.from_config(str(homes["batch"])) as instance:
+        latest = instance.get_latest_materialization_event(AssetKey(["doris", "db.a"]))
+        assert latest is not None and latest.asset_materialization.metadata["dagster/row_count"].value == 5
