@@ -329,13 +329,16 @@ class PipelineService:
         return targets.doris_targets(self.context)
 
     def written_targets(self, *, chunk_keys: Sequence[str] = (), batch_id: str | None = None,
-                        batch_ids: Sequence[str] = ()) -> list[TargetUpdate]:
+                        batch_ids: Sequence[str] = (), run_id: str | None = None) -> list[TargetUpdate]:
         """The Doris tables these chunks or batches loaded, as Doris has them now (columns and
-        row count: a schema request per table, one COUNT statement for many). Call it after the commit."""
+        row count: a schema request per table, one COUNT statement for many). Call it after the commit.
+        ``run_id``: the run that committed the chunks; the counts its early groups' parity already
+        took, still valid, are not asked again (``parity/doris_ahead.py:counts_after_commit``)."""
         chosen = {t.table_id: t for t in targets.targets_of_chunks(self.context, chunk_keys)}
         for batch in [*batch_ids, *([batch_id] if batch_id is not None else [])]:
             chosen.update({t.table_id: t for t in targets.targets_of_batch(self.context, batch)})
-        return targets.target_updates(self.context, [t for _, t in sorted(chosen.items())])
+        counted = doris_ahead.counts_after_commit(self.context, run_id, chunk_keys) if run_id else {}
+        return targets.target_updates(self.context, [t for _, t in sorted(chosen.items())], counted)
 
     # -- recovery and checks ----------------------------------------------------------------
 

@@ -18,7 +18,7 @@ knows; its load-time entry therefore has no columns, and its columns come from D
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -151,16 +151,20 @@ COUNTS_PER_STATEMENT = 100  # tables counted by one UNION ALL statement
 SCHEMA_STREAMS = 4  # schema requests in flight at once
 
 
-def target_updates(ctx: PipelineContext, chosen: Sequence[DorisTarget]) -> list[TargetUpdate]:
+def target_updates(ctx: PipelineContext, chosen: Sequence[DorisTarget],
+                   counted: Mapping[str, int] | None = None) -> list[TargetUpdate]:
     """``target_update`` of many targets, in their order: the row counts of a database's tables
-    by one statement per ``COUNTS_PER_STATEMENT`` of them, the schemas ``SCHEMA_STREAMS`` at a time."""
-    if len(chosen) <= 1:
+    by one statement per ``COUNTS_PER_STATEMENT`` of them, the schemas ``SCHEMA_STREAMS`` at a time.
+    ``counted``: counts already known by table id, still Doris's now (a snapshot run's early
+    groups, ``cdc_core/pipeline/parity/doris_ahead.py:counts_after_commit``); Doris counts the others."""
+    counts: dict[str, int] = {t.table_id: counted[t.table_id] for t in chosen if t.table_id in (counted or {})}
+    if len(chosen) <= 1 and not counts:
         return [target_update(ctx, t) for t in chosen]
     catalog = ctx.sink.catalog
-    counts: dict[str, int] = {}
     by_database: dict[str, list[DorisTarget]] = {}
     for target in chosen:
-        by_database.setdefault(target.database, []).append(target)
+        if target.table_id not in counts:
+            by_database.setdefault(target.database, []).append(target)
     for database, targets in by_database.items():
         for i in range(0, len(targets), COUNTS_PER_STATEMENT):
             part = targets[i: i + COUNTS_PER_STATEMENT]

@@ -106,7 +106,7 @@ def build_hooks(handle: PipelineHandle) -> PipelineHooks:
             ledger.forget(context.run_id, step_key_of(context))
             if committed:
                 with span("written_targets"):
-                    updates = service.written_targets(chunk_keys=committed)
+                    updates = service.written_targets(chunk_keys=committed, run_id=context.run_id)
                 _report(context, updates, f"snapshot chunks ({len(committed)})")
 
     @failure_hook(name=f"{handle.slug}_abort_chunks_hook", required_resource_keys={resource_key})

@@ -25,6 +25,11 @@ as before (computed during the reads, ``overlap.py``, or at check time), so a di
 caught and reported per chunk.
 
 A failure here is logged (with its cause) and changes nothing: the check asks Doris itself.
+
+The commit hook reports each table's row count after the run's last commit
+(``cdc_core/pipeline/targets.py:target_updates``); a stored segment still valid for the same run,
+as above, already has that count (``counts_after_commit``): Doris is asked to count only the other
+tables. The segments stay stored for the check.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,16 +73,17 @@ class DorisAhead:
     committed_offset: dict[str, Any] | None
     fingerprint: str
     segment: Segment
+    target: str | None = None  # the Doris table counted whole (None: stored before it was kept)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "server_offset": self.server_offset,
                 "committed_offset": self.committed_offset, "fingerprint": self.fingerprint,
-                "count": self.segment.count, "total": str(self.segment.total)}
+                "count": self.segment.count, "total": str(self.segment.total), "target": self.target}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DorisAhead:
         return cls(data["run_id"], data["server_offset"], data.get("committed_offset"), data["fingerprint"],
-                   Segment(int(data["count"]), int(data["total"])))
+                   Segment(int(data["count"]), int(data["total"])), data.get("target"))
 
     def valid(self, run_id: str | None, server_offset: dict[str, Any], committed: dict[str, Any] | None,
               fp: str) -> bool:
@@ -106,6 +112,29 @@ def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any]
     return found
 
 
+def counts_after_commit(ctx: PipelineContext, run_id: str, chunk_keys: Sequence[str]) -> dict[str, int]:
+    """The row counts of Doris tables (by table id) that stored segments of ``run_id``'s chunks still
+    give (``DorisAhead.valid``'s run and offsets; the segment's own table): the tables of its early
+    groups, counted whole right after their commit. Read, not taken: the check uses them after.
+    Empty when none is stored (no MySQL asked) or on any failure (the caller counts)."""
+    if not chunk_keys:
+        return {}
+    try:
+        with ctx.store.transaction(readonly=True) as tx:
+            stored = [DorisAhead.from_dict(d) for d in PARITY_DORIS_SIDE.get_many(tx, list(chunk_keys)).values()]
+        stored = [s for s in stored if s.run_id == run_id and s.target is not None]
+        if not stored:
+            return {}
+        committed = committed_offset(ctx)
+        offset = ctx.server_offset().to_dict()
+        return {s.target: s.segment.count for s in stored  # type: ignore[misc]
+                if s.server_offset == offset and s.committed_offset == committed}
+    except Exception:  # noqa: BLE001 - Doris counts them all
+        logger.warning("could not read the row counts computed after the early groups' commits; Doris counts "
+                       "every table", exc_info=True)
+        return {}
+
+
 def _compute(ctx: PipelineContext, run_id: str, whole: dict[str, str]) -> list[tuple[str, DorisAhead]]:
     """Doris's whole-table segments of ``whole`` (chunk key → table), the offsets read first."""
     with phase("parity_doris_ahead"):
@@ -115,7 +144,8 @@ def _compute(ctx: PipelineContext, run_id: str, whole: dict[str, str]) -> list[t
         committed = committed_offset(ctx)
         offset = ctx.server_offset().to_dict()  # on this thread's own connection (PipelineContext.connection)
         segments = doris_wholes(ctx.sink.catalog, plans)
-        return [(key, DorisAhead(run_id, offset, committed, fingerprint(plans[table]), segments[table]))
+        return [(key, DorisAhead(run_id, offset, committed, fingerprint(plans[table]), segments[table],
+                                 str(plans[table].target)))
                 for key, table in whole.items() if table in segments]
 
 
