@@ -127,8 +127,11 @@ def counts_after_commit(ctx: PipelineContext, run_id: str, chunk_keys: Sequence[
             return {}
         committed = committed_offset(ctx)
         offset = ctx.server_offset().to_dict()
-        return {s.target: s.segment.count for s in stored  # type: ignore[misc]
-                if s.server_offset == offset and s.committed_offset == committed}
+        counts = {s.target: s.segment.count for s in stored  # type: ignore[misc]
+                  if s.server_offset == offset and s.committed_offset == committed}
+        logger.info("row counts of %d of %d table(s) as counted after their group's commit", len(counts),
+                    len(chunk_keys))
+        return counts
     except Exception:  # noqa: BLE001 - Doris counts them all
         logger.warning("could not read the row counts computed after the early groups' commits; Doris counts "
                        "every table", exc_info=True)
