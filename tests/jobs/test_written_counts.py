@@ -10,7 +10,8 @@ from cdc_core.state.keys import PARITY_DORIS_SIDE
 
 
 def test_the_hooks_counts_of_early_groups_come_from_their_parity_segments_while_they_hold(
-        mysql_server, doris_standin, root_conn, fresh_db, tmp_path, spark_session, monkeypatch):
+    mysql_server, doris_standin, root_conn, fresh_db, tmp_path, spark_session, monkeypatch
+):
     from cdc_core.config import load_pipeline
     from devstack.pipeline_file import write_pipeline as write_pipeline_file
     from jobs.spark_executor import spark_service
@@ -18,12 +19,21 @@ def test_the_hooks_counts_of_early_groups_come_from_their_parity_segments_while_
     with root_conn.cursor() as cur:
         for n in range(5):
             cur.execute(f"CREATE TABLE `{fresh_db}`.s{n} (id BIGINT PRIMARY KEY, v VARCHAR(20))")
-            cur.execute(f"INSERT INTO `{fresh_db}`.s{n} SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_{10 + n}")
+            cur.execute(
+                f"INSERT INTO `{fresh_db}`.s{n} SELECT seq, CONCAT('v', seq) FROM `{fresh_db}`.seq_1_to_{10 + n}"
+            )
     state = tmp_path / "state"
     state.mkdir()
-    path = write_pipeline_file(state / "pipeline.yaml", host="127.0.0.1", port=mysql_server.endpoint.port,
-                               fe=doris_standin.fe_http, tables=f"{fresh_db}.s\\.*", name="test_written_counts",
-                               state_dir=state, pipeline={"tidemark.doris.max-running-txns-per-db": 2})
+    path = write_pipeline_file(
+        state / "pipeline.yaml",
+        host="127.0.0.1",
+        port=mysql_server.endpoint.port,
+        fe=doris_standin.fe_http,
+        tables=f"{fresh_db}.s\\.*",
+        name="test_written_counts",
+        state_dir=state,
+        pipeline={"tidemark.doris.max-running-txns-per-db": 2},
+    )
     service = spark_service(load_pipeline(path))
     keys = list(service.plan_splits().chunk_keys)
     service.run_chunks(keys, parity_run_id="run-1")  # groups of 2: two committed early, the last prepared
@@ -56,7 +66,9 @@ def test_the_hooks_counts_of_early_groups_come_from_their_parity_segments_while_
     # another run's hook, or no run: Doris counts every table
     for run_id in ("run-2", None):
         counted_tables.clear()
-        assert {u.target.table_id: u.rows for u in service.written_targets(chunk_keys=keys, run_id=run_id)} == expected
+        assert {
+            u.target.table_id: u.rows for u in service.written_targets(chunk_keys=keys, run_id=run_id)
+        } == expected
         assert counted_tables == [5]
 
     # a binlogged write since the segments: they no longer hold, Doris counts every table
@@ -64,6 +76,8 @@ def test_the_hooks_counts_of_early_groups_come_from_their_parity_segments_while_
         cur.execute(f"CREATE TABLE `{fresh_db}`.other (id INT PRIMARY KEY)")
         cur.execute(f"INSERT INTO `{fresh_db}`.other VALUES (1)")
     counted_tables.clear()
-    assert {u.target.table_id: u.rows for u in service.written_targets(chunk_keys=keys, run_id="run-1")} == expected
+    assert {
+        u.target.table_id: u.rows for u in service.written_targets(chunk_keys=keys, run_id="run-1")
+    } == expected
     assert counted_tables == [5]
     service.close()
