@@ -143,6 +143,11 @@ class Storage:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir / "doris.duckdb"
         self.con = duckdb.connect(str(self.path))
+        # Text columns are stored without DuckDB's dictionary/FSST compression: choosing and applying it
+        # was about half of the CPU of writing a snapshot chunk's rows (the appends of Storage._prebuild,
+        # ~1.1-1.5 CPU-s of 5M rows of bench/snapshot_e2e.py's table), for a file ~2x larger on that
+        # table (integers, decimals and dates keep their compression). docs/performance.md has the pairs.
+        self.con.execute("SET disabled_compression_methods = 'dict_fsst'")
         self.lock = threading.RLock()
         self._counters: dict[str, int] = {}
         # Seconds the write lock was held by transaction() and locked(), and how many times:
