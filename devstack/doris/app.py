@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import ssl
@@ -134,6 +135,22 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+# The cyclic garbage collector's first-generation threshold in the stand-in's process (CPython's
+# default is 700): a request allocates a few hundred containers (headers, JSON, Arrow wrappers) that
+# reference counting frees, yet each 700 allocations started a collection.
+GC_GEN0_THRESHOLD = 20_000
+
+
+def _tune_gc() -> None:
+    """Once started: the objects start-up made (modules, DuckDB's and pyarrow's wrappers, sqlglot's
+    tables) are moved out of the collector's sight (``gc.freeze``), and young collections run less
+    often. py-spy and perf put ~4-5 % of the stand-in's CPU over 300 small tables in the collector."""
+    gc.collect()
+    gc.freeze()
+    _gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the stand-in in the foreground until SIGTERM/SIGINT."""
     args = _parser().parse_args(argv)
@@ -154,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     app.start()
+    _tune_gc()
     print(f"doris stand-in: FE {app.scheme}://{args.host}:{args.fe_port} BE {app.scheme}://{args.host}:{args.be_port} "
           f"data {args.data_dir}", flush=True)
     while not stop.wait(0.5):

@@ -534,7 +534,11 @@ class Storage:
             if t.sequence_type:
                 defs.append(f"{quote_ident(SEQUENCE_COL)} {DorisType.parse(t.sequence_type).duck()}")
         cur.execute(f"CREATE TABLE {data_ref(t.db, t.name)} ({', '.join(defs)})")
-        self._envelopes.pop((t.db, t.name), None)
+        # A new table holds no rows: its envelope is known empty (None), so its first load is appended
+        # without asking DuckDB for the table's key bounds (Storage.merge): a statement per table saved
+        # in a snapshot of many small tables. Should this transaction roll back, the entry is still a
+        # superset of what is stored (nothing), and a table created again sets it afresh.
+        self._envelopes[(t.db, t.name)] = None
         self.save_table(cur, t, new=(t.db, t.name) not in self.tables)
         self.rebuild_view(cur, t)
         self.tables[(t.db, t.name)] = t
@@ -611,7 +615,7 @@ class Storage:
         """After a DDL, in its transaction: information_schema is rebuilt when next read, and the
         key envelopes are asked afresh — all of them, since a DDL may rename, rewrite or recreate
         a table, unless the DDL only created tables or databases (``only_created``): those changed
-        no stored table, and :meth:`create_table` drops a new table's own entry. A snapshot's
+        no stored table, and :meth:`create_table` sets a new table's own entry (empty). A snapshot's
         CREATE TABLEs run beside the loads of tables created before them, whose envelopes stay."""
         self._information_schema_stale = {"SCHEMATA", "TABLES", "COLUMNS"}
         if not only_created:
@@ -923,6 +927,8 @@ class Storage:
         facts = StagedKeys.from_json(meta) if meta else None
         span = _int_key_span(t, rows, facts)
         outside = span is not None and self._outside_envelope(cur, t, span)
+        if span is None and self._known_empty(t, facts):
+            outside = True  # any key type: no stored row at all, so none lies within the load's bounds
         key = (t.db, t.name)
         skips = 0 if outside else self._guard_skips.get(key, 0)
         guarded: list[bool] = []
@@ -955,6 +961,14 @@ class Storage:
         if not isinstance(env, tuple):
             return False
         return span[1] < env[0] or span[0] > env[1]
+
+    def _known_empty(self, t: Table, facts: StagedKeys | None) -> bool:
+        """Whether ``t`` is known to hold no row (its envelope is None: created since and not merged
+        into, :meth:`create_table`) and the load's keys are distinct with known bounds (the facts
+        kept at staging still match the table): then its rows are appended as they are, whatever
+        the key's type. Under the lock."""
+        return (t.is_unique and facts is not None and facts.distinct and bool(facts.bounds) and facts.matches(t)
+                and (t.db, t.name) in self._envelopes and self._envelopes[(t.db, t.name)] is None)
 
     def _widen_envelope(self, t: Table, span: tuple[int, int] | None) -> None:
         """After a merge into ``t`` of a load whose first keys span ``span`` (None: not known, the
