@@ -389,7 +389,7 @@ def test_a_load_whose_keys_lie_outside_every_stored_key_is_appended_without_aski
         table = _unique_table(storage)
 
         commit = _committer(storage, table)
-        commit(1, [1, 2, 3], ["a", "b", "c"])  # an empty table: its envelope asked once, then known
+        commit(1, [1, 2, 3], ["a", "b", "c"])  # a new table: its envelope known empty, not asked
         commit(2, [20, 21], ["d", "e"])
         assert storage.unguarded_appends == 2
         commit(3, [2, 3], ["x", "y"])  # meets stored keys: merged
@@ -404,6 +404,45 @@ def test_a_load_whose_keys_lie_outside_every_stored_key_is_appended_without_aski
         assert storage.unguarded_appends == 4
         assert _stored(storage) == [(1, "a"), (2, "x"), (3, "z"), (10, "f"), (11, "g"), (20, "d"), (21, "e"),
                                     (30, "h"), (40, "i")]
+    finally:
+        storage.close()
+
+
+def test_a_new_tables_first_load_is_appended_whatever_its_key_type(tmp_path) -> None:
+    """A table just created holds no row (``Storage.create_table`` records its envelope empty), so
+    its first load of distinct keys is appended as it is, a text key too; the next load, whose keys
+    meet the stored ones, is merged (a text key's envelope is not kept), and so is a load after the
+    table was dropped and created again holding rows of its first life no more."""
+    storage = Storage(tmp_path)
+    try:
+        table = Table("d", "s", "UNIQUE_KEYS", [Column("k", "VARCHAR(8)", is_key=True), Column("v", "VARCHAR(8)")],
+                      ["k"])
+        with storage.transaction() as cur:
+            storage.create_database(cur, "d")
+            storage.create_table(cur, table)
+
+        def commit(txn_id: int, keys: list[str], values: list[str]) -> None:
+            rows = pa.table({"__ord": list(range(len(keys))), "k": keys, "v": values,
+                             "__sign": pa.array([0] * len(keys), pa.int8())})
+            storage.write_staging(txn_id, rows, table)
+            with storage.transaction() as cur:
+                assert storage.merge(cur, table, txn_id) == len(keys)
+
+        def stored() -> list[tuple]:
+            with storage.cursor() as cur:
+                return cur.execute(f"SELECT k, v FROM {data_ref('d', 's')} ORDER BY k").fetchall()
+
+        commit(1, ["m", "c", "x"], ["a", "b", "c"])
+        assert storage.unguarded_appends == 1
+        commit(2, ["c", "d"], ["y", "z"])  # meets a stored key: merged, one row per key
+        assert storage.unguarded_appends == 1
+        assert stored() == [("c", "y"), ("d", "z"), ("m", "a"), ("x", "c")]
+        with storage.transaction() as cur:
+            storage.drop_table(cur, "d", "s")
+            storage.create_table(cur, table)
+        commit(3, ["c"], ["w"])
+        assert storage.unguarded_appends == 2
+        assert stored() == [("c", "w")]
     finally:
         storage.close()
 
