@@ -630,5 +630,6 @@ class Ticker(threading.Thread):
         while not self.stop_event.wait(self.interval_s):
             try:
                 self.mgr.tick()
+                self.mgr.st.checkpoint_when_idle()
             except Exception as e:  # keep ticking; a failed tick is retried next time
                 print(f"txn ticker error: {e!r}", flush=True)
