@@ -104,10 +104,11 @@ class _Prepared:
 
 def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: TableSchema,
              key_columns: tuple[str, ...], tasks: list[ChunkTask] | tuple[ChunkTask, ...],
-             epoch_reference: BinlogOffset | None, known: DorisTables | None = None) -> _Prepared:
+             epoch_reference: BinlogOffset | None, known: DorisTables | None = None,
+             job: str | None = None) -> _Prepared:
     """The driver's part before a table's chunks are read: the columns Doris can take and the
     specs; on the fused path, its Doris tables created (``known``: what one read of the run's
-    databases found, ``DorisSink.doris_tables``)."""
+    databases found, ``DorisSink.doris_tables``; ``job``: the snapshot job's token, ``ReadSpec.job``)."""
     transform = transform_for(definition, schema.table_id)
     targets = tuple(sink.route(schema.table_id))
     if transform is None:
@@ -117,6 +118,7 @@ def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: Tabl
         chunks=tuple(ChunkSpec.from_task(t, key_columns) for t in tasks),
         faults=faults.forwarded(),  # a test's fault points reach the read tasks (cdc_core/faults.py)
         epoch_reference=None if epoch_reference is None else epoch_reference.to_dict(),
+        job=job,
     )
     write_spec = WriterSpec.create(sink, definition, WriteMode.SNAPSHOT, str(schema.table_id),
                                    [str(t) for t in targets], generations={t.index: t.generation for t in tasks})
@@ -251,9 +253,8 @@ def run_snapshot(
     def prepare(item: TableWork) -> _Prepared:
         if spark is not None:
             activate_in_thread(spark)
-        prepared = _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
-                            known)
-        return dataclasses.replace(prepared, read_spec=dataclasses.replace(prepared.read_spec, job=job))
+        return _prepare(spark, definition, sink, item.schema, item.key_columns, item.tasks, item.epoch_reference,
+                        known, job)
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(work), PREPARE_STREAMS)),
                             thread_name_prefix="tidemark-prepare") as prepare_pool:

@@ -245,6 +245,8 @@ _BATCHED_BOUND_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "in
 def _bound_type(column: Column) -> tuple[str, bool]:
     base = column.data_type.lower()
     return ("int" if base == "integer" else base), column.unsigned
+
+
 BOUNDS_PER_STATEMENT = 100  # tables whose key bounds one UNION ALL statement reads
 
 
@@ -252,8 +254,7 @@ class BatchedKeyQueries(MySqlKeyQueries):
     """:class:`MySqlKeyQueries` that reads the key bounds of many tables in one statement: asked for a
     table's bounds, it reads them for it and for the tables after it in ``upcoming`` (up to
     ``BOUNDS_PER_STATEMENT``) whose chunk key is an integer column of the same type and sign, one
-    ``UNION ALL`` of per-table
-    ``MIN``/``MAX`` (a database of 300 small tables was 300 round trips of planning). A table's bounds
+    ``UNION ALL`` of per-table ``MIN``/``MAX`` (a database of 300 small tables was 300 round trips of planning). A table's bounds
     are handed out once, to its own split; asked again (a resumed split), they are read again.
 
     ``upcoming``: the tables the plan splits next, in order, each with its chunk key column (None: not an

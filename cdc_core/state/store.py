@@ -271,28 +271,19 @@ class StateTransaction:
     # -- schema history ---------------------------------------------------------------------
 
     def put_schema(self, table_id: str, sequence: int, offset: Any, schema: Any) -> None:
-        self.conn.execute(
-            schema_history_table.delete().where(
-                schema_history_table.c.table_id == table_id, schema_history_table.c.sequence == sequence
-            )
-        )
-        self.conn.execute(
-            schema_history_table.insert().values(
-                table_id=table_id, sequence=sequence, offset=_dumps(offset), schema=_dumps(schema)
-            )
-        )
+        self.put_schemas([(table_id, sequence, offset, schema)])
 
     def put_schemas(self, entries: Iterable[tuple[str, int, Any, Any]]) -> None:
         """:meth:`put_schema` of many tables, ``(table_id, sequence, offset, schema)`` each: one
         executemany per statement (the first planning round of 300 tables was 600 statements)."""
-        rows = [{"t": table_id, "s": sequence, "table_id": table_id, "sequence": sequence, "offset": _dumps(offset),
-                 "schema": _dumps(schema)} for table_id, sequence, offset, schema in entries]
+        rows = [{"table_id": table_id, "sequence": sequence, "offset": _dumps(offset), "schema": _dumps(schema)}
+                for table_id, sequence, offset, schema in entries]
         if not rows:
             return
         h = schema_history_table
-        self.conn.execute(h.delete().where(h.c.table_id == sa.bindparam("t"), h.c.sequence == sa.bindparam("s")),
-                          [{"t": r["t"], "s": r["s"]} for r in rows])
-        self.conn.execute(h.insert(), [{k: r[k] for k in ("table_id", "sequence", "offset", "schema")} for r in rows])
+        self.conn.execute(h.delete().where(h.c.table_id == sa.bindparam("table_id"),
+                                           h.c.sequence == sa.bindparam("sequence")), rows)
+        self.conn.execute(h.insert(), rows)
 
     def schema_at(self, table_id: str, sequence: int) -> Any:
         """The schema valid at ``sequence``: the last one recorded at or before it."""

@@ -158,7 +158,7 @@ class Storage:
         # the stand-in's serial part, for benchmarks (``GET /_standin/txns``, devstack/doris/admin.py).
         self.lock_held_s = 0.0
         self.lock_holds = 0
-        # When a DuckDB transaction of the lock's last committed (monotonic), and the database's bytes on disk after
+        # When the last DuckDB transaction under the write lock committed (monotonic), and the database's bytes on disk after
         # the last checkpoint: checkpoint_when_idle's inputs.
         self.last_write = time.monotonic()
         self._checkpointed_bytes = 0
