@@ -16,7 +16,7 @@ layout of every state store written so far. They never change here without a mig
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -49,6 +49,7 @@ class KvTransaction(KvReader, KvWriter, Protocol):
     def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, Any]: ...
 
     def delete_many(self, namespace: str, keys: Sequence[str]) -> None: ...
+    def put_many(self, namespace: str, items: Iterable[tuple[str, Any]]) -> None: ...
 
 
 def _same(value: Any) -> Any:
@@ -108,6 +109,10 @@ class StateMap(Generic[T]):
 
     def delete_many(self, tx: KvTransaction, names: Sequence[str]) -> None:
         tx.delete_many(self.namespace, [f"{self.prefix}{n}" for n in names])
+
+    def put_many(self, tx: KvTransaction, items: Iterable[tuple[str, T]]) -> None:
+        """``key(name).put(tx, value)`` of each ``(name, value)`` in order, in one statement."""
+        tx.put_many(self.namespace, [(f"{self.prefix}{n}", self.encode(v)) for n, v in items])
 
     def items(self, tx: KvTransaction) -> list[tuple[str, T]]:
         """Every (name without the prefix, value) of the map, by key."""

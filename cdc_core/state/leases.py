@@ -219,15 +219,16 @@ def try_acquire(store: StateStore, scopes: Sequence[str], *, owner: str, purpose
                 dead.append(record)
                 continue
             raise LeaseHeld(scopes[0], record, now, pipeline)
-        for record in dead:
-            LEASES.key(record.scope).delete(tx)
+        LEASES.delete_many(tx, [record.scope for record in dead])
         mine = {r.scope: r for r in records if r.owner == owner}
         host, pid, space, started = socket.gethostname(), os.getpid(), process_space(), pid_start(os.getpid())
+        taken = []
         for scope in scopes:
             current = mine.get(scope)
             acquired = float(current.acquired_at or now) if current is not None else now
-            LEASES.key(scope).put(tx, LeaseRecord(scope, owner, host, pid, purpose, acquired, now, now + ttl_s, run_id,
-                                                  space, started).to_dict())
+            taken.append((scope, LeaseRecord(scope, owner, host, pid, purpose, acquired, now, now + ttl_s, run_id,
+                                             space, started).to_dict()))
+        LEASES.put_many(tx, taken)  # one statement for all of them (a run of 300 tables: 300 scopes)
     for record in dead:
         logger.warning("the lease on %s of %s is a dead run's (%s): taken over; what it left prepared is resolved now",
                        record.scope, record.describe(now), record.death())
@@ -240,12 +241,14 @@ def renew(store: StateStore, scopes: Iterable[str], *, owner: str, ttl_s: float)
     with store.transaction() as tx:
         now = db_now(tx.conn)
         records = dict(LEASES.items(tx))  # read once, not once per scope
+        renewed = []
         for scope in scopes:
             current = records.get(scope)
             if current is None or current.get("owner") != owner:
                 lost.append(scope)
                 continue
-            LEASES.key(scope).put(tx, {**current, "heartbeat_at": now, "expires_at": now + ttl_s})
+            renewed.append((scope, {**current, "heartbeat_at": now, "expires_at": now + ttl_s}))
+        LEASES.put_many(tx, renewed)  # written in one statement, as read
     return lost
 
 
@@ -254,8 +257,7 @@ def release_run(store: StateStore, run_id: str) -> list[str]:
     step's hook may run in another process than its step); returns their scopes."""
     with store.transaction() as tx:
         mine = [r.scope for r in holders(tx) if r.run_id == run_id]
-        for scope in mine:
-            LEASES.key(scope).delete(tx)
+        LEASES.delete_many(tx, mine)
     return mine
 
 
@@ -263,9 +265,7 @@ def release(store: StateStore, scopes: Iterable[str], *, owner: str) -> None:
     """Delete ``owner``'s leases on ``scopes`` (another owner's record is left alone)."""
     with store.transaction() as tx:
         mine = {r.scope for r in holders(tx) if r.owner == owner}  # read once, not once per scope
-        for scope in scopes:
-            if scope in mine:
-                LEASES.key(scope).delete(tx)
+        LEASES.delete_many(tx, [scope for scope in dict.fromkeys(scopes) if scope in mine])
 
 
 class LeaseKeeper:

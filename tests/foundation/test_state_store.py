@@ -186,3 +186,65 @@ def test_many_keys_read_and_deleted_at_once_are_what_one_by_one_would(tmp_path, 
         assert sorted(PARITY_MYSQL_SIDE.get_many(tx, names)) == names[5:]
         assert tx.get("other", names[4]) == {"n": "not this namespace"}
     store.close()
+
+
+def _put_many_as_one_by_one(store: StateStore) -> None:
+    """``put_many`` leaves what ``put`` of each key in turn leaves: new keys inserted, known ones
+    replaced, a key given twice its last value, another namespace untouched."""
+    from cdc_core.state.keys import LEASES
+
+    with store.transaction() as tx:
+        tx.put("lease", "known", {"v": "old"})
+        tx.put("other", "a", {"v": "not this namespace"})
+    items = [("a", {"v": 1}), ("known", {"v": "new", "list": [1, "x,]"]}), ("b", None), ("a", {"v": 2})]
+    with store.transaction() as tx:
+        LEASES.put_many(tx, items)
+        LEASES.put_many(tx, [])  # nothing to write
+        LEASES.put_many(tx, [("single", 7)])
+    with store.transaction(readonly=True) as tx:
+        assert dict(LEASES.items(tx)) == {"a": {"v": 2}, "b": None, "known": {"v": "new", "list": [1, "x,]"]},
+                                          "single": 7}
+        assert tx.get("other", "a") == {"v": "not this namespace"}
+
+
+def test_many_keys_put_at_once_are_what_one_by_one_would(tmp_path):
+    store = StateStore.open(tmp_path)
+    try:
+        _put_many_as_one_by_one(store)
+    finally:
+        store.close()
+
+
+def test_many_keys_put_at_once_on_postgresql(postgres_db):
+    store = StateStore.open(url=postgres_db)
+    try:
+        _put_many_as_one_by_one(store)
+    finally:
+        store.close()
+
+
+def test_many_keys_put_at_once_on_mysql(mysql_server, fresh_db):
+    store = StateStore.open(url=f"mysql://root@localhost/{fresh_db}?unix_socket={mysql_server.endpoint.root_socket}")
+    try:
+        _put_many_as_one_by_one(store)
+    finally:
+        store.close()
+
+
+def test_chunks_read_back_every_json_field_as_written(tmp_path):
+    """``chunks()`` decodes all rows' JSON fields in one go: each field reads back as written, nulls
+    and texts with JSON's own punctuation included, in key order."""
+    store = StateStore.open(tmp_path)
+    with store.transaction() as tx:
+        tx.add_chunks([ChunkRecord.planned("shop.b", 1, start=["x,]\"", 5], end=None),
+                       ChunkRecord.planned("shop.a", 0, start=None, end=[{"k": "é"}])])
+        tx.update_chunk("shop.b", 1, status=ChunkStatus.PREPARED, low_watermark={"file": "binlog.000001", "position": 4},
+                        high_watermark=None, transactions=[{"txn_id": 1, "label": "l,[1]"}], detail={"s": 1.5}, rows=3)
+    with store.transaction(readonly=True) as tx:
+        a, b = tx.chunks()
+        assert tx.chunks(table_id="shop.none") == []
+    assert (a.table_id, a.start, a.end, a.transactions, a.detail) == ("shop.a", None, [{"k": "é"}], None, None)
+    assert (b.start, b.end, b.low_watermark, b.high_watermark, b.transactions, b.detail, b.rows, b.status) == (
+        ["x,]\"", 5], None, {"file": "binlog.000001", "position": 4}, None, [{"txn_id": 1, "label": "l,[1]"}],
+        {"s": 1.5}, 3, ChunkStatus.PREPARED)
+    store.close()

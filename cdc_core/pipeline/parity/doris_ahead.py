@@ -178,8 +178,7 @@ def alongside(ctx: PipelineContext, run_id: str) -> Iterator[Callable[[dict[str,
         if done:
             try:
                 with ctx.store.transaction() as tx:
-                    for key, stored in done:
-                        PARITY_DORIS_SIDE.key(key).put(tx, stored.to_dict())
+                    PARITY_DORIS_SIDE.put_many(tx, [(key, stored.to_dict()) for key, stored in done])
             except Exception:  # noqa: BLE001 - the check asks Doris itself
                 logger.warning("parity: could not store Doris's side computed after the commits", exc_info=True)
                 return

@@ -199,7 +199,6 @@ def alongside(ctx: PipelineContext, run_id: str, work: list[Work],
                            "itself", exc_info=failure[0])
         if done:
             with ctx.store.transaction() as tx:
-                for key, stored in done:
-                    PARITY_MYSQL_SIDE.key(key).put(tx, stored.to_dict())
+                PARITY_MYSQL_SIDE.put_many(tx, [(key, stored.to_dict()) for key, stored in done])
             logger.info("parity: MySQL's side of %d of %d chunk(s) computed during their commits", len(done),
                         len(work) + len(whole))
