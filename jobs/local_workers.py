@@ -88,6 +88,9 @@ def _init_worker(parent: int) -> None:
     # ``parent`` for as long as a worker it forked lives
     threading.Thread(target=_watch_parent, args=(parent,), name="tidemark-parent-watch", daemon=True).start()
     import jobs.fused_chunks  # noqa: F401 - the fork server imported it already: a no-op unless that failed
+    from cdc_core.instrumentation.collector import freeze_start_up
+
+    freeze_start_up()  # the chunk path's modules, out of the collector's walks at every chunk's garbage
 
 
 def _context() -> multiprocessing.context.BaseContext:

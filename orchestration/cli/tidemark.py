@@ -217,6 +217,7 @@ def _run(args: argparse.Namespace) -> int:
 
     warnings.filterwarnings("ignore")
     from cdc_core.instrumentation import phases
+    from cdc_core.instrumentation.collector import freeze_start_up
     from orchestration.cli.spark_prestart import SparkPrestart
 
     # First, before the imports below: Spark's start then overlaps them (orchestration/cli/spark_prestart.py).
@@ -261,6 +262,7 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with phases.span("dagster_instance"):
         instance_cm = DagsterInstance.from_config(str(home))
+    freeze_start_up()  # what the imports made, out of the collector's walks (cdc_core/instrumentation/collector.py)
     with instance_cm as instance:
         if not args.once:
             status = _run_until_stopped(handles[0], instance, console, parity_checks=not args.no_checks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from decimal import Decimal
 
@@ -276,6 +277,8 @@ def test_a_run_without_spark_is_read_and_loaded_by_local_worker_processes(pipeli
     results = service.run_chunks(keys)
     pool = jobs.local_workers._pool
     assert pool is not None and pool.size == 2  # the pipeline's parallelism
+    # each worker put the chunk path's modules out of the collector's walks (collector.py)
+    assert all(f.result() > 0 for f in [pool._executor.submit(gc.get_freeze_count) for _ in range(4)])
     assert doris_query(doris_standin, fresh_db, "SELECT COUNT(*) FROM pay") == [[0]]  # prepared, not visible
     service.commit_chunks(keys)
     assert sorted(r.index for r in results) == list(range(len(keys)))
