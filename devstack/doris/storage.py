@@ -95,6 +95,8 @@ log = logging.getLogger(__name__)
 # Storage.checkpoint_when_idle: no write for this long, and the database grown by this much.
 CHECKPOINT_IDLE_S = 1.0
 CHECKPOINT_GROWTH_BYTES = 16 * 2**20
+# DuckDB's own checkpoint_threshold: the WAL's size at which a COMMIT checkpoints (Storage.__init__).
+WAL_CHECKPOINT_BYTES = 128 * 2**20
 
 PREBUILD_MIN_ROWS = int(os.environ.get("DORIS_STANDIN_PREBUILD_MIN_ROWS") or 50_000)
 
@@ -152,6 +154,13 @@ class Storage:
         # ~1.1-1.5 CPU-s of 5M rows of bench/snapshot_e2e.py's table), for a file ~2x larger on that
         # table (integers, decimals and dates keep their compression). docs/performance.md has the pairs.
         self.con.execute("SET disabled_compression_methods = 'dict_fsst'")
+        # DuckDB checkpoints by itself once its WAL holds this much, in the COMMIT that crossed it, under
+        # the write lock every commit waits for; its 16 MB default put two ~0.1-0.15 s checkpoints in the
+        # commits of a 300-table snapshot (~37 MB of WAL). Raised, the checkpoint is taken when the
+        # stand-in is idle and no load runs (checkpoint_when_idle, asked by the transaction ticker) or at
+        # close; a WAL left by a kill -9 is replayed at start-up as before, only longer.
+        # docs/performance.md has the pairs.
+        self.con.execute(f"SET checkpoint_threshold = '{WAL_CHECKPOINT_BYTES // 2**20}MB'")
         self.lock = threading.RLock()
         self._counters: dict[str, int] = {}
         # Seconds the write lock was held by transaction() and locked(), and how many times:

@@ -610,6 +610,18 @@ class TxnManager:
             if expired or len(self.dirty) >= FOLD_AFTER or self.st.journal_bytes >= FOLD_AFTER_BYTES:
                 self.fold_journal(expired)
 
+    def checkpoint_when_idle(self) -> bool:
+        """DuckDB's checkpoint at an idle moment (:meth:`Storage.checkpoint_when_idle`), and only when
+        no load transaction is running (begun, not yet VISIBLE or ABORTED) in any database; whether it
+        checkpointed. A snapshot's tables come in groups whose loads write no DuckDB row until the
+        group's commits: a second without a DuckDB write there is not idle, and a checkpoint taken then
+        would hold the write lock the loads' precommits and the group's commits wait for. A transaction
+        left running (an abandoned precommit) holds the checkpoint off until its timeout aborts it;
+        DuckDB's own threshold (``storage.WAL_CHECKPOINT_BYTES``) still bounds the WAL meanwhile."""
+        if any(list(self.running.values())):
+            return False
+        return self.st.checkpoint_when_idle()
+
 
 def check_txn_limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -630,6 +642,6 @@ class Ticker(threading.Thread):
         while not self.stop_event.wait(self.interval_s):
             try:
                 self.mgr.tick()
-                self.mgr.st.checkpoint_when_idle()
+                self.mgr.checkpoint_when_idle()
             except Exception as e:  # keep ticking; a failed tick is retried next time
                 print(f"txn ticker error: {e!r}", flush=True)
