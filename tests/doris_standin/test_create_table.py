@@ -121,3 +121,46 @@ def test_a_group_that_duckdb_refuses_is_retried_one_by_one(tmp_path) -> None:
     with pytest.raises(SqlError, match="does not exist"):
         run("SELECT * FROM clash", "d")
     storage.close()
+
+
+def test_a_definition_is_its_stored_tables_comment_and_a_legacy_catalog_row_is_still_read(tmp_path) -> None:
+    """A table's definition is written as its stored table's DuckDB comment (no ``__standin.tables``
+    row); a data directory of an earlier stand-in, whose definitions are rows there, reads the same,
+    and an ALTER of such a table moves its definition to the comment (the row goes)."""
+    import json
+
+    storage = Storage(tmp_path)
+    run = QueryExecutor(storage).execute
+    run("CREATE DATABASE d", "")
+    run(f"CREATE TABLE d.a {DDL} PROPERTIES ('replication_num' = '1')", "")
+    run("CREATE TABLE d.o (id INT, v VARCHAR(8) COMMENT 'it''s \"quoted\" ü') DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 1", "")
+    with storage.cursor() as cur:
+        assert cur.execute("SELECT count(*) FROM __standin.tables").fetchall() == [(0,)]
+        # what an earlier stand-in wrote for d.o: a catalog row, and no comment
+        cur.execute("INSERT INTO __standin.tables VALUES ('d', 'o', ?)", [json.dumps(storage.tables[("d", "o")].to_json())])
+        cur.execute(f"COMMENT ON TABLE {data_ref('d', 'o')} IS NULL")
+    before = {k: t.to_json() for k, t in storage.tables.items()}
+    show = run("SHOW CREATE TABLE d.o", "")["data"]
+    storage.close()
+
+    again = Storage(tmp_path)
+    try:
+        assert {k: t.to_json() for k, t in again.tables.items()} == before
+        run = QueryExecutor(again).execute
+        assert run("SHOW CREATE TABLE d.o", "")["data"] == show
+        run("ALTER TABLE d.o ADD COLUMN w INT", "")
+        with again.cursor() as cur:
+            assert cur.execute("SELECT count(*) FROM __standin.tables").fetchall() == [(0,)]
+        run("ALTER TABLE d.o RENAME p", "")
+        assert run("DESC d.p", "")["data"][-1][0] == "w"
+    finally:
+        again.close()
+    third = Storage(tmp_path)
+    try:
+        assert sorted(third.tables) == [("d", "a"), ("d", "p")]
+        assert [c.name for c in third.tables[("d", "p")].columns] == ["id", "v", "w"]
+        assert third.tables[("d", "p")].columns[1].comment == "it's \"quoted\" ü"
+        assert third.tables[("d", "a")].to_json() == before[("d", "a")]
+    finally:
+        third.close()
