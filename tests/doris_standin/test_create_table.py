@@ -164,3 +164,36 @@ def test_a_definition_is_its_stored_tables_comment_and_a_legacy_catalog_row_is_s
         assert third.tables[("d", "a")].to_json() == before[("d", "a")]
     finally:
         third.close()
+
+
+def test_a_create_table_queued_while_a_group_runs_joins_it_before_its_commit(tmp_path, monkeypatch) -> None:
+    """What queues while a group's statements run is created in the same transaction (one COMMIT),
+    after the group's first members and answered after that COMMIT like them."""
+    storage = Storage(tmp_path)
+    run = QueryExecutor(storage).execute
+    run("CREATE DATABASE d", "")
+    run(f"CREATE TABLE d.warm {DDL}", "")  # the queue exists
+    queue = ddl._create_queues[storage]
+    original, late, order = ddl._create_one, [], []
+
+    def create_one(st, cur, p):  # noqa: ANN001, ANN202
+        order.append(p.s.name)
+        if not late:  # the leader's own statement: another CREATE queues meanwhile
+            late.append(threading.Thread(target=run, args=(f"CREATE TABLE d.b {DDL}", "")))
+            late[0].start()
+            while not queue.waiting:
+                time.sleep(0.01)
+        return original(st, cur, p)
+
+    monkeypatch.setattr(ddl, "_create_one", create_one)
+    holds = storage.lock_holds
+    run(f"CREATE TABLE d.a {DDL}", "")
+    late[0].join()
+    assert order == ["a", "b"]
+    assert storage.lock_holds - holds == 1
+    storage.close()
+    again = Storage(tmp_path)
+    try:
+        assert sorted(n for (_, n) in again.tables) == ["a", "b", "warm"]
+    finally:
+        again.close()
