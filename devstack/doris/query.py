@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any
 
-from . import ddl
+from . import ddl, sql_query
 from .catalog import Table
 from .sql import (
     AlterTable,
@@ -105,6 +105,7 @@ def _exec_status(start: float) -> dict[str, Any]:
 class QueryExecutor:
     def __init__(self, storage: Storage) -> None:
         self.st = storage
+        sql_query.warm_up()
 
     def execute(self, stmt: str, db: str, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
         start = time.monotonic()

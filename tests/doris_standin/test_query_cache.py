@@ -77,3 +77,15 @@ def test_a_shape_still_asks_about_its_tables_and_some_statements_are_translated_
             assert sql_query._branches(sql) is None or sql_query._branches(sql)[0][1] == []
         out = sql_query.translate_query(sql, "d", resolve)[0]
         assert out == sql_query._translate(sql, "d", resolve)[0]
+
+
+def test_the_start_up_warm_up_translates_without_caching_anything() -> None:
+    """``warm_up`` (started by the query executor) sets up sqlglot's dialects on a thread of its own
+    and leaves both caches as they were: no answer comes from it."""
+    with sql_query._cache_lock:
+        before = (list(sql_query._cache), list(sql_query._shapes))
+    thread = sql_query.warm_up()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    with sql_query._cache_lock:
+        assert (list(sql_query._cache), list(sql_query._shapes)) == before
