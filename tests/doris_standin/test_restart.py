@@ -344,3 +344,46 @@ def test_kill_9_after_begins_and_precommits_keeps_each_durable_state(tmp_path) -
 def _swallow_held(srv: StandInProcess) -> None:
     with contextlib.suppress(requests.RequestException):
         srv.load("d", "t", _rows({"id": 7, "v": "held"}), label="held", **JSONL)
+
+
+def test_kill_9_after_create_tables_answered_keeps_each_table_as_shown(tmp_path) -> None:
+    """CREATE TABLEs sent at once (created in groups, each definition its stored table's comment),
+    then ``kill -9`` as soon as all are answered: after a restart every table is there, and
+    ``_schema``, ``SHOW CREATE TABLE`` and ``information_schema`` show it as a stand-in that was not
+    killed shows the same tables."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [f"t{i}" for i in range(12)]
+
+    def create(s: StandInProcess) -> None:
+        s.ok("CREATE DATABASE d")
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda n: s.ok(
+                f"CREATE TABLE d.{n} (id BIGINT NOT NULL, v VARCHAR(20) COMMENT 'it''s {n}', ver BIGINT) UNIQUE KEY(id) "
+                "DISTRIBUTED BY HASH(id) BUCKETS 1 PROPERTIES ('function_column.sequence_col' = 'ver')"), names))
+
+    def shown(s: StandInProcess) -> list:
+        return [[requests.get(f"{s.fe}/api/d/{n}/_schema", auth=AUTH, timeout=10).json()["data"],
+                 s.rows(f"SHOW CREATE TABLE {n}", "d")] for n in names] + [s.rows("SHOW TABLES", "d"), s.rows(
+            "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_KEY, COLUMN_COMMENT FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = 'd' ORDER BY TABLE_NAME, ORDINAL_POSITION", "d")]
+
+    reference = StandInProcess(tmp_path / "reference").start()
+    try:
+        create(reference)
+        expected = shown(reference)
+    finally:
+        reference.stop()
+    assert expected[-2] == [[n] for n in sorted(names)] and len(expected[-1]) == 3 * len(names)
+
+    data = tmp_path / "data"
+    srv = StandInProcess(data).start()
+    create(srv)
+    assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
+    again = StandInProcess(data)
+    again.fe_port, again.be_port = srv.fe_port, srv.be_port
+    again.start()
+    try:
+        assert shown(again) == expected
+    finally:
+        again.stop()
