@@ -514,11 +514,11 @@ class Storage:
 
     def _load_id_counter(self, cur: duckdb.DuckDBPyConnection) -> None:
         """The last database or table id issued, as recorded: the largest of ``kv['id']`` and the ids
-        the catalog's rows hold (9999 when none exists: ids start at 10000).
+        the catalog's databases and table definitions hold (9999 when none exists: ids start at 10000).
 
-        A CREATE writes no counter — the catalog row it writes holds its id, as a transaction's record
-        holds a transaction's (:meth:`_load_txn_counter`): an UPDATE of ``kv`` was a fifth of a
-        CREATE TABLE's DuckDB statements. ``kv['id']`` is written when catalog rows go
+        A CREATE writes no counter — the definition it writes (:meth:`save_table`) holds its id, as a
+        transaction's record holds a transaction's (:meth:`_load_txn_counter`): an UPDATE of ``kv`` was
+        a fifth of a CREATE TABLE's DuckDB statements. ``kv['id']`` is written when definitions go
         (:meth:`_record_id_counter`, in the DROP's transaction), so ids are never reused, even after
         the newest table was dropped and the process restarted.
         """
