@@ -8,7 +8,8 @@ chunk partitions it registered) show up in the UI that ``tidemark dev`` opens af
    used exactly as it is: Tidemark never writes into it, not even a missing ``dagster.yaml``;
 3. else ``<first pipeline's state dir>/dagster``.
 
-Tidemark writes its template (the repository's ``dagster.yaml``: telemetry and nux off, the queued
+Tidemark writes its template (``orchestration/cli/dagster.yaml``, shipped in the package so that an
+installed Tidemark has it as a checkout does: telemetry and nux off, the queued
 run coordinator, the per-pipeline concurrency limits) only into a home it owns: one it created
 itself, which it marks with :data:`MARKER`. An existing home without the marker that already holds
 a ``dagster.yaml`` is the user's and is left alone (a marker, not a comparison with the template:
@@ -35,12 +36,13 @@ logger = logging.getLogger(__name__)
 
 HOME_ENV = "TIDEMARK_DAGSTER_HOME"
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
-TEMPLATE = Path(__file__).resolve().parents[2] / "dagster.yaml"
-FALLBACK_CONFIG = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
+TEMPLATE = Path(__file__).resolve().with_name("dagster.yaml")
+"""Package data (``pyproject.toml``): without it a home would get Dagster's defaults — no run queue,
+no per-pipeline pools, Dagster's own event storage (~3× the driver's CPU over 300 tables)."""
 MARKER = ".tidemark-owned"
 """Written by Tidemark into a Dagster home it created; only such a home gets the template."""
-MARKER_TEXT = ("This Dagster home was created by Tidemark, which rewrites its dagster.yaml from the\n"
-               "repository's template on every run. Delete this file to keep your own dagster.yaml.\n")
+MARKER_TEXT = ("This Dagster home was created by Tidemark, which rewrites its dagster.yaml from its\n"
+               "template on every run. Delete this file to keep your own dagster.yaml.\n")
 
 
 class HomeSource(StrEnum):
@@ -124,7 +126,11 @@ def rendered_template(path: Path) -> str:
     """The template's text for the home at ``path``: its event log's ``dagster_home`` written out
     (``env: DAGSTER_HOME`` in the template, for a copy used with plain ``dagster dev``), so that no
     process needs ``DAGSTER_HOME`` set to open it."""
-    config = TEMPLATE.read_text() if TEMPLATE.is_file() else FALLBACK_CONFIG
+    if not TEMPLATE.is_file():
+        raise FileNotFoundError(
+            f"Tidemark's Dagster template {TEMPLATE} is missing: this install of Tidemark is incomplete; "
+            "reinstall it (pip install the project, which ships orchestration/cli/dagster.yaml)")
+    config = TEMPLATE.read_text()
     return config.replace("    dagster_home:\n      env: DAGSTER_HOME\n", f"    dagster_home: {json.dumps(str(path))}\n")
 
 

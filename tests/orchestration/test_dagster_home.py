@@ -101,3 +101,34 @@ def test_shared_state_with_a_local_dagster_instance_is_pointed_out(clean_env, tm
     users.mkdir()
     (users / "dagster.yaml").write_text(USERS_YAML)
     assert local_instance_note(users, handles) is None  # the instance is on PostgreSQL
+
+
+def test_an_installed_tidemark_ships_its_dagster_template(tmp_path):
+    """A wheel of the project (what ``pip install`` without ``-e`` installs) holds the template
+    :data:`TEMPLATE` names: without it an installed Tidemark could not write its homes' settings."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    root, source = Path(__file__).resolve().parents[2], tmp_path / "source"
+    # built from a copy: setuptools writes build/ and *.egg-info beside the sources it builds
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, source / name)
+    for package in ("cdc_core", "jobs", "orchestration", "devstack"):
+        shutil.copytree(root / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read("orchestration/cli/dagster.yaml").decode() == TEMPLATE.read_text()
+
+
+def test_a_missing_template_is_named_with_the_fix(monkeypatch, tmp_path):
+    import orchestration.cli.instance as instance
+
+    monkeypatch.setattr(instance, "TEMPLATE", tmp_path / "absent" / "dagster.yaml")
+    with pytest.raises(FileNotFoundError, match="dagster.yaml is missing: this install of Tidemark is incomplete"):
+        rendered_template(tmp_path)
