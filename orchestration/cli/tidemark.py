@@ -733,6 +733,9 @@ def cli() -> None:
     (docs/performance.md). What must happen still happens: the local workers stop, the
     ``atexit`` functions run (Spark's scratch directory, the log file's flush), stdout and stderr
     are flushed. An exception is Python's to report, as before."""
+    from cdc_core.instrumentation.collector import fewer_young_collections
+
+    fewer_young_collections()  # before the imports (cdc_core/instrumentation/collector.py)
     argv = sys.argv[1:]
     code = main(argv)
     command = next((a for a in argv if not a.startswith("-")), "")

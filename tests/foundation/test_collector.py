@@ -26,3 +26,23 @@ def test_what_start_up_made_leaves_the_collectors_sight_and_cycles_made_after_ar
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
+
+
+def test_the_tidemark_command_makes_young_collections_rarer_before_its_imports(monkeypatch):
+    import sys
+
+    import pytest
+
+    import orchestration.cli.tidemark as command
+
+    threshold = gc.get_threshold()
+    seen: list[int] = []
+    monkeypatch.setattr(command, "main", lambda argv: seen.append(gc.get_threshold()[0]) or 0)
+    monkeypatch.setattr(sys, "argv", ["tidemark", "validate", "pipelines/demo.yaml"])
+    try:
+        gc.set_threshold(700, *threshold[1:])
+        with pytest.raises(SystemExit) as ended:
+            command.cli()
+    finally:
+        gc.set_threshold(*threshold)
+    assert ended.value.code == 0 and seen == [GEN0_THRESHOLD]
