@@ -83,13 +83,16 @@ def parity_rows(result: dict) -> list[str]:
     rows = [r for r in result.get("snapshot", []) if r.get("parity_cost")]
     if not rows:
         return []
-    lines = ["| rows | the check's step | MySQL's side during the commits | commits with / without checks | "
-             "cost (step + what it added to the commits) | wall with / without checks (jitter included) |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| rows | the check's step | MySQL's side during the reads and commits | reads with / without checks | "
+             "commits with / without checks | cost (step + what it added to the reads and commits) | "
+             "wall with / without checks (jitter included) |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         p, once = r["parity_cost"], r["tidemark_run_once"]
         lines.append(f"| {r['rows']:,} | {p['check_step_s']:.1f} s ({p['check_step_share']:.1%}) | "
-                     f"{p['mysql_side_during_commits_s']:.1f} s | {p['commit_s']:.1f} s / {p['commit_s_without_checks']:.1f} s | "
+                     f"{p['mysql_side_during_commits_s']:.1f} s | "
+                     f"{p.get('read_load_s', 0.0):.1f} s / {p.get('read_load_s_without_checks', 0.0):.1f} s | "
+                     f"{p['commit_s']:.1f} s / {p['commit_s_without_checks']:.1f} s | "
                      f"{p['cost_s']:.1f} s ({p['cost_share']:.1%}) | "
                      f"{once['wall_s']:.1f} s / {p['without_checks_wall_s']:.1f} s |")
     return lines
@@ -345,7 +348,7 @@ def markdown(result: dict, plots: dict[str, str]) -> str:
         "",
         "What the parity check after the snapshot cost (`chunk_parity`, checksums computed in both databases; "
         "the same table again with `tidemark run --once --no-checks` into an empty Doris; the cost is the check's step plus "
-        "what it added to the commits):",
+        "what it added to the reads and the commits):",
         "",
         *parity_rows(result),
         "",

@@ -531,19 +531,22 @@ def parity_cost(once: dict, bare: dict) -> dict:
     """What the ``chunk_parity`` check costs the run, against ``bare`` (``--no-checks``, same table).
 
     ``cost_s``: the check's own step (Dagster's STEP_START to STEP_SUCCESS: Doris's side, MySQL's for
-    chunks the commits left no time for, and the step's events) plus what it added to the commits
-    (MySQL's side computed meanwhile, on the core they leave idle: ``parity_overlap``). The phases
-    before the commits do not see the check, so their run-to-run jitter (seconds on a shared 2-core
-    machine: Spark's start above all) stays out of it; ``wall_delta_s``, the plain difference of
-    the two runs' wall times, keeps it in."""
+    chunks the reads and commits left no time for, and the step's events) plus what it added to the
+    reads and the commits (MySQL's side computed meanwhile, ``parity_overlap``). The phases before
+    the reads do not see the check, so their run-to-run jitter (seconds on a shared 2-core machine:
+    Spark's start above all) stays out of it; ``wall_delta_s``, the plain difference of the two
+    runs' wall times, keeps it in."""
     with_phases, bare_phases = split_phases(once), split_phases(bare)
     step = float(once.get("steps_s", {}).get("snapshot_chunks_chunk_parity", with_phases["parity"]))
     commit_delta = with_phases["commit"] - bare_phases["commit"]
-    cost = step + max(0.0, commit_delta)  # commits that happened to be quicker are not credited
+    read_delta = with_phases["read_load"] - bare_phases["read_load"]
+    # reads or commits that happened to be quicker are not credited
+    cost = step + max(0.0, commit_delta) + max(0.0, read_delta)
     return {"check_s": round(with_phases["parity"], 3), "check_step_s": round(step, 3),
             "check_step_share": round(step / once["wall_s"], 4),
             "mysql_side_during_commits_s": once.get("phases_s", {}).get("parity_overlap", 0.0),
             "commit_s": with_phases["commit"], "commit_s_without_checks": bare_phases["commit"],
+            "read_load_s": with_phases["read_load"], "read_load_s_without_checks": bare_phases["read_load"],
             "cost_s": round(cost, 2), "cost_share": round(cost / once["wall_s"], 4),
             "without_checks_wall_s": bare["wall_s"], "without_checks_phases_s": bare.get("phases_s", {}),
             "wall_delta_s": round(once["wall_s"] - bare["wall_s"], 2),

@@ -105,7 +105,7 @@ def test_the_plots_are_written_next_to_the_results(report, tmp_path):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_parity_cost_is_the_checks_step_plus_what_it_added_to_the_commits(report, monkeypatch):
+def test_parity_cost_is_the_checks_step_plus_what_it_added_to_the_reads_and_commits(report, monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH.parent))
     from bench.snapshot_e2e import parity_cost
 
@@ -114,13 +114,14 @@ def test_parity_cost_is_the_checks_step_plus_what_it_added_to_the_commits(report
             "steps_s": {"snapshot_chunks_chunk_parity": 2.8}}
     bare = {"wall_s": 44.0, "phases_s": {"spark_start": 9.0, "read_load": 29.0, "commit": 8.0}}
     cost = parity_cost(once, bare)
-    assert cost["cost_s"] == pytest.approx(2.8 + 0.5) and cost["cost_share"] == pytest.approx(3.3 / 50)
+    # reads 33 - 12 (Spark's start) against 29 - 9: the check's MySQL side beside them added 1.0 s
+    assert cost["cost_s"] == pytest.approx(2.8 + 0.5 + 1.0) and cost["cost_share"] == pytest.approx(4.3 / 50)
     assert cost["wall_delta_s"] == pytest.approx(6.0)  # Spark's jitter included: reported, not the cost
-    quicker = parity_cost(once, {**bare, "phases_s": {**bare["phases_s"], "commit": 9.0}})
-    assert quicker["cost_s"] == pytest.approx(2.8)  # commits that happened to be quicker are not credited
+    quicker = parity_cost(once, {**bare, "phases_s": {**bare["phases_s"], "commit": 9.0, "read_load": 31.0}})
+    assert quicker["cost_s"] == pytest.approx(2.8)  # reads and commits that happened to be quicker are not credited
     text = report.markdown({**result(), "json_name": "r.json",
                             "snapshot": [{**result()["snapshot"][0], "parity_cost": cost}]}, {})
-    assert "| 1,000,000 | 2.8 s (5.6%) | 6.0 s | 8.5 s / 8.0 s | 3.3 s (6.6%) | 36.2 s / 44.0 s |" in text
+    assert "| 1,000,000 | 2.8 s (5.6%) | 6.0 s | 21.0 s / 20.0 s | 8.5 s / 8.0 s | 4.3 s (8.6%) | 36.2 s / 44.0 s |" in text
 
 
 def test_step_seconds_add_up_over_the_snapshot_runs_of_one_tidemark_run(monkeypatch):

@@ -316,3 +316,60 @@ def test_doris_side_of_early_groups_is_computed_after_their_commit_and_used_by_t
     assert all(r.ok for r in again) and not any(r.detail["doris_side_after_group_commit"] for r in again)
     assert asked == [5]
     service.close()
+
+
+def test_a_text_keyed_tables_mysql_side_is_computed_during_the_reads_in_one_statement(
+        mysql_server, doris_standin, root_conn, fresh_db, tmp_path, spark_session, monkeypatch):
+    """A character key's chunks are compared by the bytes of the key (one statement for the table's
+    segments): that statement too runs beside the reads, once, and the same run's check uses it."""
+    from cdc_core.config import load_pipeline
+    from cdc_core.pipeline import snapshot
+    from cdc_core.pipeline.parity import chunk_parity
+    from jobs.spark_executor import spark_service
+
+    with root_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{fresh_db}`.txt (k VARCHAR(32) PRIMARY KEY, v INT) COLLATE utf8mb4_general_ci")
+        cur.execute(f"INSERT INTO `{fresh_db}`.txt SELECT CONCAT(LEFT(MD5(seq), 12), '-', seq), seq "
+                    f"FROM `{fresh_db}`.seq_1_to_1000")
+    service = spark_service(load_pipeline(write_pipeline(mysql_server, doris_standin, tmp_path / "state",
+                                                         f"{fresh_db}.txt")))
+    keys = list(service.plan_splits().chunk_keys)
+    assert len(keys) >= 3
+    work = chunk_parity.range_work(service.context, keys)
+    assert len(work) == len(keys) and all(item.bytes_bounds is not None for item in work)
+    real = snapshot.run_chunks_bounded
+
+    def slow_reads(*args, **kwargs):  # reads of a large table take a while: the overlap has time to work
+        results = real(*args, **kwargs)
+        time.sleep(3)
+        return results
+
+    statements: list[int] = []
+    real_by_bytes = overlap.mysql_segments_by_bytes
+
+    def counted(conn, plan, column, bounds):
+        statements.append(len(bounds))
+        return real_by_bytes(conn, plan, column, bounds)
+
+    monkeypatch.setattr(snapshot, "run_chunks_bounded", slow_reads)
+    monkeypatch.setattr(overlap, "mysql_segments_by_bytes", counted)
+    service.run_chunks(keys, parity_run_id="run-1")
+    assert statements == [len(keys) - 1], "one statement for the table's segments"
+    assert set(stored_segments(service)) == set(keys)
+    assert service.commit_chunks(keys) == []
+    with service.session():
+        results = service.chunks_parity(keys, "run-1")
+    assert all(r.ok for r in results) and sum(r.mysql_rows for r in results) == 1000
+    assert during_commit(results) == len(keys)
+    assert all(r.detail["key_order"].startswith("bytes") for r in results)
+    assert stored_segments(service) == {}  # used once
+
+    # a stored segment never hides a change: a write after it moves the binlog, so the check reads MySQL
+    service.run_chunks(keys, parity_run_id="run-2")
+    assert service.commit_chunks(keys) == []
+    with root_conn.cursor() as cur:
+        cur.execute(f"UPDATE `{fresh_db}`.txt SET v = -v ORDER BY k LIMIT 1")
+    with service.session():
+        changed = service.chunks_parity(keys, "run-2")
+    assert during_commit(changed) == 0 and sum(not r.ok for r in changed) == 1
+    service.close()
