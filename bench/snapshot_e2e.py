@@ -532,15 +532,17 @@ def parity_cost(once: dict, bare: dict) -> dict:
 
     ``cost_s``: the check's own step (Dagster's STEP_START to STEP_SUCCESS: Doris's side, MySQL's for
     chunks the reads and commits left no time for, and the step's events) plus what it added to the
-    reads and the commits (MySQL's side computed meanwhile, ``parity_overlap``). The phases before
-    the reads do not see the check, so their run-to-run jitter (seconds on a shared 2-core machine:
+    reads and the commits (MySQL's side computed meanwhile, ``parity_overlap``; the reads counted only
+    in a run that has that phase). The phases before the reads do not see the check, so their run-to-run jitter (seconds on a shared 2-core machine:
     Spark's start above all) stays out of it; ``wall_delta_s``, the plain difference of the two
     runs' wall times, keeps it in."""
     with_phases, bare_phases = split_phases(once), split_phases(bare)
     step = float(once.get("steps_s", {}).get("snapshot_chunks_chunk_parity", with_phases["parity"]))
     commit_delta = with_phases["commit"] - bare_phases["commit"]
-    read_delta = with_phases["read_load"] - bare_phases["read_load"]
-    # reads or commits that happened to be quicker are not credited
+    # what it added to the reads, only when MySQL's side was computed beside them (else the difference
+    # is the reads' own jitter); reads or commits that happened to be quicker are not credited
+    overlapped = float(once.get("phases_s", {}).get("parity_overlap", 0.0)) > 0
+    read_delta = with_phases["read_load"] - bare_phases["read_load"] if overlapped else 0.0
     cost = step + max(0.0, commit_delta) + max(0.0, read_delta)
     return {"check_s": round(with_phases["parity"], 3), "check_step_s": round(step, 3),
             "check_step_share": round(step / once["wall_s"], 4),

@@ -119,6 +119,8 @@ def test_parity_cost_is_the_checks_step_plus_what_it_added_to_the_reads_and_comm
     assert cost["wall_delta_s"] == pytest.approx(6.0)  # Spark's jitter included: reported, not the cost
     quicker = parity_cost(once, {**bare, "phases_s": {**bare["phases_s"], "commit": 9.0, "read_load": 31.0}})
     assert quicker["cost_s"] == pytest.approx(2.8)  # reads and commits that happened to be quicker are not credited
+    beside_none = {**once, "phases_s": {k: v for k, v in once["phases_s"].items() if k != "parity_overlap"}}
+    assert parity_cost(beside_none, bare)["cost_s"] == pytest.approx(2.8 + 0.5)  # the reads' jitter is not the check's
     text = report.markdown({**result(), "json_name": "r.json",
                             "snapshot": [{**result()["snapshot"][0], "parity_cost": cost}]}, {})
     assert "| 1,000,000 | 2.8 s (5.6%) | 6.0 s | 21.0 s / 20.0 s | 8.5 s / 8.0 s | 4.3 s (8.6%) | 36.2 s / 44.0 s |" in text

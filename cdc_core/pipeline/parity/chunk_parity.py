@@ -11,8 +11,7 @@ Ranges: a chunk of a numeric or temporal key is compared by the same half-open r
 sides. A character key's chunks are ranges in MySQL's collation, which Doris (comparing bytes)
 cannot reproduce: such a table is compared by the byte order of the key's UTF-8 text on both
 sides (``row_checksum.mysql_segments_by_bytes``), in segments cut at the chunks' bounds sorted by
-their bytes, segment i reported as the table's i-th chunk (MySQL's statement, too, may have been
-computed during the reads: ``overlap.py``). Where the collation orders the bounds
+their bytes, segment i reported as the table's i-th chunk. Where the collation orders the bounds
 as their bytes do (keys of one case, no accents or trailing spaces) segment i holds chunk i's rows
 exactly; where it does not, the segments still cover the table once, and the result's
 ``key_order`` detail says the ranges are by bytes. A table with columns compared by reading rows
@@ -131,13 +130,13 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
             for record in table.chunks:
                 results[chunk_key(*record.key)] = chunk_parity(ctx, chunk_key(*record.key))
             continue
+        if table.bounds is not None:
+            results.update(_by_bytes(ctx, table))
+            continue
         known: dict[str, Segment] = {}
         if run_id is not None:
             offset = offset or ctx.server_offset().to_dict()
             known = overlap.take(ctx, run_id, offset, table.work)
-        if table.bounds is not None:
-            results.update(_by_bytes(ctx, table, known))
-            continue
         mine, theirs = _segments_side_by_side(ctx, table.plan, table.work, known)
         detail = {"target": str(table.plan.target), "in_database": [c.name for c in table.plan.in_db],
                   "statements": "batched"}
@@ -150,10 +149,10 @@ def chunks_parity(ctx: PipelineContext, keys: list[str], run_id: str | None = No
 
 def range_work(ctx: PipelineContext, keys: list[str]) -> list[overlap.Work]:
     """The chunks among ``keys`` that ``chunks_parity`` compares by range in both databases, with
-    their checksum plans: the ones whose MySQL side can be computed ahead (a character key's by the
-    bytes of its text, one statement for the table's chunks)."""
+    their checksum plans (the ones whose MySQL side can be computed ahead: not a character key's,
+    which is one statement for the whole table)."""
     _, rest = _whole_chunks(ctx, keys)  # whole-table chunks: a few statements for all of them in the check
-    return [item for table in _tables(ctx, rest) for item in table.work]
+    return [item for table in _tables(ctx, rest) if table.bounds is None for item in table.work]
 
 
 def whole_chunk_tables(ctx: PipelineContext, keys: list[str]) -> dict[str, str]:
@@ -201,8 +200,8 @@ def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
         if plan is not None and is_text_key(key_column, ctx.definition.source.tinyint1_as_boolean):
             bounds, position, alike = _bytes_segments(ctx, table_id)
             if all(r.key in position for r in chunks):
-                work = [overlap.Work(chunk_key(*r.key), plan, _segment(key_column, bounds, position[r.key]),
-                                     key_column, tuple(bounds), position[r.key]) for r in chunks]
+                work = [overlap.Work(chunk_key(*r.key), plan, _segment(key_column, bounds, position[r.key]))
+                        for r in chunks]
                 tables.append(_TableChunks(table_id, chunks, plan=plan, work=work, bounds=bounds,
                                            key_column=key_column, bounds_alike=alike,
                                            positions={chunk_key(*r.key): position[r.key] for r in chunks}))
@@ -234,18 +233,13 @@ def _segment(column: Column, bounds: list[Any], i: int) -> KeyRange:
     return KeyRange(column.name, bounds[i - 1] if i > 0 else None, bounds[i] if i < len(bounds) else None)
 
 
-def _by_bytes(ctx: PipelineContext, table: _TableChunks, known: dict[str, Segment]) -> dict[str, ParityResult]:
+def _by_bytes(ctx: PipelineContext, table: _TableChunks) -> dict[str, ParityResult]:
     """A character-keyed table's chunks, by the byte order of the key on both sides (module doc):
-    one statement per side for the whole table, run side by side; MySQL's not run when ``known``
-    (computed during the reads, ``overlap.py``) holds every chunk's segment."""
+    one statement per side for the whole table, run side by side."""
     assert table.plan is not None and table.bounds is not None and table.key_column is not None
     plan, bounds, column = table.plan, table.bounds, table.key_column
-    early = all(item.key in known for item in table.work)
 
     def mysql_side() -> list[Segment]:
-        if early:
-            by_position = {table.positions[item.key]: known[item.key] for item in table.work}
-            return [by_position.get(i, Segment(0, 0)) for i in range(len(bounds) + 1)]
         with ctx.connection() as conn:
             return mysql_segments_by_bytes(conn, plan, column, bounds)
 
@@ -254,7 +248,7 @@ def _by_bytes(ctx: PipelineContext, table: _TableChunks, known: dict[str, Segmen
         mine = mysql_side()
         theirs = doris.result()
     detail: dict[str, Any] = {"target": str(plan.target), "in_database": [c.name for c in plan.in_db],
-                              "statements": "batched", "mysql_side_during_commit": early,
+                              "statements": "batched", "mysql_side_during_commit": False,
                               "key_order": "bytes of the key's UTF-8 text, on both sides"}
     if not table.bounds_alike:
         detail["note"] = ("MySQL's collation orders this table's chunk bounds unlike their bytes: each result "

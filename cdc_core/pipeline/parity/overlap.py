@@ -16,11 +16,6 @@ When a stored segment may stand in for reading MySQL again (``Prefetched.valid``
 A write made without a binlog event (``sql_log_bin = 0``) between the two is missed by this one
 check, as one made just after the check would be; the next check and ``tidemark verify`` see it.
 
-A table keyed by characters is compared by the bytes of its key's text, in segments cut at its
-chunks' bounds, one statement for the whole table (``chunk_parity``'s module doc): its chunks' MySQL
-side is that statement, computed here once for all of them, each segment stored under its chunk
-(``Work.bytes_bounds``); a text-keyed table otherwise had MySQL's side of its check after the commits.
-
 Chunks that are their whole table (every small table of a database captured whole) are computed
 the way the check computes them, up to ``whole_tables.TABLES_PER_STATEMENT`` tables a statement
 (``whole_tables.mysql_wholes``), their plans read on the thread: a database of 300 small tables
@@ -42,31 +37,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_core.instrumentation.phases import phase
-from cdc_core.model.schema import Column
 from cdc_core.mysql.binlog_status import read_current_offset
 from cdc_core.mysql.connection import connect
 from cdc_core.pipeline.context import PipelineContext
-from cdc_core.pipeline.parity.row_checksum import (
-    ChecksumPlan,
-    KeyRange,
-    Segment,
-    mysql_segment,
-    mysql_segments_by_bytes,
-)
+from cdc_core.pipeline.parity.row_checksum import ChecksumPlan, KeyRange, Segment, mysql_segment
 from cdc_core.pipeline.parity.whole_tables import TABLES_PER_STATEMENT, mysql_wholes, whole_plans
 from cdc_core.state.keys import PARITY_MYSQL_SIDE
 
 logger = logging.getLogger(__name__)
 
-def fingerprint(plan: ChecksumPlan, key_range: KeyRange | None, *, by_bytes: bool = False) -> str:
+def fingerprint(plan: ChecksumPlan, key_range: KeyRange | None) -> str:
     """What a stored segment was computed from: the statement's row text and the range (None: the
-    whole table, named, since no range names it; ``by_bytes``: the range of the key's bytes, not
-    of MySQL's collation)."""
+    whole table, named, since no range names it)."""
     if key_range is None:
         text = json.dumps([plan.mysql_row_hash(), str(plan.schema.table_id), "whole table"])
     else:
-        text = json.dumps([plan.mysql_row_hash(), key_range.column, str(key_range.start), str(key_range.end),
-                           *(["bytes of the key's text"] if by_bytes else [])])
+        text = json.dumps([plan.mysql_row_hash(), key_range.column, str(key_range.start), str(key_range.end)])
     return hashlib.sha1(text.encode()).hexdigest()
 
 
@@ -100,15 +86,6 @@ class Work:
     key: str
     plan: ChecksumPlan
     key_range: KeyRange | None
-    # A character key's chunk: segment ``position`` of the key's byte order cut at ``bytes_bounds``
-    # (its table's bounds, sorted by their bytes), computed with the table's other segments.
-    key_column: Column | None = None
-    bytes_bounds: tuple[Any, ...] | None = None
-    position: int = 0
-
-    @property
-    def fingerprint(self) -> str:
-        return fingerprint(self.plan, self.key_range, by_bytes=self.bytes_bounds is not None)
 
 
 def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any],
@@ -124,7 +101,7 @@ def take(ctx: PipelineContext, run_id: str | None, server_offset: dict[str, Any]
         if data is None:
             continue
         stored = Prefetched.from_dict(data)
-        if stored.valid(run_id, server_offset, item.fingerprint):
+        if stored.valid(run_id, server_offset, fingerprint(item.plan, item.key_range)):
             found[item.key] = stored.segment
     if found:
         logger.info("parity: MySQL's side of %d of %d chunk(s) was computed during their commits", len(found),
@@ -167,27 +144,6 @@ def _compute_wholes(conn: Any, items: list[Work], stop: threading.Event) -> Iter
                 yield item, segments[item.key]
 
 
-def _compute(conn: Any, items: list[Work], stop: threading.Event) -> Iterator[tuple[Work, Segment]]:
-    """MySQL's segments of ``items``, checking ``stop`` between statements: a range a statement, a
-    character-keyed table's chunks (``bytes_bounds``) one statement for all of them."""
-    by_bytes: dict[tuple[str, tuple[Any, ...]], list[Work]] = {}
-    for item in items:
-        if item.bytes_bounds is not None:
-            by_bytes.setdefault((str(item.plan.schema.table_id), item.bytes_bounds), []).append(item)
-            continue
-        if stop.is_set():
-            return
-        yield item, mysql_segment(conn, item.plan, item.key_range)
-    for (_, bounds), table_items in by_bytes.items():
-        if stop.is_set():
-            return
-        first = table_items[0]
-        assert first.key_column is not None
-        segments = mysql_segments_by_bytes(conn, first.plan, first.key_column, list(bounds))
-        for item in table_items:
-            yield item, segments[item.position]
-
-
 @contextmanager
 def alongside(ctx: PipelineContext, run_id: str, work: list[Work],
               whole: dict[str, str] | None = None) -> Iterator[None]:
@@ -217,8 +173,12 @@ def alongside(ctx: PipelineContext, run_id: str, work: list[Work],
                 try:
                     with conn.cursor() as cur:  # the position before reading (this thread's own connection)
                         offset = read_current_offset(cur).to_dict()
-                    for item, segment in _compute(conn, work, stop):
-                        done.append((item.key, Prefetched(run_id, offset, item.fingerprint, segment)))
+                    for item in work:
+                        if stop.is_set():
+                            return
+                        segment = mysql_segment(conn, item.plan, item.key_range)
+                        done.append((item.key, Prefetched(run_id, offset, fingerprint(item.plan, item.key_range),
+                                                          segment)))
                     if whole and not stop.is_set():
                         for item, segment in _compute_wholes(conn, _whole_work(ctx, whole), stop):
                             done.append((item.key, Prefetched(run_id, offset, fingerprint(item.plan, None), segment)))
