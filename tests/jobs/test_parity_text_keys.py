@@ -76,3 +76,17 @@ def test_text_keyed_chunks_are_compared_in_the_databases_and_a_change_behind_our
     assert verdicts[f"{fresh_db}.nopad"].differing_keys == (("a ",),)
     assert verdicts[f"{fresh_db}.latin"].differing_keys == (("å3",),)
     service.close()
+
+
+def test_mysql_side_of_a_text_key_is_cut_into_parts_that_cover_every_key_once():
+    """``_parts``: MySQL's by-bytes statement runs in contiguous ranges of its own order cut at chunk
+    starts, as even in chunks as they allow; their segments add up to the table's."""
+    from cdc_core.pipeline.parity import chunk_parity as cp
+
+    assert cp._parts("k", []) == [None]  # one chunk: one statement
+    (first, second) = cp._parts("k", ["m"])  # two chunks
+    assert (first.start, first.end, second.start, second.end) == (None, "m", "m", None)
+    (first, second) = cp._parts("k", ["c", "m"])  # three chunks: the first alone, then the other two
+    assert (first.end, second.start) == ("c", "c")
+    (first, second) = cp._parts("k", ["c", "m", "t"])  # four: two and two
+    assert (first.end, second.start) == ("m", "m")

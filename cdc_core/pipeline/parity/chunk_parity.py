@@ -11,7 +11,8 @@ Ranges: a chunk of a numeric or temporal key is compared by the same half-open r
 sides. A character key's chunks are ranges in MySQL's collation, which Doris (comparing bytes)
 cannot reproduce: such a table is compared by the byte order of the key's UTF-8 text on both
 sides (``row_checksum.mysql_segments_by_bytes``), in segments cut at the chunks' bounds sorted by
-their bytes, segment i reported as the table's i-th chunk. Where the collation orders the bounds
+their bytes, segment i reported as the table's i-th chunk (MySQL's statement in two parts of its own
+key order, run at once, their segments added up: ``_parts``). Where the collation orders the bounds
 as their bytes do (keys of one case, no accents or trailing spaces) segment i holds chunk i's rows
 exactly; where it does not, the segments still cover the table once, and the result's
 ``key_order`` detail says the ranges are by bytes. A table with columns compared by reading rows
@@ -184,6 +185,7 @@ class _TableChunks:
     key_column: Column | None = None
     positions: dict[str, int] = field(default_factory=dict)  # chunk key -> segment
     bounds_alike: bool = True  # the bytes order the bounds as MySQL's collation does
+    cuts: list[Any] = field(default_factory=list)  # the chunks' starts in MySQL's order (the first's excepted)
 
 
 def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
@@ -198,13 +200,14 @@ def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
             tables.append(_TableChunks(table_id, chunks, gone=True))
             continue
         if plan is not None and is_text_key(key_column, ctx.definition.source.tinyint1_as_boolean):
-            bounds, position, alike = _bytes_segments(ctx, table_id)
+            bounds, position, alike, cuts = _bytes_segments(ctx, table_id)
             if all(r.key in position for r in chunks):
                 work = [overlap.Work(chunk_key(*r.key), plan, _segment(key_column, bounds, position[r.key]))
                         for r in chunks]
                 tables.append(_TableChunks(table_id, chunks, plan=plan, work=work, bounds=bounds,
                                            key_column=key_column, bounds_alike=alike,
-                                           positions={chunk_key(*r.key): position[r.key] for r in chunks}))
+                                           positions={chunk_key(*r.key): position[r.key] for r in chunks},
+                                           cuts=cuts))
                 continue
             plan = None  # the plan's chunks do not cut the key at distinct bounds: chunk by chunk
         work = [] if plan is None else [
@@ -214,19 +217,21 @@ def _tables(ctx: PipelineContext, keys: list[str]) -> list[_TableChunks]:
     return tables
 
 
-def _bytes_segments(ctx: PipelineContext, table_id: str) -> tuple[list[Any], dict[tuple, int], bool]:
+def _bytes_segments(ctx: PipelineContext, table_id: str) -> tuple[list[Any], dict[tuple, int], bool, list[Any]]:
     """The table's chunk bounds sorted by their bytes; each chunk's segment (its place in chunk
-    order), none when the bounds do not cut the table into as many segments as it has chunks; and
-    whether the bytes order the bounds as the chunks (MySQL's collation) do."""
+    order), none when the bounds do not cut the table into as many segments as it has chunks;
+    whether the bytes order the bounds as the chunks (MySQL's collation) do; and the chunks' starts
+    in chunk order (MySQL's), the first's excepted: where MySQL's side may be cut into parts."""
     with ctx.store.transaction(readonly=True) as tx:
         # the table's records only: a pipeline of many tables does not parse every table's per table
         chunks: list[ChunkRecord] = sorted(tx.chunks(table_id=table_id), key=lambda c: c.chunk_index)
     ends = [c.end[0] for c in chunks if c.end]
     bounds = sorted(set(ends) | {c.start[0] for c in chunks if c.start}, key=key_bytes_order)
     alike = [key_bytes_order(e) for e in ends] == [key_bytes_order(b) for b in bounds]
+    cuts = [c.start[0] for c in chunks[1:] if c.start]
     if len(bounds) + 1 != len(chunks) or len({key_bytes_order(b) for b in bounds}) != len(bounds):
-        return bounds, {}, alike
-    return bounds, {c.key: i for i, c in enumerate(chunks)}, alike
+        return bounds, {}, alike, cuts
+    return bounds, {c.key: i for i, c in enumerate(chunks)}, alike, cuts
 
 
 def _segment(column: Column, bounds: list[Any], i: int) -> KeyRange:
@@ -239,13 +244,26 @@ def _by_bytes(ctx: PipelineContext, table: _TableChunks) -> dict[str, ParityResu
     assert table.plan is not None and table.bounds is not None and table.key_column is not None
     plan, bounds, column = table.plan, table.bounds, table.key_column
 
-    def mysql_side() -> list[Segment]:
-        with ctx.connection() as conn:
-            return mysql_segments_by_bytes(conn, plan, column, bounds)
+    # MySQL's statement in MYSQL_STREAMS parts cut at chunk starts (ranges of MySQL's own order, which
+    # its key index serves), each on its own connection, their segments added up: its side is the
+    # slower one (200k rows: ~0.13 s against Doris's ~0.04 s in one statement)
+    parts = _parts(column.name, table.cuts)
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-parity") as pool:
+    def mysql_part(index: int) -> list[Segment]:
+        if index == 0:
+            with ctx.connection() as conn:
+                return mysql_segments_by_bytes(conn, plan, column, bounds, parts[0])
+        conn = connect(ctx.settings, text_values=True)
+        try:
+            return mysql_segments_by_bytes(conn, plan, column, bounds, parts[index])
+        finally:
+            conn.close()
+
+    with ThreadPoolExecutor(max_workers=len(parts) + 1, thread_name_prefix="tidemark-parity") as pool:
         doris = pool.submit(doris_segments_by_bytes, ctx.sink.catalog, plan, column, bounds)
-        mine = mysql_side()
+        counted = [pool.submit(mysql_part, i) for i in range(len(parts))]
+        sides = [future.result() for future in counted]
+        mine = [Segment(sum(s[i].count for s in sides), sum(s[i].total for s in sides)) for i in range(len(bounds) + 1)]
         theirs = doris.result()
     detail: dict[str, Any] = {"target": str(plan.target), "in_database": [c.name for c in plan.in_db],
                               "statements": "batched", "mysql_side_during_commit": False,
@@ -259,6 +277,17 @@ def _by_bytes(ctx: PipelineContext, table: _TableChunks) -> dict[str, ParityResu
         out[item.key] = ParityResult(table.table_id, (item.key_range.start, item.key_range.end), mine[i].count,
                                      theirs[i].count, mine[i].checksum, theirs[i].checksum, detail)
     return out
+
+
+def _parts(column: str, cuts: list[Any]) -> list[KeyRange | None]:
+    """The whole key in up to :data:`MYSQL_STREAMS` contiguous ranges cut at some of ``cuts`` (in
+    MySQL's order): every row in exactly one (a NULL key in none, as the segments leave it out)."""
+    if MYSQL_STREAMS < 2 or not cuts:
+        return [None]
+    chunks = len(cuts) + 1  # as even in chunks as they allow: part i ends where chunk chunks * i // STREAMS starts
+    picked = [cuts[chunks * i // MYSQL_STREAMS - 1] for i in range(1, MYSQL_STREAMS) if chunks * i // MYSQL_STREAMS]
+    edges = [None, *dict.fromkeys(picked), None]  # distinct, in order
+    return [KeyRange(column, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
 
 def _range_plan(ctx: PipelineContext, tid: TableId) -> tuple[ChecksumPlan | None, Column]:

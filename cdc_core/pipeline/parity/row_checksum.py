@@ -355,15 +355,18 @@ def _segments_of(rows: list[Any], count: int) -> list[Segment]:
     return [found.get(i, Segment(0, 0)) for i in range(count)]
 
 
-def mysql_segments_by_bytes(conn: Any, plan: ChecksumPlan, column: Column, bounds: list[Any]) -> list[Segment]:
+def mysql_segments_by_bytes(conn: Any, plan: ChecksumPlan, column: Column, bounds: list[Any],
+                            within: KeyRange | None = None) -> list[Segment]:
     """COUNT and checksum of the ``len(bounds) + 1`` segments the bounds (sorted by
-    :func:`key_bytes_order`) cut the key's byte order into, computed by MySQL in one statement."""
+    :func:`key_bytes_order`) cut the key's byte order into, computed by MySQL in one statement;
+    ``within``: of the rows in that range of MySQL's own order only (a part of the table, whose
+    segments add up with the other parts' to the table's: counts and sums)."""
     key = f"CAST({plan.mysql_text(column)} AS BINARY)"
     bucket = f"CASE WHEN {q(column.name)} IS NULL THEN NULL ELSE {_bytes_search(key, bounds, 0, _mysql_bytes_literal)} END"
     table = f"{q(plan.schema.table_id.database)}.{q(plan.schema.table_id.table)}"
     with conn.cursor() as cur:
-        cur.execute(f"SELECT {bucket} AS b, COUNT(*), COALESCE(SUM({plan.mysql_row_hash()}), 0) FROM {table} "
-                    "GROUP BY b")
+        cur.execute(f"SELECT {bucket} AS b, COUNT(*), COALESCE(SUM({plan.mysql_row_hash()}), 0) FROM {table}"
+                    f"{plan.mysql_where(within, conn.escape)} GROUP BY b")
         return _segments_of(list(cur.fetchall()), len(bounds) + 1)
 
 
