@@ -143,11 +143,8 @@ class StateTransaction:
         value): one upsert run as an executemany instead of a statement built and run per key (a
         run of 300 tables takes, renews and stores hundreds of per-table keys at once)."""
         rows = [{"namespace": namespace, "key": key, "value": _dumps(value)} for key, value in items]
-        if len(rows) < 2:
-            for row in rows:
-                self.put(namespace, row["key"], _loads(row["value"]))
-            return
-        _upsert_many(self.conn, kv_table, ("namespace", "key"), ("value",), rows)
+        if rows:
+            _upsert_many(self.conn, kv_table, ("namespace", "key"), ("value",), rows)
 
     def delete(self, namespace: str, key: str) -> None:
         self.conn.execute(kv_table.delete().where(kv_table.c.namespace == namespace, kv_table.c.key == key))

@@ -91,15 +91,15 @@ IS_SCHEMA = "__standin_is"
 
 log = logging.getLogger(__name__)
 
-# A load of at least this many rows is appended to its table ahead of its commit (Storage._prebuild);
-# a smaller one costs its commit a few milliseconds of DuckDB, less than holding a DuckDB transaction
-# open. The environment variable lets a test run every load through that path.
 # Storage.checkpoint_when_idle: no write for this long, and the database grown by this much.
 CHECKPOINT_IDLE_S = 1.0
 CHECKPOINT_GROWTH_BYTES = 16 * 2**20
 # DuckDB's own checkpoint_threshold: the WAL's size at which a COMMIT checkpoints (Storage.__init__).
 WAL_CHECKPOINT_BYTES = 128 * 2**20
 
+# A load of at least this many rows is appended to its table ahead of its commit (Storage._prebuild);
+# a smaller one costs its commit a few milliseconds of DuckDB, less than holding a DuckDB transaction
+# open. The environment variable lets a test run every load through that path.
 PREBUILD_MIN_ROWS = int(os.environ.get("DORIS_STANDIN_PREBUILD_MIN_ROWS") or 50_000)
 
 

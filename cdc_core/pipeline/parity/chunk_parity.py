@@ -32,9 +32,10 @@ not compared (its Doris rows are not the source's rows); the result says why it 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cdc_core.model.schema import Column, TableId, TableSchema
 from cdc_core.mysql.connection import connect
@@ -66,6 +67,8 @@ from cdc_core.pipeline.snapshot import chunk_records
 from cdc_core.state import ChunkRecord
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def chunk_parity(ctx: PipelineContext, key: str) -> ParityResult:
@@ -250,14 +253,8 @@ def _by_bytes(ctx: PipelineContext, table: _TableChunks) -> dict[str, ParityResu
     parts = _parts(column.name, table.cuts)
 
     def mysql_part(index: int) -> list[Segment]:
-        if index == 0:
-            with ctx.connection() as conn:
-                return mysql_segments_by_bytes(conn, plan, column, bounds, parts[0])
-        conn = connect(ctx.settings, text_values=True)
-        try:
-            return mysql_segments_by_bytes(conn, plan, column, bounds, parts[index])
-        finally:
-            conn.close()
+        return _on_part_connection(ctx, index, lambda conn: mysql_segments_by_bytes(conn, plan, column, bounds,
+                                                                                    parts[index]))
 
     with ThreadPoolExecutor(max_workers=len(parts) + 1, thread_name_prefix="tidemark-parity") as pool:
         doris = pool.submit(doris_segments_by_bytes, ctx.sink.catalog, plan, column, bounds)
@@ -277,6 +274,19 @@ def _by_bytes(ctx: PipelineContext, table: _TableChunks) -> dict[str, ParityResu
         out[item.key] = ParityResult(table.table_id, (item.key_range.start, item.key_range.end), mine[i].count,
                                      theirs[i].count, mine[i].checksum, theirs[i].checksum, detail)
     return out
+
+
+def _on_part_connection(ctx: PipelineContext, index: int, compute: Callable[[Any], T]) -> T:
+    """``compute(conn)`` for part ``index`` of a side run in parts at once: the first on the context's
+    connection, each other on a connection of its own, closed after."""
+    if index == 0:
+        with ctx.connection() as conn:
+            return compute(conn)
+    conn = connect(ctx.settings, text_values=True)
+    try:
+        return compute(conn)
+    finally:
+        conn.close()
 
 
 def _parts(column: str, cuts: list[Any]) -> list[KeyRange | None]:
@@ -322,14 +332,7 @@ def _segments_side_by_side(ctx: PipelineContext, plan: ChecksumPlan, work: list[
     parts = [[item.key_range for item in missing[i: i + size]] for i in range(0, len(missing), size)]
 
     def mysql_part(index: int) -> list[Segment]:
-        if index == 0:
-            with ctx.connection() as conn:
-                return mysql_segments(conn, plan, parts[0])
-        conn = connect(ctx.settings, text_values=True)
-        try:
-            return mysql_segments(conn, plan, parts[index])
-        finally:
-            conn.close()
+        return _on_part_connection(ctx, index, lambda conn: mysql_segments(conn, plan, parts[index]))
 
     with ThreadPoolExecutor(max_workers=len(parts) + 1, thread_name_prefix="tidemark-parity") as pool:
         doris = pool.submit(doris_segments, ctx.sink.catalog, plan, ranges)
