@@ -156,3 +156,18 @@ def test_check_verdicts_are_counted_per_check(monkeypatch):
 
     assert tally_checks([("chunk_parity", True), ("chunk_parity", False), ("table_parity", True)]) == {
         "chunk_parity": {"passed": 1, "failed": 1}, "table_parity": {"passed": 1, "failed": 0}}
+
+
+def test_the_estate_ratio_is_the_median_of_its_rounds_each_shown(report):
+    run = {"wall_s": 6.0, "phases_s": {"planning": 0.3, "read_load": 4.0, "commit": 0.3, "parity": 0.2, "snapshot": 5.0}}
+    one = {"wall_s": 3.0, "phases_s": {"planning": 0.1, "read_load": 1.0, "commit": 0.1, "parity": 0.2, "snapshot": 2.0}}
+    estate = {"tables": {"tables": 300, "rows_per_table": 2000, "rows": 600_000, "run_once": run,
+                         "one_table_run_once": one, "ratio_to_one_table": 1.9,
+                         "rounds": [{"tables_wall_s": 6.6, "one_table_wall_s": 3.0, "ratio": 2.2},
+                                    {"tables_wall_s": 5.7, "one_table_wall_s": 3.0, "ratio": 1.9},
+                                    {"tables_wall_s": 5.4, "one_table_wall_s": 3.0, "ratio": 1.8}],
+                         "peak_running_txns": 80, "limit_running_txns": 100}}
+    lines = report.estate_rows({**result(), "estate": estate})
+    row = next(line for line in lines if line.startswith("| 300 tables"))
+    assert "| 1.9× (median of 3 rounds: 2.2×, 1.9×, 1.8×) | ≤ 2× |" in row
+    assert "| 6.0 s | the same 600,000 rows in one table 3.0 s |" in row
