@@ -46,10 +46,9 @@ if TYPE_CHECKING:  # only the standard library here: ``tidemark run``'s prestart
 
 logger = logging.getLogger(__name__)
 
-PRELOAD = ("jobs.fused_chunks", "pandas")
-"""What the workers' fork server imports before its first fork: the chunk path, and pandas, which
-pyarrow imports on a chunk's first ``pa.array`` of Python values (to ask whether they are pandas
-objects) — 0.6 s a worker otherwise, in the middle of its first chunk."""
+PRELOAD = ("jobs.worker_preload",)
+"""What the workers' fork server imports before its first fork: the chunk path, pandas and the
+MySQL client's TLS context (:mod:`jobs.worker_preload` says why each)."""
 
 PARENT_POLL_S = 0.2
 """How often a worker checks that the process that spawned it is still there."""

@@ -46,10 +46,17 @@ def _create_ssl_ctx(self: Any, sslp: Any) -> Any:
     other TLS option takes pymysql's own path.
     """
     if isinstance(sslp, dict) and not sslp:
-        if not _preferred_ssl_ctx:
-            _preferred_ssl_ctx.append(_library_ssl_ctx(self, {}))
-        return _preferred_ssl_ctx[0]
+        return preferred_tls_context()
     return _library_ssl_ctx(self, sslp)
+
+
+def preferred_tls_context() -> ssl.SSLContext:
+    """The "preferred" mode's one TLS context (:func:`_create_ssl_ctx`), built on first use. A
+    process that forks workers builds it first so that every fork starts with it
+    (``jobs/worker_preload.py``). pymysql's method does not use its instance, hence ``None``."""
+    if not _preferred_ssl_ctx:
+        _preferred_ssl_ctx.append(_library_ssl_ctx(None, {}))
+    return _preferred_ssl_ctx[0]
 
 
 pymysql.connections.Connection._create_ssl_ctx = _create_ssl_ctx  # type: ignore[method-assign]

@@ -355,6 +355,29 @@ def test_ending_the_local_workers_ends_their_fork_server_at_once(tmp_path):
     assert second not in (first, "None")  # the next pool started its own
 
 
+def test_the_local_workers_start_with_the_preferred_tls_context_built(tmp_path):
+    """The workers' fork server builds the MySQL client's TLS context of the default ``ssl-mode:
+    preferred`` before its first fork (``jobs/worker_preload.py``): a worker starts with it and does
+    not load the system's CA bundle at its first connection. The process that asked for the pool
+    has not built one (nothing is inherited from it: the fork server is a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "tls.py"
+    script.write_text(
+        "import cdc_core.mysql.connection as connection\n"
+        "from jobs.local_workers import end_local_workers, local_workers\n"
+        "if __name__ == '__main__':\n"
+        "    pool = local_workers(1)\n"
+        "    built = pool._executor.submit(eval, \"len(__import__('cdc_core.mysql.connection', fromlist=['_'])\"\n"
+        "                                  \"._preferred_ssl_ctx)\").result()\n"
+        "    print(built, len(connection._preferred_ssl_ctx), flush=True)\n"
+        "    end_local_workers()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "0"]
+
+
 def _small_tables(root_conn, db: str, count: int, prefix: str = "m") -> None:
     with root_conn.cursor() as cur:
         for i in range(count):
