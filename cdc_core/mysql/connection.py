@@ -46,16 +46,16 @@ def _create_ssl_ctx(self: Any, sslp: Any) -> Any:
     other TLS option takes pymysql's own path.
     """
     if isinstance(sslp, dict) and not sslp:
-        return preferred_tls_context()
+        return preferred_tls_context(self)
     return _library_ssl_ctx(self, sslp)
 
 
-def preferred_tls_context() -> ssl.SSLContext:
+def preferred_tls_context(connection: Any = None) -> ssl.SSLContext:
     """The "preferred" mode's one TLS context (:func:`_create_ssl_ctx`), built on first use. A
-    process that forks workers builds it first so that every fork starts with it
-    (``jobs/worker_preload.py``). pymysql's method does not use its instance, hence ``None``."""
+    process that forks workers builds it first, with no connection to hand pymysql's method (which
+    reads nothing of it), so that every fork starts with it (``jobs/worker_preload.py``)."""
     if not _preferred_ssl_ctx:
-        _preferred_ssl_ctx.append(_library_ssl_ctx(None, {}))
+        _preferred_ssl_ctx.append(_library_ssl_ctx(connection, {}))
     return _preferred_ssl_ctx[0]
 
 
