@@ -196,7 +196,9 @@ def test_be_restart_keeps_precommitted_txns_and_fails_the_load_in_flight(tmp_pat
         srv.clear_faults()
         assert srv.load("d", "t", _rows({"id": 2, "v": "retry"}), label="flight", **JSONL)["Status"] == "Success"
         assert srv.rows("SELECT id, v FROM t ORDER BY id", "d") == [[1, "pre"], [2, "retry"]]
-        again = requests.post(f"{srv.be}/_standin/restart", json={"node": "be", "downtime_s": 0.5}, timeout=5)
+        # down long enough that the next request finds it still restarting however loaded the machine
+        # (a 0.5 s restart could end before the next request came, under a busy test run)
+        again = requests.post(f"{srv.be}/_standin/restart", json={"node": "be", "downtime_s": 10}, timeout=5)
         assert again.status_code == 200
         twice = requests.post(f"{srv.fe}/_standin/restart", json={"node": "be", "downtime_s": 1}, timeout=5)
         assert twice.status_code == 409 and "already restarting" in twice.json()["msg"]
