@@ -300,17 +300,26 @@ def test_a_local_worker_run_that_fails_leaves_no_prepared_load(pipeline_factory,
     service.close()
 
 
+def _python_script(tmp_path, name: str, source: str):
+    """Run ``source`` as script ``name`` in a Python process of its own (a pool's fork server is then
+    that process's, not this test session's); its completed process, output as text. ``run`` returns
+    only once every holder of its pipes is gone: the fork servers and workers included."""
+    import subprocess
+    import sys
+
+    script = tmp_path / name
+    script.write_text(source)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+
+
 def test_a_local_worker_ends_itself_when_its_parent_is_gone(tmp_path):
     """A worker whose Tidemark process died (killed mid-run) starts nothing more: it exits, though the
     dead process stays a zombie (unreaped while ``subprocess.run`` waits for the pipes the worker holds)."""
-    import subprocess
-    import sys
     import time
 
     import psutil
 
-    script = tmp_path / "parent.py"
-    script.write_text(
+    done = _python_script(tmp_path, "parent.py",
         "import os\n"
         "from jobs.local_workers import local_workers\n"
         "if __name__ == '__main__':\n"
@@ -318,7 +327,6 @@ def test_a_local_worker_ends_itself_when_its_parent_is_gone(tmp_path):
         "    pool.warm()\n"
         "    print(' '.join(str(p) for p in pool._executor._processes), flush=True)\n"
         "    os._exit(9)\n")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     workers = [int(p) for p in done.stdout.split()]
     assert done.returncode == 9 and workers, done.stderr
     deadline = time.monotonic() + 30
@@ -332,11 +340,7 @@ def test_ending_the_local_workers_ends_their_fork_server_at_once(tmp_path):
     """``end_local_workers`` (a ``tidemark`` command's end) leaves no process holding the command's
     stdout: the fork server is killed and reaped, not left to tear its preloaded modules down after
     the command exited; a pool needed afterwards in the same process gets a new fork server."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "ending.py"
-    script.write_text(
+    done = _python_script(tmp_path, "ending.py",
         "from multiprocessing import forkserver\n"
         "from jobs.local_workers import end_local_workers, local_workers\n"
         "if __name__ == '__main__':\n"
@@ -347,8 +351,6 @@ def test_ending_the_local_workers_ends_their_fork_server_at_once(tmp_path):
         "    local_workers(1).warm()\n"
         "    print(forkserver._forkserver._forkserver_pid, flush=True)\n"
         "    end_local_workers()\n")
-    # communicate() returns only once every holder of the pipes is gone: the fork servers included
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     (first, after_end), (second,) = (line.split() for line in done.stdout.splitlines())
     assert after_end == "None"  # reaped, not merely signalled
@@ -360,11 +362,7 @@ def test_the_local_workers_start_with_the_preferred_tls_context_built(tmp_path):
     preferred`` before its first fork (``jobs/worker_preload.py``): a worker starts with it and does
     not load the system's CA bundle at its first connection. The process that asked for the pool
     has not built one (nothing is inherited from it: the fork server is a fresh interpreter)."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "tls.py"
-    script.write_text(
+    done = _python_script(tmp_path, "tls.py",
         "import cdc_core.mysql.connection as connection\n"
         "from jobs.local_workers import end_local_workers, local_workers\n"
         "if __name__ == '__main__':\n"
@@ -373,7 +371,6 @@ def test_the_local_workers_start_with_the_preferred_tls_context_built(tmp_path):
         "                                  \"._preferred_ssl_ctx)\").result()\n"
         "    print(built, len(connection._preferred_ssl_ctx), flush=True)\n"
         "    end_local_workers()\n")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "0"]
 
