@@ -7,6 +7,7 @@ command line: a pid file left behind after a reboot may name somebody else's pro
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import time
@@ -62,7 +63,33 @@ def terminate(pid: int, timeout_s: float) -> None:
         wait_gone(pid, 10)
 
 
+# free_port's ports lie at or above this and below the kernel's ephemeral range.
+PORT_FLOOR = 20_000
+
+
+def _ephemeral_low() -> int:
+    """The lowest port the kernel gives an outbound connection (Linux's default where it cannot tell)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now for a server started next to listen on, chosen below the kernel's ephemeral
+    range. A port from ``bind(0)`` lies in that range, where any outbound connection of any process
+    may take it as its local port before the server binds it: a busy test run saw a Dagster
+    webserver fail with "address already in use" so. Where the range leaves no room below it,
+    ``bind(0)`` as before."""
+    low = _ephemeral_low()
+    for _ in range(100 if low - PORT_FLOOR > 1_000 else 0):
+        port = random.randrange(PORT_FLOOR, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
