@@ -136,9 +136,13 @@ class BaseHandler(BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
-        self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(body)
+            # The body goes out with the headers, one send: two would cost a system call more, and
+            # the thread gives up and retakes the GIL around each.
+            self._headers_buffer.extend((b"\r\n", body))
+            self.flush_headers()
+        else:
+            self.end_headers()
 
     def _json(self, obj: Any, pretty: bool = False, close: bool = False) -> None:
         text = json.dumps(obj, indent=4) + "\n" if pretty else dumps(obj)
