@@ -38,7 +38,7 @@ def chunk_records(ctx: PipelineContext, keys: list[str]) -> list[ChunkRecord]:
     """The records of these chunk keys, in the order given; a key not in the plan is a KeyError."""
     wanted = [parse_chunk_key(k) for k in keys]
     with ctx.store.transaction(readonly=True) as tx:
-        by_key = {c.key: c for c in tx.chunks()}
+        by_key = tx.chunks_of(wanted)
     missing = [chunk_key(t, i) for t, i in wanted if (t, i) not in by_key]
     if missing:
         raise KeyError(
@@ -226,7 +226,7 @@ def abandon_chunks(ctx: PipelineContext, records: list[ChunkRecord]) -> None:
     """After a failed job: abort whatever its tasks precommitted (labels are known) → PENDING."""
     probes = []
     with ctx.store.transaction(readonly=True) as tx:
-        current = {c.key: c for c in tx.chunks()}
+        current = tx.chunks_of(r.key for r in records)
     for r in records:
         c = current[r.key]
         for target in ctx.targets(c.table_id):

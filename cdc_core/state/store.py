@@ -245,7 +245,52 @@ class StateTransaction:
             query = query.where(chunks_table.c.table_id == table_id)
         if status is not None:
             query = query.where(chunks_table.c.status == ChunkStatus(status).value)
-        result = self.conn.execute(query)
+        return self._chunk_records(self.conn.execute(query))
+
+    def chunks_of(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ChunkRecord]:
+        """The records of these ``(table_id, chunk_index)`` keys that exist, by key: read by their
+        keys, not by reading the whole plan. A run goes in groups (``txn_groups``) and reads its
+        group's records a few times each: with the whole plan read each time, a database of
+        thousands of one-chunk tables (or a table of thousands of chunks) cost each group a read
+        of every record, a run's reads growing with the square of its chunks.
+
+        Each statement asks for at most ``IN_LIST`` tables and ``IN_LIST`` chunk indexes (plain
+        ``IN`` lists, the same SQL on SQLite, PostgreSQL and MySQL); the rows matching a table of
+        one and an index of another are dropped here."""
+        wanted = set(keys)
+        by_table: dict[str, set[int]] = {}
+        for table_id, index in wanted:
+            by_table.setdefault(table_id, set()).add(index)
+        found: dict[tuple[str, int], ChunkRecord] = {}
+        batch_tables: list[str] = []
+        batch_indexes: set[int] = set()
+
+        def read() -> None:
+            query = sa.select(chunks_table).where(chunks_table.c.table_id.in_(batch_tables),
+                                                  chunks_table.c.chunk_index.in_(sorted(batch_indexes)))
+            for record in self._chunk_records(self.conn.execute(query)):
+                if record.key in wanted:
+                    found[record.key] = record
+
+        for table_id in sorted(by_table):
+            indexes = by_table[table_id]
+            if batch_tables and (len(batch_tables) >= IN_LIST or len(batch_indexes | indexes) > IN_LIST):
+                read()
+                batch_tables, batch_indexes = [], set()
+            if len(indexes) > IN_LIST:  # a table of many chunks: its own statements, IN_LIST indexes each
+                ordered = sorted(indexes)
+                for i in range(0, len(ordered), IN_LIST):
+                    batch_tables, batch_indexes = [table_id], set(ordered[i:i + IN_LIST])
+                    read()
+                batch_tables, batch_indexes = [], set()
+                continue
+            batch_tables.append(table_id)
+            batch_indexes |= indexes
+        if batch_tables:
+            read()
+        return found
+
+    def _chunk_records(self, result: Any) -> list[ChunkRecord]:
         columns = list(result.keys())
         rows = result.all()
         if not rows:

@@ -248,3 +248,51 @@ def test_chunks_read_back_every_json_field_as_written(tmp_path):
         ["x,]\"", 5], None, {"file": "binlog.000001", "position": 4}, None, [{"txn_id": 1, "label": "l,[1]"}],
         {"s": 1.5}, 3, ChunkStatus.PREPARED)
     store.close()
+
+
+def _chunks_of_as_the_whole_plan(store: StateStore, monkeypatch) -> None:
+    """``chunks_of`` gives, for the keys asked, the records ``chunks()`` has for them, and nothing
+    else: keys split over several statements (``IN_LIST`` 3 here), a table of more chunks than one
+    statement asks for, a table and an index each asked for but not together, keys not planned."""
+    from cdc_core.state import store as store_module
+
+    monkeypatch.setattr(store_module, "IN_LIST", 3)
+    planned = [ChunkRecord.planned(f"db.t{t}", 0, start=None, end=None) for t in range(7)]
+    planned += [ChunkRecord.planned("db.big", i, start=[i * 10], end=[i * 10 + 10]) for i in range(8)]
+    planned += [ChunkRecord.planned("db.two", i, start=[i], end=[i + 1]) for i in range(3)]
+    with store.transaction() as tx:
+        tx.add_chunks(planned)
+        tx.update_chunk("db.big", 5, status=ChunkStatus.PREPARED, transactions=[{"txn_id": 9, "label": "x"}])
+    wanted = [("db.t1", 0), ("db.t4", 0), ("db.t6", 0), ("db.t2", 0), *(("db.big", i) for i in (0, 2, 3, 5, 6, 7)),
+              ("db.two", 2), ("db.t3", 2), ("db.gone", 0)]
+    with store.transaction(readonly=True) as tx:
+        whole = {c.key: c for c in tx.chunks()}
+        found = tx.chunks_of(wanted)
+        assert tx.chunks_of([]) == {}
+    assert found == {k: whole[k] for k in wanted if k in whole}
+    assert ("db.t3", 2) not in found and ("db.two", 0) not in found  # a table and an index asked apart
+    assert found[("db.big", 5)].status is ChunkStatus.PREPARED and len(found) == 11
+
+
+def test_chunks_read_by_their_keys_are_those_of_the_whole_plan(tmp_path, monkeypatch):
+    store = StateStore.open(tmp_path)
+    try:
+        _chunks_of_as_the_whole_plan(store, monkeypatch)
+    finally:
+        store.close()
+
+
+def test_chunks_read_by_their_keys_on_postgresql(postgres_db, monkeypatch):
+    store = StateStore.open(url=postgres_db)
+    try:
+        _chunks_of_as_the_whole_plan(store, monkeypatch)
+    finally:
+        store.close()
+
+
+def test_chunks_read_by_their_keys_on_mysql(mysql_server, fresh_db, monkeypatch):
+    store = StateStore.open(url=f"mysql://root@localhost/{fresh_db}?unix_socket={mysql_server.endpoint.root_socket}")
+    try:
+        _chunks_of_as_the_whole_plan(store, monkeypatch)
+    finally:
+        store.close()
