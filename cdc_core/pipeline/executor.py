@@ -61,6 +61,13 @@ class TableWork:
     # larger than ``tidemark.snapshot.in-process-rows`` goes to Spark in every run of its chunks, as
     # ``tidemark run``'s prestart decided from the whole snapshot (a run holds a slice of its chunks).
     table_rows: int | None = None
+    # The whole run's estimated rows and chunks when these chunks are one group of it (a run of more
+    # chunks than ``tidemark.doris.max-running-txns-per-db`` goes group by group: run_chunks_bounded);
+    # None: these chunks are the run. Whether the run's chunks are read by local worker processes is
+    # decided for the run, not for each group: a group of 80 tiny tables is below the rows that pay
+    # for the workers, 3,000 of them are not.
+    run_rows: int | None = None
+    run_chunks: int | None = None
 
 
 class PipelineExecutor(Protocol):

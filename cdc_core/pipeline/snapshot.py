@@ -19,6 +19,7 @@ from cdc_core.doris.labels import snapshot_batch_id
 from cdc_core.instrumentation.faults import fault_point
 from cdc_core.instrumentation.phases import span
 from cdc_core.model.schema import Column, TableId, TableSchema
+from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import DiscoveryError, TableNotFoundError, chunk_key_column
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.snapshot_assigner import AssignerState
@@ -70,10 +71,11 @@ def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: l
     (``cdc_core/pipeline/parity/doris_ahead.py``)."""
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(keys, lambda k: [t.database for t in ctx.targets(parse_chunk_key(k)[0])], limit)
+    run_size = _run_size(ctx, keys) if len(groups) > 1 else None
     results: list[ChunkResult] = []
     for n, group in enumerate(groups):
         with span(f"group_read_load {n}"):
-            results += run_chunks(ctx, executor, group)
+            results += run_chunks(ctx, executor, group, run_size)
         if n < len(groups) - 1:
             with span(f"group_commit {n}"):
                 redo = commit_chunks(ctx, group)
@@ -99,8 +101,30 @@ def _read_key(schema: TableSchema, configured: str | None, tasks: list[ChunkTask
         return schema.columns[0]
 
 
-def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]) -> list[ChunkResult]:
-    """Read and load these chunks; their transactions end up PREPARED (not visible).
+def _run_size(ctx: PipelineContext, keys: list[str]) -> tuple[int, int]:
+    """The estimated rows and the chunks of a whole run (``TableWork.run_rows``)."""
+    per_table: dict[str, int] = {}
+    for key in keys:
+        table_id = parse_chunk_key(key)[0]
+        per_table[table_id] = per_table.get(table_id, 0) + 1
+    options = planned_split_options(ctx)
+    planned_rows = TABLE_ROWS.get_or(ctx.store, {})
+    return sum(_estimated_rows(options, planned_rows, t, n) for t, n in per_table.items()), len(keys)
+
+
+def _estimated_rows(options: SplitOptions, planned_rows: dict[str, Any], table_id: str, chunks: int) -> int:
+    """About how many rows ``chunks`` chunks of the table hold: the plan's chunk size times the
+    chunks, at most the table's rows when it was planned."""
+    estimate = chunks * options.rows_per_chunk(TableId.parse(table_id))
+    if table_id in planned_rows:
+        estimate = min(estimate, int(planned_rows[table_id]))
+    return estimate
+
+
+def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str],
+               run_size: tuple[int, int] | None = None) -> list[ChunkResult]:
+    """Read and load these chunks; their transactions end up PREPARED (not visible). ``run_size``:
+    the estimated rows and the chunks of the whole run these are a group of (``TableWork.run_rows``).
 
     The caller has resolved what an earlier run left (``recovery.resolve_pending``). A chunk
     that was already COMMITTED is read again deliberately: its generation moves on, so its new
@@ -142,11 +166,10 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                     gone[table_id] = tasks
                     continue
                 key = _read_key(schema, ctx.definition.source.chunk_key_column, tasks)
-                estimate = len(tasks) * options.rows_per_chunk(schema.table_id)
-                if table_id in planned_rows:
-                    estimate = min(estimate, int(planned_rows[table_id]))
+                estimate = _estimated_rows(options, planned_rows, table_id, len(tasks))
                 work.append(TableWork(schema, (key.name,), tuple(tasks), estimate, reference,
-                                      int(planned_rows[table_id]) if table_id in planned_rows else None))
+                                      int(planned_rows[table_id]) if table_id in planned_rows else None,
+                                      *(run_size or (None, None))))
             skipped = _skip_gone_tables(ctx, gone) if gone else []
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
         outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []

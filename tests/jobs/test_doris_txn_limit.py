@@ -402,3 +402,41 @@ def test_a_load_doris_lost_in_an_early_group_loads_no_keyless_row_twice(pipeline
     assert rows == [1, 2, 3, 4]
     _assert_equal(runner)
     runner.close()
+
+
+def test_the_groups_of_a_run_share_the_local_workers_the_whole_run_pays_for(pipeline_factory, root_conn, fresh_db,
+                                                                             doris_standin, monkeypatch):
+    """A run of more chunks than the bound goes group by group; whether its chunks are read by the
+    local worker processes is the run's decision, not each group's: 8 tables of 200 rows in groups of
+    4 tables, with the serial limit between a group's rows and the run's, are read by the workers in
+    both groups (not one table after another in the driver), and Doris equals MySQL after."""
+    import cdc_core.pipeline.snapshot_estimate as estimate
+    import jobs.spark_executor
+    from jobs.local_workers import discard_local_workers
+
+    with root_conn.cursor() as cur:
+        for i in range(8):
+            cur.execute(f"CREATE TABLE `{fresh_db}`.t{i} (id INT PRIMARY KEY, v INT)")
+            cur.execute(f"INSERT INTO `{fresh_db}`.t{i} SELECT seq, seq FROM `{fresh_db}`.seq_1_to_200")
+        cur.execute(f"ANALYZE TABLE {', '.join(f'`{fresh_db}`.t{i}' for i in range(8))}")
+    monkeypatch.setattr(estimate, "SERIAL_MAX_ROWS", 1_200)  # a group holds ~800 rows, the run ~1,600
+    decided: list[tuple[int, int | None, int]] = []
+    real = jobs.spark_executor.local_worker_count
+
+    def counted(definition, work):
+        workers = real(definition, work)
+        decided.append((sum(w.estimated_rows or 0 for w in work), work[0].run_rows, workers))
+        return workers
+
+    monkeypatch.setattr(jobs.spark_executor, "local_worker_count", counted)
+    definition = pipeline_factory(f"{fresh_db}.t.*", pipeline={"tidemark.snapshot.in-process-rows": 5_000,
+                                                               "tidemark.doris.max-running-txns-per-db": LIMIT})
+    runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
+    try:
+        _snapshot(runner, 8)
+        assert [workers for _, _, workers in decided] == [2, 2], decided  # the pipeline's parallelism
+        assert all(rows <= 1_200 < run_rows for rows, run_rows, _ in decided), decided
+        _assert_equal(runner)
+    finally:
+        runner.close()
+        discard_local_workers()
