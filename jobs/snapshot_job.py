@@ -209,9 +209,9 @@ def local_worker_count(definition: PipelineDefinition, work: list[TableWork]) ->
     most :data:`SERIAL_MAX_ROWS` rows or of one chunk, else ``pipeline.parallelism`` local workers.
     Work that is one group of a larger run (``TableWork.run_rows``) counts the whole run: its groups
     share the workers it starts."""
-    rows = max(sum(w.estimated_rows or 0 for w in work), max((w.run_rows or 0 for w in work), default=0))
-    chunks = max(sum(len(w.tasks) for w in work), max((w.run_chunks or 0 for w in work), default=0))
-    return local_workers_for(definition, rows, chunks)
+    if work and work[0].run_rows is not None and work[0].run_chunks is not None:
+        return local_workers_for(definition, work[0].run_rows, work[0].run_chunks)
+    return local_workers_for(definition, sum(w.estimated_rows or 0 for w in work), sum(len(w.tasks) for w in work))
 
 
 PREPARE_STREAMS = 4  # tables prepared at once in the driver (each a few requests to Doris's FE)

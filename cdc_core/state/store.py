@@ -261,33 +261,23 @@ class StateTransaction:
         by_table: dict[str, set[int]] = {}
         for table_id, index in wanted:
             by_table.setdefault(table_id, set()).add(index)
+        batches: list[tuple[list[str], set[int]]] = []  # (tables, chunk indexes) of each statement
+        for table_id in sorted(by_table):
+            indexes = sorted(by_table[table_id])
+            for i in range(0, len(indexes), IN_LIST):  # a table of many chunks: IN_LIST indexes a statement
+                part = set(indexes[i:i + IN_LIST])
+                if batches and len(batches[-1][0]) < IN_LIST and len(batches[-1][1] | part) <= IN_LIST:
+                    batches[-1][0].append(table_id)
+                    batches[-1][1].update(part)
+                else:
+                    batches.append(([table_id], part))
         found: dict[tuple[str, int], ChunkRecord] = {}
-        batch_tables: list[str] = []
-        batch_indexes: set[int] = set()
-
-        def read() -> None:
-            query = sa.select(chunks_table).where(chunks_table.c.table_id.in_(batch_tables),
-                                                  chunks_table.c.chunk_index.in_(sorted(batch_indexes)))
+        for tables, indexes in batches:
+            query = sa.select(chunks_table).where(chunks_table.c.table_id.in_(tables),
+                                                  chunks_table.c.chunk_index.in_(sorted(indexes)))
             for record in self._chunk_records(self.conn.execute(query)):
                 if record.key in wanted:
                     found[record.key] = record
-
-        for table_id in sorted(by_table):
-            indexes = by_table[table_id]
-            if batch_tables and (len(batch_tables) >= IN_LIST or len(batch_indexes | indexes) > IN_LIST):
-                read()
-                batch_tables, batch_indexes = [], set()
-            if len(indexes) > IN_LIST:  # a table of many chunks: its own statements, IN_LIST indexes each
-                ordered = sorted(indexes)
-                for i in range(0, len(ordered), IN_LIST):
-                    batch_tables, batch_indexes = [table_id], set(ordered[i:i + IN_LIST])
-                    read()
-                batch_tables, batch_indexes = [], set()
-                continue
-            batch_tables.append(table_id)
-            batch_indexes |= indexes
-        if batch_tables:
-            read()
         return found
 
     def _chunk_records(self, result: Any) -> list[ChunkRecord]:

@@ -423,9 +423,7 @@ class Storage:
         if inline is not None:
             rec = {**rec, "rows": inline}
         line = json.dumps(rec, separators=(",", ":")).encode() + b"\n"
-        view = memoryview(line)
-        while view:  # a regular file takes the whole line, bar a full disk
-            view = view[os.write(self._journal_fd, view):]
+        _write_all(self._journal_fd, line)
         self._journal_written += 1
         self.journal_bytes += len(line)
         if inline is not None:
@@ -1151,13 +1149,18 @@ def _decode_rows(text: str) -> pa.Table:
     return ipc.open_stream(base64.b64decode(text)).read_all()
 
 
+def _write_all(fd: int, data: Any) -> None:
+    """All of ``data`` (bytes or a buffer) to ``fd``: a regular file takes it whole, bar a full disk."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _write_durably(path: Path, data: Any) -> None:
     """``data`` (bytes or a buffer) as the whole of ``path``, fsynced before it returns."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
