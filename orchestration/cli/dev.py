@@ -51,14 +51,6 @@ WORKSPACE_FILE = "dev_workspace.yaml"
 CODE_SERVER_READY_S = 180.0
 
 
-def _free_port(host: str) -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def _default_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -164,7 +156,11 @@ class DagsterServices:
         """The one code server the daemon and the webserver share; the workspace file naming it."""
         import yaml
 
-        port = _free_port("127.0.0.1")
+        # below the kernel's ephemeral range: a port from bind(0) may be taken as the local port of
+        # any outbound connection before the code server binds it (devstack/procs.py)
+        from devstack.procs import free_port
+
+        port = free_port("127.0.0.1")
         self._spawn("code_server", [_script("dagster"), "code-server", "start", "-h", "127.0.0.1", "-p", str(port),
                                     "--location-name", LOCATION_NAME, *CODE_LOCATION, "-d", str(self.working_dir)])
         workspace = self.home / WORKSPACE_FILE

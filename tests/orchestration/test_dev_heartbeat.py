@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from devstack.procs import free_port
 from orchestration.cli.dev import DagsterServices
@@ -64,6 +65,11 @@ def test_the_daemon_and_the_webserver_share_one_code_server(mysql_server, root_c
         assert len([c for c in own["code_server"] if "code-server" in c]) == 1, own
         workspace = (services.home / "dev_workspace.yaml").read_text()
         assert "grpc_server" in workspace and "location_name: tidemark" in workspace
+        # its port, as the local stack's servers', lies below the kernel's ephemeral range, where no
+        # outbound connection can take it before the code server binds it (devstack/procs.py)
+        port = yaml.safe_load(workspace)["load_from"][0]["grpc_server"]["port"]
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+        assert port < ephemeral_low, (port, ephemeral_low)
     finally:
         services.stop()
 
