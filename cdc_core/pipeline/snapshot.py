@@ -10,6 +10,7 @@ record names: they are found by their deterministic labels (``abandon_chunks``).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -103,10 +104,7 @@ def _read_key(schema: TableSchema, configured: str | None, tasks: list[ChunkTask
 
 def _run_size(ctx: PipelineContext, keys: list[str]) -> tuple[int, int]:
     """The estimated rows and the chunks of a whole run (``TableWork.run_rows``)."""
-    per_table: dict[str, int] = {}
-    for key in keys:
-        table_id = parse_chunk_key(key)[0]
-        per_table[table_id] = per_table.get(table_id, 0) + 1
+    per_table = Counter(parse_chunk_key(key)[0] for key in keys)
     options = planned_split_options(ctx)
     planned_rows = TABLE_ROWS.get_or(ctx.store, {})
     return sum(_estimated_rows(options, planned_rows, t, n) for t, n in per_table.items()), len(keys)
@@ -154,6 +152,7 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
         gone: dict[str, list[ChunkTask]] = {}
         options = planned_split_options(ctx)
         planned_rows = TABLE_ROWS.get_or(ctx.store, {})
+        whole_rows, whole_chunks = run_size or (None, None)  # the run these chunks are a group of
         reference = ctx.epoch_reference()  # the chunks' watermarks take the pipeline's epoch on this server
         with ctx.connection():
             # every table's schema in a few information_schema queries, not four per table; a table
@@ -169,7 +168,7 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                 estimate = _estimated_rows(options, planned_rows, table_id, len(tasks))
                 work.append(TableWork(schema, (key.name,), tuple(tasks), estimate, reference,
                                       int(planned_rows[table_id]) if table_id in planned_rows else None,
-                                      *(run_size or (None, None))))
+                                      run_rows=whole_rows, run_chunks=whole_chunks))
             skipped = _skip_gone_tables(ctx, gone) if gone else []
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
         outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []
