@@ -37,7 +37,19 @@ from collections.abc import Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+
+class ChunkGate(Protocol):
+    """What :meth:`LocalWorkers.run_many` asks before each chunk and tells after it
+    (``jobs/snapshot_job.py`` adapts the run's ``cdc_core`` commit window to it)."""
+
+    def acquire(self, table_id: str, index: int, give_up: threading.Event) -> bool: ...
+
+    def finished(self, table: int, message: str) -> None: ...
+
+    def wake(self) -> None: ...
+
 
 if TYPE_CHECKING:  # only the standard library here: ``tidemark run``'s prestart thread imports this module
     # while the main thread imports the rest of Tidemark, and two threads entering cdc_core.doris's
@@ -128,19 +140,35 @@ class LocalWorkers:
         logger.debug("%d local snapshot worker(s) ready: %s", len(pids), sorted(pids))
 
     def run_many(self, tables: Iterable[tuple[ReadSpec, WriterSpec]], source_password: str,
-                 sink_password: str, taken: list[tuple[ReadSpec, WriterSpec]] | None = None) -> list[list[str]]:
+                 sink_password: str, taken: list[tuple[ReadSpec, WriterSpec]] | None = None,
+                 window: ChunkGate | None = None) -> list[list[str]]:
         """Every chunk of every table, one submission each (a database of small tables keeps every
         worker busy, rather than one table at a time); each table's messages in chunk order.
         ``tables`` is consumed as it comes: a table's chunks start as soon as it is there (the
         driver prepares the next ones meanwhile), each table taken is appended to ``taken``. On a
         failure (a chunk's, or ``tables``' own) nothing more is taken, the chunks not started are
-        cancelled and the running ones waited for, then it raises."""
+        cancelled and the running ones waited for, then it raises.
+
+        ``window``: each chunk is submitted only once ``window.acquire`` let it in, and each chunk
+        done is handed to ``window.finished(table position, message)`` (its loads precommitted);
+        a chunk's failure stops the acquiring."""
         taken = [] if taken is None else taken
         failure = threading.Event()
+        reported: list[BaseException] = []  # a window's own failure on a chunk done
 
-        def note(future: Future[str]) -> None:
-            if not future.cancelled() and future.exception() is not None:
+        def note(future: Future[str], table: int) -> None:
+            if future.cancelled():
+                return
+            if future.exception() is not None:
                 failure.set()
+            elif window is not None:
+                try:
+                    window.finished(table, future.result())
+                except BaseException as exc:  # noqa: BLE001 - raised by run_many below
+                    reported.append(exc)
+                    failure.set()
+            if failure.is_set() and window is not None:
+                window.wake()
 
         futures: list[tuple[int, Future[str]]] = []
         try:
@@ -148,19 +176,23 @@ class LocalWorkers:
                 if failure.is_set():
                     break
                 taken.append((read_spec, write_spec))
+                table = len(taken) - 1
                 for position in range(len(read_spec.chunks)):
+                    if window is not None and not window.acquire(read_spec.table_id, read_spec.chunks[position].index,
+                                                                 failure):
+                        break  # a chunk failed meanwhile: its error is raised below
                     future = self._executor.submit(_one_chunk, read_spec, source_password, write_spec,
                                                    sink_password, position)
-                    future.add_done_callback(note)
-                    futures.append((len(taken) - 1, future))
+                    future.add_done_callback(lambda f, t=table: note(f, t))
+                    futures.append((table, future))
         except BaseException:
             _stop([f for _, f in futures])
             raise
         wait([f for _, f in futures], return_when=FIRST_EXCEPTION)
         failed = next((f for _, f in futures if f.done() and not f.cancelled() and f.exception() is not None), None)
-        if failed is not None:
+        if failed is not None or reported:
             _stop([f for _, f in futures])
-            raise failed.exception()  # type: ignore[misc]
+            raise failed.exception() if failed is not None else reported[0]  # type: ignore[misc]
         out: list[list[str]] = [[] for _ in taken]
         for t, future in futures:
             out[t].append(future.result())
@@ -250,17 +282,18 @@ def _broken(pool: LocalWorkers) -> bool:
 
 
 def run_local_many(tables: Iterable[tuple[ReadSpec, WriterSpec]], source_password: str, sink_password: str,
-                   driver_sink: Any, parallelism: int) -> list[list[dict[str, Any]]]:
+                   driver_sink: Any, parallelism: int, window: ChunkGate | None = None) -> list[list[dict[str, Any]]]:
     """:func:`run_local` of many tables' chunks, each table's messages in chunk order, a table's
-    chunks submitted as soon as ``tables`` yields it (:meth:`LocalWorkers.run_many`); on failure
-    every chunk label of every table taken is aborted once no chunk runs any more."""
+    chunks submitted as soon as ``tables`` yields it (:meth:`LocalWorkers.run_many`, ``window``
+    as there); on failure every chunk label of every table taken is aborted once no chunk runs
+    any more (those of chunks a window committed early are committed: their abort changes nothing)."""
     import json
 
     from jobs.fused_chunks import abort_chunk_labels
 
     taken: list[tuple[ReadSpec, WriterSpec]] = []
     try:
-        messages = local_workers(max(1, parallelism)).run_many(tables, source_password, sink_password, taken)
+        messages = local_workers(max(1, parallelism)).run_many(tables, source_password, sink_password, taken, window)
     except BaseException as exc:
         if isinstance(exc, BrokenProcessPool | KeyboardInterrupt):
             discard_local_workers()

@@ -11,7 +11,9 @@ transactions) comes back to the caller to record and commit.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,8 +27,10 @@ from cdc_core.doris.sink import DorisTables
 from cdc_core.instrumentation import faults
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
+from cdc_core.pipeline.commit_window import CommitWindow
 from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, TableWork
 from cdc_core.pipeline.snapshot_estimate import fits_in_process, local_workers_for
+from cdc_core.pipeline.txn_groups import txn_groups
 from jobs.doris_writer import write_to_doris
 from jobs.fused_chunks import run_fused, run_fused_many, run_in_process
 from jobs.local_workers import run_local, run_local_many
@@ -130,8 +134,10 @@ def _prepare(spark: Any, definition: PipelineDefinition, sink: Any, schema: Tabl
     return _Prepared(schema, tuple(tasks), transform, targets, read_spec, write_spec, fused)
 
 
-def _outcomes(prepared: _Prepared, messages: list[dict[str, Any]], elapsed: float) -> list[ChunkOutcome]:
-    """Each chunk's outcome from the job's messages; a chunk without one fails the run."""
+def _outcomes(prepared: _Prepared, messages: list[dict[str, Any]], elapsed: float, *,
+              whole: bool = True) -> list[ChunkOutcome]:
+    """Each chunk's outcome from the job's messages; a chunk without one fails the run (``whole``:
+    the messages are all the table's; else those of some of its chunks, as each is done)."""
     outcomes = []
     for message in messages:
         for chunk in message["chunks"]:
@@ -143,7 +149,7 @@ def _outcomes(prepared: _Prepared, messages: list[dict[str, Any]], elapsed: floa
                 )
             )
     missing = {t.index for t in prepared.tasks} - {o.index for o in outcomes}
-    if missing:
+    if missing and whole:
         raise RuntimeError(
             f"the snapshot job of {prepared.schema.table_id} finished without reporting chunk(s) {sorted(missing)}; "
             "their loads (if any) are left for recovery to abort"
@@ -206,11 +212,7 @@ def runs_in_process(definition: PipelineDefinition, work: list[TableWork]) -> bo
 
 def local_worker_count(definition: PipelineDefinition, work: list[TableWork]) -> int:
     """How many processes read and load a run without Spark: 1 (this process) for a run of at
-    most :data:`SERIAL_MAX_ROWS` rows or of one chunk, else ``pipeline.parallelism`` local workers.
-    Work that is one group of a larger run (``TableWork.run_rows``) counts the whole run: its groups
-    share the workers it starts."""
-    if work and work[0].run_rows is not None and work[0].run_chunks is not None:
-        return local_workers_for(definition, work[0].run_rows, work[0].run_chunks)
+    most :data:`SERIAL_MAX_ROWS` rows or of one chunk, else ``pipeline.parallelism`` local workers."""
     return local_workers_for(definition, sum(w.estimated_rows or 0 for w in work), sum(len(w.tasks) for w in work))
 
 
@@ -223,8 +225,14 @@ def run_snapshot(
     sink: Any,
     work: list[TableWork],
     local_workers: int = 1,
+    window: CommitWindow | None = None,
 ) -> list[ChunkOutcome]:
     """Every table's chunks; outcomes in input order.
+
+    ``window`` (``PipelineExecutor.run_snapshot``): the local workers take each chunk once the
+    window lets it in and hand it back as soon as it is done; Spark's one job and this process's
+    table-by-table reads cannot hold single chunks back, so there the work goes by groups of
+    the window's bound, each let in whole before it starts (``_in_groups``).
 
     The tables read and loaded in fused tasks (every table without a transform, by default) share
     one job: on Spark one Spark job (``run_fused_many``), without Spark the local workers' pool
@@ -242,6 +250,8 @@ def run_snapshot(
     Spark's shared job needs all its chunks at once: it starts once every table is prepared."""
     if not work:
         return []
+    if window is not None and (spark is not None or local_workers <= 1):
+        return _in_groups(spark, definition, sink, work, local_workers, window)
     started = time.monotonic()
     if spark is not None:
         activate_in_thread(spark)
@@ -265,17 +275,56 @@ def run_snapshot(
         ready = prepare_pool.map(prepare, work)  # in input order, each as soon as it (and those before) are done
         try:
             if spark is None:
-                return _run_without_spark(definition, sink, ready, local_workers, started)
+                return _run_without_spark(definition, sink, ready, local_workers, started, window)
             return _run_on_spark(spark, definition, sink, list(ready), started)
         except BaseException:
             prepare_pool.shutdown(wait=True, cancel_futures=True)  # no table prepared for a failed run
             raise
 
 
+def _in_groups(spark: Any, definition: PipelineDefinition, sink: Any, work: list[TableWork], local_workers: int,
+               window: CommitWindow) -> list[ChunkOutcome]:
+    """The chunks by groups within the window's bound, each group's chunks let in before it runs
+    and handed back when it has run; the window commits a group before the next is let in."""
+    items = [(w, t) for w in work for t in w.tasks]
+    groups = txn_groups(items, lambda item: [t.database for t in sink.route(item[0].schema.table_id)], window.limit)
+    outcomes: list[ChunkOutcome] = []
+    for group in groups:
+        tasks: dict[int, tuple[TableWork, list[ChunkTask]]] = {}
+        for w, t in group:
+            tasks.setdefault(id(w), (w, []))[1].append(t)
+        window.drain()  # the group before, committed: the whole bound is free
+        for w, t in group:
+            window.acquire(str(w.schema.table_id), t.index)
+        done = run_snapshot(spark, definition, sink, [dataclasses.replace(w, tasks=tuple(ts)) for w, ts in tasks.values()],
+                            local_workers)
+        window.finished(done)
+        outcomes += done
+    return outcomes
+
+
+class _WindowGate:
+    """The run's commit window as the local workers' gate: a chunk's message becomes its outcome."""
+
+    def __init__(self, window: CommitWindow, prepared: list[_Prepared], started: float) -> None:
+        self.window, self.prepared, self.started = window, prepared, started
+
+    def acquire(self, table_id: str, index: int, give_up: threading.Event) -> bool:
+        return self.window.acquire(table_id, index, give_up)
+
+    def finished(self, table: int, message: str) -> None:
+        self.window.finished(_outcomes(self.prepared[table], [json.loads(message)], time.monotonic() - self.started,
+                                       whole=False))
+
+    def wake(self) -> None:
+        self.window.wake()
+
+
 def _run_without_spark(definition: PipelineDefinition, sink: Any, ready: Iterator[_Prepared], local_workers: int,
-                       started: float) -> list[ChunkOutcome]:
+                       started: float, window: CommitWindow | None = None) -> list[ChunkOutcome]:
     """Each table's chunks as soon as it is prepared: in this process one table after another (the
-    chunk reader keeps one connection per process), else all submitted to the local workers."""
+    chunk reader keeps one connection per process), else all submitted to the local workers
+    (through ``window``'s gate, when given)."""
     if local_workers <= 1:
         return [o for p in ready for o in _outcomes(p, _run_prepared(None, definition, sink, p),
                                                     time.monotonic() - started)]
@@ -289,8 +338,9 @@ def _run_without_spark(definition: PipelineDefinition, sink: Any, ready: Iterato
             # one token for the job, the first table's: a worker keeps one Doris sink for every table
             yield p.read_spec, dataclasses.replace(p.write_spec, token=prepared[0].write_spec.token)
 
+    gate = _WindowGate(window, prepared, started) if window is not None else None
     out = run_local_many(specs(), definition.source.password.get_secret_value(),
-                         definition.sink.password.get_secret_value(), sink, local_workers)
+                         definition.sink.password.get_secret_value(), sink, local_workers, gate)
     elapsed = time.monotonic() - started
     outcomes = [o for p, messages in zip(prepared, out, strict=True) for o in _outcomes(p, messages, elapsed)]
     logger.debug("%d table(s), %d chunk(s) read and precommitted by the local workers", len(prepared), len(outcomes))

@@ -16,6 +16,7 @@ from cdc_core.config import PipelineDefinition
 from cdc_core.doris.sink import DorisSink
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ChangeRow
+from cdc_core.pipeline.commit_window import CommitWindow
 from cdc_core.pipeline.executor import ChunkOutcome, TableWork
 from cdc_core.pipeline.service import PipelineService
 from cdc_core.state import StateStore
@@ -40,7 +41,8 @@ class SparkExecutor:
     def session(self) -> Any:
         return prepare_session(self._provider())
 
-    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork]) -> list[ChunkOutcome]:
+    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork], *,
+                     window: CommitWindow | None = None) -> list[ChunkOutcome]:
         if not work:
             return []
         chunks = sum(len(w.tasks) for w in work)
@@ -49,9 +51,9 @@ class SparkExecutor:
             workers = local_worker_count(definition, work)
             logger.info("snapshot: %d chunk(s) of %d table(s) %s (no Spark)", chunks, len(work),
                         "in this process" if workers <= 1 else f"by {workers} local worker processes")
-            return run_snapshot(None, definition, sink, work, local_workers=workers)
+            return run_snapshot(None, definition, sink, work, local_workers=workers, window=window)
         logger.info("snapshot job: %d chunk(s) of %d table(s) on Spark", chunks, len(work))
-        return run_snapshot(self.session(), definition, sink, work)
+        return run_snapshot(self.session(), definition, sink, work, window=window)
 
     def load_binlog_changes(self, definition: PipelineDefinition, sink: DorisSink, targets: tuple[TableId, ...],
                             batch_id: str, rows: list[ChangeRow], schema: TableSchema) -> list[dict[str, Any]]:

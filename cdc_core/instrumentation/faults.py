@@ -38,8 +38,9 @@ Fault points (name: where it fires):
   anything commits them (context: ``keys``);
 * ``snapshot.committing`` — a chunk's Doris transactions committed, not yet recorded COMMITTED
   (context: ``key``);
-* ``snapshot.between_groups`` — a run of more chunks than the running-transaction bound: a group
-  of its chunks committed, the next group not read yet (context: ``group``, counted from 0);
+* ``snapshot.between_groups`` — a run of more chunks than the running-transaction bound: a batch
+  of its chunks committed early by the commit window (``cdc_core/pipeline/commit_window.py``), the
+  run's other chunks read meanwhile or not yet (context: ``group``, the batch counted from 0);
 * ``binlog.after_loads`` — a binlog batch's loads precommitted, before its PREPARED record
   (context: ``batch``);
 * ``binlog.between_groups`` — a batch touching more tables than the running-transaction bound:

@@ -10,13 +10,16 @@ Tests of the service's own logic can pass any object with these two methods.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc_core.config import PipelineDefinition
 from cdc_core.doris.sink import DorisSink
 from cdc_core.model.offsets import BinlogOffset
 from cdc_core.model.schema import TableId, TableSchema
 from cdc_core.pipeline.changes import ChangeRow
+
+if TYPE_CHECKING:
+    from cdc_core.pipeline.commit_window import CommitWindow
 
 
 @dataclass(frozen=True)
@@ -61,20 +64,19 @@ class TableWork:
     # larger than ``tidemark.snapshot.in-process-rows`` goes to Spark in every run of its chunks, as
     # ``tidemark run``'s prestart decided from the whole snapshot (a run holds a slice of its chunks).
     table_rows: int | None = None
-    # The whole run's estimated rows and chunks when these chunks are one group of it (a run of more
-    # chunks than ``tidemark.doris.max-running-txns-per-db`` goes group by group: run_chunks_bounded);
-    # None: these chunks are the run. Whether the run's chunks are read by local worker processes is
-    # decided for the run, not for each group: a group of 80 tiny tables is below the rows that pay
-    # for the workers, 3,000 of them are not.
-    run_rows: int | None = None
-    run_chunks: int | None = None
 
 
 class PipelineExecutor(Protocol):
     """The Spark-side work of the pipeline service."""
 
-    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork]) -> list[ChunkOutcome]:
-        """Read and precommit these chunks (nothing becomes visible); one outcome per chunk."""
+    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork], *,
+                     window: CommitWindow | None = None) -> list[ChunkOutcome]:
+        """Read and precommit these chunks (nothing becomes visible); one outcome per chunk.
+
+        ``window`` (a run of more chunks than Doris's running-transaction bound): begin no chunk's
+        loads before ``window.acquire(table, index)`` has returned for it, and hand each chunk's
+        outcome to ``window.finished`` as soon as it is done. The window commits finished chunks
+        early to make room."""
         ...
 
     def load_binlog_changes(self, definition: PipelineDefinition, sink: DorisSink, targets: tuple[TableId, ...],
@@ -88,7 +90,8 @@ class NoExecutor:
     """The executor of a service built without one: it says what was asked of it and why it
     cannot do it (a service that answers sensors and checks needs no Spark)."""
 
-    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork]) -> list[ChunkOutcome]:
+    def run_snapshot(self, definition: PipelineDefinition, sink: Any, work: list[TableWork], *,
+                     window: CommitWindow | None = None) -> list[ChunkOutcome]:
         raise RuntimeError("this pipeline service has no executor: reading snapshot chunks needs Spark "
                            "(give the service jobs.spark_executor.SparkExecutor)")
 

@@ -127,8 +127,8 @@ class PipelineService:
 
     def run_chunks(self, keys: list[str], *, parity_run_id: str | None = None) -> list[ChunkResult]:
         """Read and load these chunks with the executor; their transactions end up PREPARED (more
-        chunks than ``tidemark.doris.max-running-txns-per-db`` allows at once: in groups, each but
-        the last committed already, ``snapshot.run_chunks_bounded``).
+        chunks than ``tidemark.doris.max-running-txns-per-db`` allows at once: those committed early
+        to make room are COMMITTED already, ``snapshot.run_chunks_bounded``).
 
         ``parity_run_id``: the run whose ``chunk_parity`` check follows; MySQL's side of that check
         is computed meanwhile (``parity/overlap.py``): the reads leave MySQL mostly idle, and the
@@ -143,8 +143,8 @@ class PipelineService:
     @contextmanager
     def _doris_side_ahead(self, parity_run_id: str | None) -> Iterator[Callable[[list[str]], None] | None]:
         """Doris's side of the ``chunk_parity`` check of ``parity_run_id`` (None: none follows) for
-        the whole-table chunks of each group committed early, computed on a thread while the next
-        groups are read (``parity/doris_ahead.py``)."""
+        the whole-table chunks committed early, computed on a thread while the reads go on
+        (``parity/doris_ahead.py``)."""
         if parity_run_id is None:
             yield None
             return

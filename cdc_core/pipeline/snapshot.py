@@ -10,7 +10,6 @@ record names: they are found by their deterministic labels (``abandon_chunks``).
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,8 +23,9 @@ from cdc_core.mysql.chunk_splitter import SplitOptions
 from cdc_core.mysql.discovery import DiscoveryError, TableNotFoundError, chunk_key_column
 from cdc_core.mysql.finished_chunk import FinishedChunk
 from cdc_core.mysql.snapshot_assigner import AssignerState
+from cdc_core.pipeline.commit_window import CommitWindow
 from cdc_core.pipeline.context import PipelineContext
-from cdc_core.pipeline.executor import ChunkTask, PipelineExecutor, TableWork
+from cdc_core.pipeline.executor import ChunkOutcome, ChunkTask, PipelineExecutor, TableWork
 from cdc_core.pipeline.keys import chunk_key, parse_chunk_key
 from cdc_core.pipeline.planning import planned_split_options
 from cdc_core.pipeline.results import ChunkResult
@@ -53,40 +53,28 @@ def chunk_records(ctx: PipelineContext, keys: list[str]) -> list[ChunkRecord]:
 def run_chunks_bounded(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str],
                        after_group: Callable[[list[str]], None] | None = None) -> list[ChunkResult]:
     """``run_chunks`` within ``tidemark.doris.max-running-txns-per-db``: chunks whose loads would
-    hold more transactions in one Doris database at once are run in groups (``txn_groups``), each
-    group but the last committed before the next is read; the last is left PREPARED, as a run
-    within the bound is, for the run's commit.
+    hold more transactions in one Doris database at once are run through a commit window
+    (``commit_window.py``): a chunk's loads begin only when they fit beside those held, and the
+    finished chunks are committed early while the others are read; the chunks still held when
+    every chunk has been read (at most the bound) are left PREPARED, as a run within the bound is,
+    for the run's commit.
 
-    A group committed early is what a run of those chunks alone would have left: COMMITTED with
-    its watermarks. Should a later group fail or the process die, the run's other chunks are
-    PENDING (or resolved by ``resolve_pending``) and the next run reads only those: nothing is
-    loaded twice and nothing lost. A chunk whose early commit Doris lost is PENDING again under
-    its next generation, as ``commit_chunks`` leaves it.
+    A chunk committed early is what a run of it alone would have left: COMMITTED with its
+    watermarks. Should a later chunk fail or the process die, the run's other chunks are PENDING
+    (or resolved by ``resolve_pending``) and the next run reads only those: nothing is loaded twice
+    and nothing lost. A chunk whose early commit Doris lost is PENDING again under its next
+    generation, as ``commit_chunks`` leaves it.
 
-    Each group's reading and each early commit is a span of the timeline (``tidemark run
-    --timings``): the commits are a pause in which no chunk is read (~3 s of 300 small tables'
-    run, docs/performance.md).
+    Each early commit is a span of the timeline (``tidemark run --timings``), beside the reads.
 
-    ``after_group``: called with the chunks of each group committed early (those Doris kept), before
-    the next group is read: the parity check's Doris side of them is computed meanwhile
+    ``after_group``: called with the chunks committed early (those Doris kept), about a bound's
+    worth at a time: the parity check's Doris side of them is computed meanwhile
     (``cdc_core/pipeline/parity/doris_ahead.py``)."""
     limit = ctx.definition.pipeline.doris_max_running_txns_per_db
     groups = txn_groups(keys, lambda k: [t.database for t in ctx.targets(parse_chunk_key(k)[0])], limit)
-    run_size = _run_size(ctx, keys) if len(groups) > 1 else None
-    results: list[ChunkResult] = []
-    for n, group in enumerate(groups):
-        with span(f"group_read_load {n}"):
-            results += run_chunks(ctx, executor, group, run_size)
-        if n < len(groups) - 1:
-            with span(f"group_commit {n}"):
-                redo = commit_chunks(ctx, group)
-            if after_group is not None:
-                after_group([k for k in group if k not in set(redo)])
-            logger.info("chunk group %d/%d (%d chunk(s)) committed early to stay within %d running Doris "
-                        "transactions per database%s", n + 1, len(groups), len(group), limit,
-                        f"; {len(redo)} to read again" if redo else "")
-            fault_point("snapshot.between_groups", group=n)
-    return results
+    if len(groups) == 1:
+        return run_chunks(ctx, executor, keys)
+    return run_chunks(ctx, executor, keys, bound=limit, after_group=after_group)
 
 
 def _read_key(schema: TableSchema, configured: str | None, tasks: list[ChunkTask]) -> Column:
@@ -102,14 +90,6 @@ def _read_key(schema: TableSchema, configured: str | None, tasks: list[ChunkTask
         return schema.columns[0]
 
 
-def _run_size(ctx: PipelineContext, keys: list[str]) -> tuple[int, int]:
-    """The estimated rows and the chunks of a whole run (``TableWork.run_rows``)."""
-    per_table = Counter(parse_chunk_key(key)[0] for key in keys)
-    options = planned_split_options(ctx)
-    planned_rows = TABLE_ROWS.get_or(ctx.store, {})
-    return sum(_estimated_rows(options, planned_rows, t, n) for t, n in per_table.items()), len(keys)
-
-
 def _estimated_rows(options: SplitOptions, planned_rows: dict[str, Any], table_id: str, chunks: int) -> int:
     """About how many rows ``chunks`` chunks of the table hold: the plan's chunk size times the
     chunks, at most the table's rows when it was planned."""
@@ -119,10 +99,11 @@ def _estimated_rows(options: SplitOptions, planned_rows: dict[str, Any], table_i
     return estimate
 
 
-def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str],
-               run_size: tuple[int, int] | None = None) -> list[ChunkResult]:
-    """Read and load these chunks; their transactions end up PREPARED (not visible). ``run_size``:
-    the estimated rows and the chunks of the whole run these are a group of (``TableWork.run_rows``).
+def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str], *, bound: int | None = None,
+               after_group: Callable[[list[str]], None] | None = None) -> list[ChunkResult]:
+    """Read and load these chunks; their transactions end up PREPARED (not visible). ``bound``:
+    the most Doris transactions to hold running per database (``run_chunks_bounded``; the chunks
+    committed early on the way are COMMITTED).
 
     The caller has resolved what an earlier run left (``recovery.resolve_pending``). A chunk
     that was already COMMITTED is read again deliberately: its generation moves on, so its new
@@ -152,7 +133,6 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
         gone: dict[str, list[ChunkTask]] = {}
         options = planned_split_options(ctx)
         planned_rows = TABLE_ROWS.get_or(ctx.store, {})
-        whole_rows, whole_chunks = run_size or (None, None)  # the run these chunks are a group of
         reference = ctx.epoch_reference()  # the chunks' watermarks take the pipeline's epoch on this server
         with ctx.connection():
             # every table's schema in a few information_schema queries, not four per table; a table
@@ -167,11 +147,17 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
                 key = _read_key(schema, ctx.definition.source.chunk_key_column, tasks)
                 estimate = _estimated_rows(options, planned_rows, table_id, len(tasks))
                 work.append(TableWork(schema, (key.name,), tuple(tasks), estimate, reference,
-                                      int(planned_rows[table_id]) if table_id in planned_rows else None,
-                                      run_rows=whole_rows, run_chunks=whole_chunks))
+                                      int(planned_rows[table_id]) if table_id in planned_rows else None))
             skipped = _skip_gone_tables(ctx, gone) if gone else []
         key_columns = {str(w.schema.table_id): w.key_columns for w in work}
-        outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work) if work else []
+        window = _window(ctx, bound, key_columns, after_group) if bound is not None and work else None
+        try:
+            outcomes = executor.run_snapshot(ctx.definition, ctx.sink, work, window=window) if work else []
+        except BaseException:
+            if window is not None:
+                window.stop()  # the executor's error is the run's (an early commit's failure included)
+            raise
+        early = window.close() if window is not None else set()
     except BaseException:
         # The failure itself is the run's error; what follows from it goes to the log file.
         logger.info("the snapshot job failed; aborting what its tasks prepared for %d chunk(s)", len(records))
@@ -182,18 +168,9 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
             # of them later finds its label's precommitted leftover and aborts it (fresh loads).
             logger.info("could not abort what the failed snapshot job's tasks prepared", exc_info=True)
         raise
-    results = []
-    prepared: list[tuple[str, int, dict[str, Any]]] = []
-    for o in outcomes:
-        detail = {"duration_s": o.duration_s, "backfill_events": o.backfill_events,
-                  "key_columns": list(key_columns[str(o.table_id)])}
-        prepared.append((str(o.table_id), o.index, {
-            "status": ChunkStatus.PREPARED, "low_watermark": o.low_watermark, "high_watermark": o.high_watermark,
-            "transactions": list(o.committables), "rows": o.rows, "detail": detail}))
-        results.append(ChunkResult(chunk_key(str(o.table_id), o.index), str(o.table_id), o.index, o.rows,
-                                   o.low_watermark, o.high_watermark, o.committables, o.duration_s))
-    with ctx.store.transaction() as tx:
-        tx.update_chunks(prepared)
+    results = [ChunkResult(chunk_key(str(o.table_id), o.index), str(o.table_id), o.index, o.rows, o.low_watermark,
+                           o.high_watermark, o.committables, o.duration_s) for o in outcomes]
+    record_prepared(ctx, [o for o in outcomes if (str(o.table_id), o.index) not in early], key_columns)
     results += skipped
     for r in results:
         if r.key in {s.key for s in skipped}:
@@ -201,6 +178,49 @@ def run_chunks(ctx: PipelineContext, executor: PipelineExecutor, keys: list[str]
         logger.info("chunk %s prepared: %d rows, high watermark %s", r.key, r.rows, r.high_watermark)
     fault_point("snapshot.after_state_write", keys=",".join(keys))
     return results
+
+
+def record_prepared(ctx: PipelineContext, outcomes: list[ChunkOutcome], key_columns: dict[str, tuple[str, ...]]) -> None:
+    """Record these chunks PREPARED: their watermarks, rows and the transactions to commit."""
+    prepared: list[tuple[str, int, dict[str, Any]]] = []
+    for o in outcomes:
+        detail = {"duration_s": o.duration_s, "backfill_events": o.backfill_events,
+                  "key_columns": list(key_columns[str(o.table_id)])}
+        prepared.append((str(o.table_id), o.index, {
+            "status": ChunkStatus.PREPARED, "low_watermark": o.low_watermark, "high_watermark": o.high_watermark,
+            "transactions": list(o.committables), "rows": o.rows, "detail": detail}))
+    with ctx.store.transaction() as tx:
+        tx.update_chunks(prepared)
+
+
+def _window(ctx: PipelineContext, bound: int, key_columns: dict[str, tuple[str, ...]],
+            after_group: Callable[[list[str]], None] | None) -> CommitWindow:
+    """The run's commit window: each early batch recorded PREPARED, committed (``commit_chunks``)
+    and, about a bound's worth of kept chunks at a time, handed to ``after_group``."""
+    batches = 0
+    kept: list[str] = []
+
+    def commit(outcomes: list[ChunkOutcome]) -> None:
+        nonlocal batches
+        record_prepared(ctx, outcomes, key_columns)
+        keys = [chunk_key(str(o.table_id), o.index) for o in outcomes]
+        with span(f"early_commit {batches}"):
+            redo = set(commit_chunks(ctx, keys))
+        kept.extend(k for k in keys if k not in redo)
+        if after_group is not None and len(kept) >= bound:
+            after_group(list(kept))
+            kept.clear()
+        logger.info("%d chunk(s) committed early to stay within %d running Doris transactions per database%s",
+                    len(keys), bound, f"; {len(redo)} to read again" if redo else "")
+        fault_point("snapshot.between_groups", group=batches)
+        batches += 1
+
+    def flush() -> None:
+        if after_group is not None and kept:
+            after_group(list(kept))
+            kept.clear()
+
+    return CommitWindow(bound, lambda table_id: [t.database for t in ctx.targets(table_id)], commit, on_close=flush)
 
 
 def _skip_gone_tables(ctx: PipelineContext, gone: dict[str, list[ChunkTask]]) -> list[ChunkResult]:
@@ -245,10 +265,15 @@ def _skip_gone_tables(ctx: PipelineContext, gone: dict[str, list[ChunkTask]]) ->
 
 
 def abandon_chunks(ctx: PipelineContext, records: list[ChunkRecord]) -> None:
-    """After a failed job: abort whatever its tasks precommitted (labels are known) → PENDING."""
+    """After a failed job: abort whatever its tasks precommitted (labels are known) → PENDING.
+
+    Only chunks still RUNNING: those a commit window recorded on the way (``run_chunks_bounded``)
+    are COMMITTED, or PREPARED with their transactions known (an early commit that failed), which
+    ``resolve_pending`` finishes as it does a run's."""
     probes = []
     with ctx.store.transaction(readonly=True) as tx:
         current = tx.chunks_of(r.key for r in records)
+    records = [r for r in records if current[r.key].status is ChunkStatus.RUNNING]
     for r in records:
         c = current[r.key]
         for target in ctx.targets(c.table_id):

@@ -87,11 +87,13 @@ def test_a_snapshot_run_and_a_batch_over_more_tables_than_the_bound(pipeline_fac
     runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
     keys = list(runner.plan_splits().chunk_keys)
     phases.reset()  # this run's timeline alone (it keeps at most MAX_SPANS)
-    results = runner.run_chunks(keys)  # three groups: two committed in the run, the last PREPARED
+    # read in this process, a table after another: three groups of the commit window, two committed
+    # in the run, the last PREPARED
+    results = runner.run_chunks(keys)
     assert len(results) == tables
-    # the timeline places each group's reading and each early commit (docs/performance.md reads them)
-    assert [s["name"] for s in phases.timeline() if str(s["name"]).startswith("group_")] == [
-        "group_read_load 0", "group_commit 0", "group_read_load 1", "group_commit 1", "group_read_load 2"]
+    # the timeline places each early commit (docs/performance.md reads them)
+    assert [s["name"] for s in phases.timeline() if str(s["name"]).startswith("early_commit")] == [
+        "early_commit 0", "early_commit 1"]
     statuses = runner.chunk_statuses()
     assert sum(s == "PREPARED" for s in statuses.values()) == tables - 2 * LIMIT
     assert sum(s == "COMMITTED" for s in statuses.values()) == 2 * LIMIT
@@ -404,38 +406,51 @@ def test_a_load_doris_lost_in_an_early_group_loads_no_keyless_row_twice(pipeline
     runner.close()
 
 
-def test_the_groups_of_a_run_share_the_local_workers_the_whole_run_pays_for(pipeline_factory, root_conn, fresh_db,
-                                                                             doris_standin, monkeypatch):
-    """A run of more chunks than the bound goes group by group; whether its chunks are read by the
-    local worker processes is the run's decision, not each group's: 8 tables of 200 rows in groups of
-    4 tables, with the serial limit between a group's rows and the run's, are read by the workers in
-    both groups (not one table after another in the driver), and Doris equals MySQL after."""
+def test_the_local_workers_read_on_while_the_window_commits(pipeline_factory, root_conn, fresh_db, doris_standin,
+                                                            doris_txn_limit, monkeypatch):
+    """A run of more chunks than the bound read by the local worker processes (chunk by chunk, not
+    a group at a time): one decision for the whole run, chunks committed early while others are
+    read, never more than the bound running in Doris, the last ones left PREPARED for the run's
+    commit, and Doris equals MySQL after."""
     import cdc_core.pipeline.snapshot_estimate as estimate
     import jobs.spark_executor
     from jobs.local_workers import discard_local_workers
 
+    tables = 12
+    doris_txn_limit(LIMIT)
+    doris_standin.reset_txn_peaks()
     with root_conn.cursor() as cur:
-        for i in range(8):
+        for i in range(tables):
             cur.execute(f"CREATE TABLE `{fresh_db}`.t{i} (id INT PRIMARY KEY, v INT)")
             cur.execute(f"INSERT INTO `{fresh_db}`.t{i} SELECT seq, seq FROM `{fresh_db}`.seq_1_to_200")
-        cur.execute(f"ANALYZE TABLE {', '.join(f'`{fresh_db}`.t{i}' for i in range(8))}")
-    monkeypatch.setattr(estimate, "SERIAL_MAX_ROWS", 1_200)  # a group holds ~800 rows, the run ~1,600
-    decided: list[tuple[int, int | None, int]] = []
+        cur.execute(f"ANALYZE TABLE {', '.join(f'`{fresh_db}`.t{i}' for i in range(tables))}")
+    monkeypatch.setattr(estimate, "SERIAL_MAX_ROWS", 1_200)  # the run's ~2,400 rows go to the workers
+    decided: list[int] = []
     real = jobs.spark_executor.local_worker_count
 
     def counted(definition, work):
-        workers = real(definition, work)
-        decided.append((sum(w.estimated_rows or 0 for w in work), work[0].run_rows, workers))
-        return workers
+        decided.append(real(definition, work))
+        return decided[-1]
 
     monkeypatch.setattr(jobs.spark_executor, "local_worker_count", counted)
     definition = pipeline_factory(f"{fresh_db}.t.*", pipeline={"tidemark.snapshot.in-process-rows": 5_000,
                                                                "tidemark.doris.max-running-txns-per-db": LIMIT})
     runner = PipelineService(definition, executor=SparkExecutor(_no_spark))
     try:
-        _snapshot(runner, 8)
-        assert [workers for _, _, workers in decided] == [2, 2], decided  # the pipeline's parallelism
-        assert all(rows <= 1_200 < run_rows for rows, run_rows, _ in decided), decided
+        keys = list(runner.plan_splits().chunk_keys)
+        assert len(keys) == tables
+        phases.reset()
+        assert len(runner.run_chunks(keys)) == tables
+        assert decided == [2], decided  # the pipeline's parallelism, decided once for the run
+        statuses = runner.chunk_statuses()
+        prepared = sum(s == "PREPARED" for s in statuses.values())
+        assert 0 < prepared <= LIMIT, statuses
+        assert sum(s == "COMMITTED" for s in statuses.values()) == tables - prepared
+        assert any(str(s["name"]).startswith("early_commit") for s in phases.timeline())
+        assert doris_standin.txn_stats()["databases"][fresh_db]["running"] == prepared
+        runner.commit_chunks(keys)
+        assert runner.snapshot_done()
+        assert _peak(doris_standin, fresh_db) <= LIMIT
         _assert_equal(runner)
     finally:
         runner.close()

@@ -1,13 +1,13 @@
-"""Doris's side of whole-table chunk parity, computed as soon as a group of chunks is committed.
+"""Doris's side of whole-table chunk parity, computed as soon as chunks are committed early.
 
-A run of more chunks than ``tidemark.doris.max-running-txns-per-db`` allows in flight reads and
-commits them in groups (``cdc_core/pipeline/snapshot.py:run_chunks_bounded``): every group but the
-last is committed while the run still has groups to read. For a database of small tables (a chunk
-that is its whole table), the ``chunk_parity`` check that follows the run compared every table's
-count and checksum in Doris after the last commit, many tables a statement
-(``whole_tables.doris_wholes``): 1.4 s of a 300-table run's 10.6 s snapshot, all of it waiting for
-Doris (issue 30). Here Doris's side of each early group is computed on a thread while the next
-groups are read and loaded; the check then asks Doris only for the tables of the last group.
+A run of more chunks than ``tidemark.doris.max-running-txns-per-db`` allows in flight commits
+finished chunks early while it reads the others (``cdc_core/pipeline/snapshot.py:run_chunks_bounded``,
+``commit_window.py``). For a database of small tables (a chunk that is its whole table), the
+``chunk_parity`` check that follows the run compared every table's count and checksum in Doris after
+the last commit, many tables a statement (``whole_tables.doris_wholes``): 1.4 s of a 300-table run's
+10.6 s snapshot, all of it waiting for Doris (issue 30). Here Doris's side of the chunks committed
+early is computed on a thread, about a bound's worth at a time (an early group), while the reads go
+on; the check then asks Doris only for the tables left for the run's commit.
 
 When a stored segment may stand in for asking Doris again (``DorisAhead.valid``), beside the same
 statement and table (the fingerprint):
