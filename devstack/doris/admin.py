@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 def txn_stats(handler: BaseHandler) -> dict[str, Any]:
     app = handler.server.app
     txns = app.txns
-    with app.storage.lock:
+    with app.storage.lock, txns.lock:
         dbs = {db: {"db_id": app.storage.dbs.get(db, -1), "running": len(ids),
                     "peak_running": txns.peak_running.get(db, 0)}
                for db, ids in sorted(txns.running.items())}

@@ -23,7 +23,8 @@ Why one file and one write lock: data and transaction state change together in a
 transaction, so ``kill -9`` at any instant leaves either the old or the new state. A transaction's
 state changes that touch no rows — a load's begin (PREPARE), its precommit, an abort — are not
 DuckDB statements but lines appended to the transaction journal ``<data-dir>/txns.<gen>.journal``
-(:meth:`Storage.journal`; one ``write`` under the lock, where a DuckDB statement cost ~1 ms of parse,
+(:meth:`Storage.journal`; one ``write`` under the transaction manager's lock, not this write lock,
+``devstack/doris/transactions.py``, where a DuckDB statement cost ~1 ms of parse,
 bind and plan and its ``COMMIT`` a WAL write and fsync): a line is in the file once ``write``
 returns, so a ``kill -9`` after it loses nothing, and an ``fdatasync`` after the lock is released and
 before the reply that depends on it (:meth:`Storage.sync_journal`, one for all the records written
@@ -316,8 +317,9 @@ class Storage:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """The write lock alone, for a change recorded in the journal (:meth:`journal`): a load's
-        begin or precommit, an abort. Counted with the DuckDB transactions' holdings."""
+        """The write lock alone, for a change that must not run beside a DuckDB transaction: an
+        abort, the ticker's work (``TxnManager._journaled``). Counted with the DuckDB transactions'
+        holdings."""
         with self.lock, self._held():
             yield
 
@@ -411,7 +413,7 @@ class Storage:
 
     def journal(self, rec: dict[str, Any], *, staged_inline: bool = False) -> None:
         """Record a transaction's state (a ``__standin.txns`` row as a dict) in the journal; the
-        caller holds the lock. One ``write``: the record is in the file once it returns, for any
+        caller holds the transaction manager's lock (``TxnManager.lock``), as does the fold. One ``write``: the record is in the file once it returns, for any
         later reader and across a ``kill -9``. The caller calls :meth:`sync_journal` once it has
         released the lock and before it answers (or deletes what the record says is gone).
 
@@ -492,7 +494,8 @@ class Storage:
             self._inline_held.clear()
 
     def next_txn_id(self) -> int:
-        """The next transaction id, under the lock; not written by itself (see :meth:`_load_txn_counter`)."""
+        """The next transaction id, under the transaction manager's lock (``TxnManager.lock``); not
+        written by itself (see :meth:`_load_txn_counter`)."""
         value = self._counters["txn"] + 1
         self._counters["txn"] = value
         return value
@@ -714,7 +717,7 @@ class Storage:
         With ``table`` (a unique table), what its commit's merge asks of these rows alone — their
         key bounds, whether their keys are distinct, how many — is computed here, while the load
         holds no lock, and kept in the file's schema metadata (``merge.StagedKeys``): a commit
-        holds the write lock that every load's begin, precommit and commit waits for. For the same
+        holds the write lock that every other commit waits for. For the same
         reason, with ``ahead`` (a two-phase load, whose commit comes later), a large load's rows are
         then appended to the table ahead of the commit (:meth:`_prebuild`).
 

@@ -11,8 +11,20 @@ counted per database; a begin is refused once a database holds ``max_running_txn
 (FE ``DatabaseTransactionMgr.checkRunningTxnExceedLimit``), after the label check as on the FE. The
 peak count per database is kept for tests and benchmarks (``/_standin/txns``, :mod:`devstack.doris.admin`).
 
+Two locks, as Doris's FE has a transaction manager apart from its catalog and the BEs' writes: the
+manager's own (:attr:`TxnManager.lock`) guards the transactions' states, the running counts and the
+journal; the storage's write lock guards DuckDB (tables, rows, ``__standin.txns``). A load's begin and
+precommit take only the manager's, so they never wait for a group of commits merging rows or a group
+of ``CREATE TABLE``s (a 300-table snapshot's loads waited ~1.2 s for those here, docs/performance.md).
+Whatever else changes a transaction's state — a commit, an abort, the ticker's timeouts and journal
+folds, a BE restart's aborts — holds the write lock (aborts, the ticker and restarts take the
+manager's within it: that order, never the other). So while a commit checks its transaction, merges
+its rows and marks it VISIBLE, nothing else that could change that transaction runs (an abort, a
+timeout, another commit; a precommit only moves a PREPARE one, which a commit refuses), and the
+running counts a commit changes are updated under the manager's lock (:meth:`TxnManager._track`).
+
 Every state change is recorded before the reply: PREPARE, PRECOMMITTED and ABORTED as a line of the
-transaction journal (written under the write lock, fdatasynced after it and before any reply that
+transaction journal (written under the manager's lock, fdatasynced after it and before any reply that
 depends on it; a begin's by the load's precommit or abort, :meth:`TxnManager._journaled`, :meth:`TxnManager.begin`),
 PRECOMMITTED after the load's staged file is on disk, an aborted load's staged file deleted once its
 record is synced; COMMITTED and VISIBLE as a ``__standin.txns`` row in the same DuckDB transaction as the merged
@@ -129,7 +141,7 @@ def fe_error(msg: str) -> str:
 
 
 class TxnManager:
-    """All transactions of all databases; guarded by the storage write lock."""
+    """All transactions of all databases; guarded by :attr:`lock` (module doc: the two locks)."""
 
     def __init__(
         self,
@@ -140,6 +152,9 @@ class TxnManager:
         max_running_txn_num_per_db: int = DEFAULT_MAX_RUNNING_TXN_NUM_PER_DB,
     ) -> None:
         self.st = storage
+        # The transaction manager's lock: states, running counts, labels, the journal. Taken after
+        # the storage's write lock by whoever holds both; a load's begin and precommit take it alone.
+        self.lock = threading.RLock()
         self.precommit_timeout_s = precommit_timeout_s
         self.label_keep_s = label_keep_s
         self.label_num_threshold = label_num_threshold
@@ -197,25 +212,26 @@ class TxnManager:
 
     def _track(self, t: Txn) -> None:
         """Keep :attr:`running` (and the peak) in step with ``t``'s status."""
-        running = self.running.setdefault(t.db, set())
-        if t.status in FINAL:
-            running.discard(t.txn_id)
-            return
-        running.add(t.txn_id)
-        if len(running) > self.peak_running.get(t.db, 0):
-            self.peak_running[t.db] = len(running)
+        with self.lock:
+            running = self.running.setdefault(t.db, set())
+            if t.status in FINAL:
+                running.discard(t.txn_id)
+                return
+            running.add(t.txn_id)
+            if len(running) > self.peak_running.get(t.db, 0):
+                self.peak_running[t.db] = len(running)
 
     def running_count(self, db: str) -> int:
         return len(self.running.get(db, ()))
 
     def reset_peaks(self) -> None:
         """Start measuring peaks afresh (each database's peak becomes its current count)."""
-        with self.st.lock:
+        with self.lock:
             self.peak_running = {db: len(ids) for db, ids in self.running.items()}
 
     def set_fe_unreachable(self, message: str | None) -> None:
         """An FE restart begins (the BE's RPCs will fail with ``message``) or ends (None)."""
-        with self.st.lock:
+        with self.st.lock, self.lock:
             self.fe_unreachable = message
 
     def _fe_rpc(self) -> None:
@@ -225,7 +241,7 @@ class TxnManager:
 
     def set_limit(self, limit: int) -> None:
         """``ADMIN SET FRONTEND CONFIG ("max_running_txn_num_per_db" = ...)``: applies to later begins."""
-        with self.st.lock:
+        with self.lock:
             self.max_running_txn_num_per_db = check_txn_limit(limit)
 
     def _save(self, cur: Any, t: Txn) -> None:
@@ -241,7 +257,7 @@ class TxnManager:
 
     def _record(self, t: Txn, done: Txn, *, staged_inline: bool = False) -> None:
         """Record ``done`` (``t`` in its next state) in the journal, then make it ``t``'s state; the
-        caller holds the lock. ``t`` changes only once the record is written. ``staged_inline``: the
+        caller holds :attr:`lock`. ``t`` changes only once the record is written. ``staged_inline``: the
         record carries the rows the load staged inline (:meth:`Storage.journal`)."""
         self.st.journal(done.record(), staged_inline=staged_inline)
         self.dirty.add(t.txn_id)
@@ -249,12 +265,13 @@ class TxnManager:
         self._track(t)
 
     @contextlib.contextmanager
-    def _journaled(self) -> Iterator[None]:
-        """The write lock, for changes recorded in the journal; once it is released, the records are
-        synced (:meth:`Storage.sync_journal`), then the staged files of the transactions aborted
-        meanwhile deleted: a record on the disk says they are gone before they go."""
+    def _journaled(self, *, load: bool = False) -> Iterator[None]:
+        """The write lock and :attr:`lock` (``load``: a load's own precommit, :attr:`lock` alone), for
+        changes recorded in the journal; once released, the records are synced
+        (:meth:`Storage.sync_journal`), then the staged files of the transactions aborted meanwhile
+        deleted: a record on the disk says they are gone before they go."""
         discard: list[int] = []
-        with self.st.locked():
+        with contextlib.nullcontext() if load else self.st.locked(), self.lock:
             outer, self._discard = self._discard, discard
             try:
                 yield
@@ -329,7 +346,7 @@ class TxnManager:
         its state) syncs first (:meth:`Storage.sync_journal`). So a begin costs no ``fdatasync``
         of its own, as a Doris FE does not persist a stream load's PREPARE (a lost one only fails
         the load's commit)."""
-        with self.st.locked():
+        with self.lock:
             if be_epoch is not None and be_epoch != self.be_epoch:
                 raise BackendRestarted()
             self._fe_rpc()
@@ -362,7 +379,9 @@ class TxnManager:
             raise TxnError(f"transaction [{t.txn_id}] is already aborted. abort reason: {t.reason}")
 
     def precommit(self, t: Txn, staged: bool) -> None:
-        with self._journaled():
+        """PREPARE -> PRECOMMITTED, by the load that began ``t`` (only it, and before its reply):
+        no commit can be under way for ``t``, and an abort or timeout that is holds :attr:`lock`."""
+        with self._journaled(load=True):
             self._fe_rpc()
             self._still_prepared(t)
             self._record(t, replace(t, status="PRECOMMITTED", staged=staged, precommit_ms=now_ms()), staged_inline=staged)

@@ -139,13 +139,14 @@ def test_limit_from_the_environment_and_kept_across_a_restart(tmp_path, monkeypa
         again.stop()
 
 
-def test_the_write_lock_counter_counts_a_loads_begin_precommit_and_commit(doris: StandInProcess, db: str) -> None:
+def test_the_write_lock_counter_counts_a_loads_commit(doris: StandInProcess, db: str) -> None:
     """``write_lock`` in ``/_standin/txns``: how long and how often the storage's write lock was held
-    (for benchmarks); a 2PC load takes it at least three times (the ticker takes it too)."""
+    (for benchmarks); a 2PC load's commit takes it (its begin and precommit take the transaction
+    manager's lock alone; the ticker takes the write lock too)."""
     make_users(doris, db)
     before = _stats(doris)["write_lock"]
     res = _precommit(doris, db, "counted", 1)
     assert doris.txn(db, "commit", txn_id=res["TxnId"])["status"] == "Success"
     after = _stats(doris, "be")["write_lock"]
-    assert after["holds"] >= before["holds"] + 3
+    assert after["holds"] >= before["holds"] + 1
     assert after["held_s"] > before["held_s"]
