@@ -12,7 +12,8 @@ Both answer on either port (use the BE port while the FE restarts and the FE por
 checks against ``max_running_txn_num_per_db``); ``peak_running`` is the most it held at once since the
 stand-in started or since the last reset. ``write_lock``: the seconds the storage's write lock has
 been held for DuckDB transactions since the stand-in started, and how many times (the stand-in's
-serial part: every begin, precommit, commit and DDL takes it; ``bench/standin_estate.py``).
+serial part: every commit, abort and DDL takes it, a load's begin and precommit take the transaction
+manager's lock instead; ``bench/standin_estate.py``).
 ``staged_by``: how many loads' rows were converted by Arrow's kernels (``arrow_kernels``,
 devstack/doris/fast_stage.py) and how many by the DuckDB query (``query``). ``group_commits``: how many
 DuckDB transactions applied more than one 2PC commit at once, and how many commits they applied

@@ -632,10 +632,10 @@ class TxnManager:
     def checkpoint_when_idle(self) -> bool:
         """DuckDB's checkpoint at an idle moment (:meth:`Storage.checkpoint_when_idle`), and only when
         no load transaction is running (begun, not yet VISIBLE or ABORTED) in any database; whether it
-        checkpointed. A snapshot's tables come in groups whose loads write no DuckDB row until the
-        group's commits: a second without a DuckDB write there is not idle, and a checkpoint taken then
-        would hold the write lock the loads' precommits and the group's commits wait for. A transaction
-        left running (an abandoned precommit) holds the checkpoint off until its timeout aborts it;
+        checkpointed. A snapshot's loads write no DuckDB row until their commits: a second without
+        a DuckDB write there is not idle, and a checkpoint taken then would hold the write lock the
+        commits wait for. A transaction left running (an abandoned precommit) holds the checkpoint
+        off until its timeout aborts it;
         DuckDB's own threshold (``storage.WAL_CHECKPOINT_BYTES``) still bounds the WAL meanwhile."""
         if any(list(self.running.values())):
             return False

@@ -7,6 +7,7 @@ be its key range exactly as the table was at the chunk's high watermark (each ch
 from __future__ import annotations
 
 import threading
+import time
 
 import pymysql
 import pytest
@@ -181,7 +182,10 @@ def test_a_watermark_in_one_round_trip_is_the_three_statements_result(root_conn,
             thread.start()
             seen = []
             try:
-                for _ in range(50):
+                # at least 50 reads, and on until the writer has moved the binlog (a fast machine
+                # reads 50 times before its first INSERT commits), within 30 s
+                deadline = time.monotonic() + 30
+                while len(seen) < 50 or (len({o.position for o in seen}) < 3 and time.monotonic() < deadline):
                     seen.append(offsets.read(cur))
             finally:
                 stop.set()
