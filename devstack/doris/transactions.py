@@ -380,7 +380,8 @@ class TxnManager:
 
     def precommit(self, t: Txn, staged: bool) -> None:
         """PREPARE -> PRECOMMITTED, by the load that began ``t`` (only it, and before its reply):
-        no commit can be under way for ``t``, and an abort or timeout that is holds :attr:`lock`."""
+        no commit of ``t`` can be under way, and an abort or a timeout of ``t`` holds :attr:`lock`
+        too, so the two go one after the other."""
         with self._journaled(load=True):
             self._fe_rpc()
             self._still_prepared(t)
