@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from cdc_core.pipeline.executor import ChunkOutcome
+from cdc_core.pipeline.txn_groups import check_bound, loads_of
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +58,7 @@ class CommitWindow:
     def __init__(self, limit: int, databases: Callable[[str], Iterable[str]],
                  commit: Callable[[list[ChunkOutcome]], None],
                  on_close: Callable[[], None] | None = None) -> None:
-        if limit < 1:
-            raise ValueError(f"the running-transaction bound must be ≥ 1, got {limit}")
-        self.limit = limit
+        self.limit = check_bound(limit)
         self._databases = databases
         self._commit = commit
         self._on_close = on_close
@@ -75,7 +74,6 @@ class CommitWindow:
         self._closed = False
         self._error: BaseException | None = None
         self._raised = False  # acquire raised it: the executor's error is that failure
-        self.batches = 0  # early commits made
         self.peak: Counter[str] = Counter()  # the most loads held at once, per database
         self._done: set[tuple[str, int]] = set()
         self._batch = max(1, min(MIN_BATCH, limit // 2))
@@ -87,11 +85,7 @@ class CommitWindow:
         """Return True once the chunk's loads fit in every database it loads into (they are held
         from now until its commit); False, holding nothing, once ``give_up`` is set (another chunk
         failed: the executor stops, see :meth:`wake`). Raises an early commit's failure."""
-        needs = Counter(self._databases(table_id))
-        if any(n > self.limit for n in needs.values()):
-            raise ValueError(f"{table_id} loads {max(needs.values())} Doris tables of one database at once, more "
-                             f"than tidemark.doris.max-running-txns-per-db ({self.limit}); raise it (within Doris's "
-                             "max_running_txn_num_per_db) or route the table to fewer targets")
+        needs = loads_of(table_id, self._databases(table_id), self.limit)
         with self._cond:
             while True:
                 if self._error is not None:
@@ -210,5 +204,4 @@ class CommitWindow:
                     needs = self._needs.pop(key, None)
                     if needs is not None:
                         self._held.subtract(needs)
-                self.batches += 1
                 self._cond.notify_all()

@@ -19,23 +19,36 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+def check_bound(limit: int) -> int:
+    """``limit`` when it is a usable bound (≥ 1), else ValueError."""
+    if limit < 1:
+        raise ValueError(f"the running-transaction bound must be ≥ 1, got {limit}")
+    return limit
+
+
+def loads_of(item: object, databases: Iterable[str], limit: int) -> Counter[str]:
+    """The loads per database that ``item`` begins (``databases``: one per target table); an item
+    that alone needs more than ``limit`` in one database cannot be bounded and is refused with the fix."""
+    needs = Counter(databases)
+    if any(n > limit for n in needs.values()):
+        raise ValueError(f"{item} loads {max(needs.values())} Doris tables of one database at once, more than "
+                         f"tidemark.doris.max-running-txns-per-db ({limit}); raise it (within Doris's "
+                         "max_running_txn_num_per_db) or route the table to fewer targets")
+    return needs
+
+
 def txn_groups(items: Sequence[T], databases: Callable[[T], Iterable[str]], limit: int) -> list[list[T]]:
     """``items`` in order, cut into groups whose loads stay within ``limit`` per database.
 
     ``databases(item)``: the Doris database of each load the item begins (one per target table).
     One group when everything fits. An item that alone needs more than ``limit`` loads in one
-    database cannot be bounded and is refused with the fix."""
-    if limit < 1:
-        raise ValueError(f"the running-transaction bound must be ≥ 1, got {limit}")
+    database is refused (:func:`loads_of`)."""
+    check_bound(limit)
     groups: list[list[T]] = []
     current: list[T] = []
     running: Counter[str] = Counter()
     for item in items:
-        needs = Counter(databases(item))
-        if any(n > limit for n in needs.values()):
-            raise ValueError(f"{item} loads {max(needs.values())} Doris tables of one database at once, more than "
-                             f"tidemark.doris.max-running-txns-per-db ({limit}); raise it (within Doris's "
-                             "max_running_txn_num_per_db) or route the table to fewer targets")
+        needs = loads_of(item, databases(item), limit)
         if current and any(running[db] + n > limit for db, n in needs.items()):
             groups.append(current)
             current, running = [], Counter()

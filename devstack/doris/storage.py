@@ -413,9 +413,10 @@ class Storage:
 
     def journal(self, rec: dict[str, Any], *, staged_inline: bool = False) -> None:
         """Record a transaction's state (a ``__standin.txns`` row as a dict) in the journal; the
-        caller holds the transaction manager's lock (``TxnManager.lock``), as does the fold. One ``write``: the record is in the file once it returns, for any
-        later reader and across a ``kill -9``. The caller calls :meth:`sync_journal` once it has
-        released the lock and before it answers (or deletes what the record says is gone).
+        caller holds the transaction manager's lock (``TxnManager.lock``), as does the fold. One
+        ``write``: the record is in the file once it returns, for any later reader and across a
+        ``kill -9``. The caller calls :meth:`sync_journal` once it has released the lock and before
+        it answers (or deletes what the record says is gone).
 
         ``staged_inline`` (a PRECOMMITTED record): the load's rows, if it staged them inline
         (:meth:`write_staging`), ride in the record, and from then on the journal is what holds them."""
