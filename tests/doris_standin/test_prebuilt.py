@@ -188,6 +188,7 @@ def test_a_journal_fold_or_a_table_change_since_the_load_takes_the_staged_file(
         storage.close()
 
 
+@pytest.mark.integration  # it starts (and kills) its own stand-in
 def test_kill_9_between_load_and_commit_then_commit_after_restart(tmp_path) -> None:
     """The open DuckDB transaction dies with the process; the staged file carries the load."""
     data = tmp_path / "data"
